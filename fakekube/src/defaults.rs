@@ -1,0 +1,269 @@
+//! Defaults and the few validations the API server applies to the core kinds fakekube serves.
+//!
+//! Only what clients of this server observe is done: the fields kubectl and the controllers
+//! read back, and the required fields whose absence a real server refuses.
+
+use crate::resources::ResourceType;
+use crate::status::Cause;
+use base64::Engine;
+use serde_json::{Map, Value, json};
+
+fn required(field: &str) -> Cause {
+    Cause { reason: "FieldValueRequired".into(), message: "Required value".into(), field: Some(field.into()) }
+}
+
+fn set_default(map: &mut Map<String, Value>, key: &str, v: Value) {
+    if !map.contains_key(key) || map.get(key).is_some_and(Value::is_null) {
+        map.insert(key.to_string(), v);
+    }
+}
+
+/// Defaults and validates a core object; returns the causes of a 422, empty when admitted.
+pub(crate) fn admit_core(rt: &ResourceType, obj: &mut Value, old: Option<&Value>) -> Vec<Cause> {
+    match rt.kind {
+        "Pod" => pod(obj, old),
+        "Service" => service(obj, old),
+        "PersistentVolumeClaim" => pvc(obj),
+        "Namespace" => namespace(obj),
+        "Secret" => secret(obj),
+        _ => Vec::new(),
+    }
+}
+
+fn image_pull_policy(image: &str) -> &'static str {
+    let last = image.rsplit('/').next().unwrap_or(image);
+    if image.contains('@') {
+        return "IfNotPresent";
+    }
+    match last.split_once(':') {
+        None => "Always",
+        Some((_, "latest")) => "Always",
+        Some(_) => "IfNotPresent",
+    }
+}
+
+fn containers(spec: &mut Map<String, Value>, key: &str, causes: &mut Vec<Cause>) {
+    let Some(Value::Array(list)) = spec.get_mut(key) else { return };
+    for (i, c) in list.iter_mut().enumerate() {
+        let Some(c) = c.as_object_mut() else {
+            causes.push(required(&format!("spec.{key}[{i}]")));
+            continue;
+        };
+        if c.get("name").and_then(Value::as_str).is_none_or(str::is_empty) {
+            causes.push(required(&format!("spec.{key}[{i}].name")));
+        }
+        let image = c.get("image").and_then(Value::as_str).unwrap_or("").to_string();
+        if image.is_empty() {
+            causes.push(required(&format!("spec.{key}[{i}].image")));
+        }
+        set_default(c, "imagePullPolicy", json!(image_pull_policy(&image)));
+        set_default(c, "terminationMessagePath", json!("/dev/termination-log"));
+        set_default(c, "terminationMessagePolicy", json!("File"));
+        set_default(c, "resources", json!({}));
+        if let Some(Value::Array(ports)) = c.get_mut("ports") {
+            for p in ports.iter_mut().filter_map(Value::as_object_mut) {
+                set_default(p, "protocol", json!("TCP"));
+            }
+        }
+    }
+}
+
+fn pod(obj: &mut Value, old: Option<&Value>) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let Some(o) = obj.as_object_mut() else { return causes };
+    let Some(spec) = o.get_mut("spec").and_then(Value::as_object_mut) else {
+        causes.push(required("spec.containers"));
+        return causes;
+    };
+    if spec.get("containers").and_then(Value::as_array).is_none_or(Vec::is_empty) {
+        causes.push(required("spec.containers"));
+    }
+    containers(spec, "containers", &mut causes);
+    containers(spec, "initContainers", &mut causes);
+    set_default(spec, "restartPolicy", json!("Always"));
+    set_default(spec, "terminationGracePeriodSeconds", json!(30));
+    set_default(spec, "dnsPolicy", json!("ClusterFirst"));
+    set_default(spec, "securityContext", json!({}));
+    set_default(spec, "schedulerName", json!("default-scheduler"));
+    set_default(spec, "enableServiceLinks", json!(true));
+    set_default(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
+    set_default(spec, "priority", json!(0));
+    if !spec.contains_key("serviceAccountName") {
+        let sa = spec.get("serviceAccount").cloned().unwrap_or_else(|| json!("default"));
+        spec.insert("serviceAccountName".into(), sa);
+    }
+    if let Some(old) = old {
+        // The pod spec is immutable but for a few fields; the fake keeps the stored one for the
+        // fields the kubelet uses and refuses changes to containers.
+        let old_containers = old.get("spec").and_then(|s| s.get("containers"));
+        let images = |v: Option<&Value>| -> Vec<(String, String)> {
+            v.and_then(Value::as_array)
+                .map(|l| {
+                    l.iter()
+                        .map(|c| {
+                            (
+                                c.get("name").and_then(Value::as_str).unwrap_or("").to_string(),
+                                c.get("image").and_then(Value::as_str).unwrap_or("").to_string(),
+                            )
+                        })
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let new_names: Vec<String> = images(spec.get("containers")).into_iter().map(|(n, _)| n).collect();
+        let old_names: Vec<String> = images(old_containers).into_iter().map(|(n, _)| n).collect();
+        if new_names != old_names {
+            causes.push(Cause {
+                reason: "FieldValueForbidden".into(),
+                message: "Forbidden: pod updates may not add or remove containers".into(),
+                field: Some("spec.containers".into()),
+            });
+        }
+    } else if !o.contains_key("status") {
+        o.insert("status".into(), json!({ "phase": "Pending", "qosClass": "BestEffort" }));
+    }
+    causes
+}
+
+fn service(obj: &mut Value, old: Option<&Value>) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let Some(o) = obj.as_object_mut() else { return causes };
+    let spec = o.entry("spec").or_insert_with(|| json!({}));
+    let Some(spec) = spec.as_object_mut() else {
+        causes.push(required("spec"));
+        return causes;
+    };
+    set_default(spec, "type", json!("ClusterIP"));
+    set_default(spec, "sessionAffinity", json!("None"));
+    set_default(spec, "internalTrafficPolicy", json!("Cluster"));
+    set_default(spec, "ipFamilies", json!(["IPv4"]));
+    set_default(spec, "ipFamilyPolicy", json!("SingleStack"));
+    let old_ip = old.and_then(|o| o.get("spec")).and_then(|s| s.get("clusterIP")).cloned();
+    match (spec.get("clusterIP").and_then(Value::as_str), old_ip) {
+        (_, Some(ip)) => {
+            spec.insert("clusterIP".into(), ip.clone());
+            spec.insert("clusterIPs".into(), json!([ip]));
+        }
+        (Some("None"), None) => {
+            spec.insert("clusterIPs".into(), json!(["None"]));
+        }
+        (Some(ip), None) if !ip.is_empty() => {
+            let ip = ip.to_string();
+            spec.insert("clusterIPs".into(), json!([ip]));
+        }
+        _ => {
+            let b = uuid::Uuid::new_v4().into_bytes();
+            let ip = format!("10.96.{}.{}", b[0], b[1].max(1));
+            spec.insert("clusterIP".into(), json!(ip));
+            spec.insert("clusterIPs".into(), json!([ip]));
+        }
+    }
+    if let Some(Value::Array(ports)) = spec.get_mut("ports") {
+        for (i, p) in ports.iter_mut().enumerate() {
+            let Some(p) = p.as_object_mut() else { continue };
+            let Some(port) = p.get("port").cloned().filter(Value::is_number) else {
+                causes.push(required(&format!("spec.ports[{i}].port")));
+                continue;
+            };
+            set_default(p, "protocol", json!("TCP"));
+            set_default(p, "targetPort", port);
+        }
+    }
+    if old.is_none() {
+        o.insert("status".into(), json!({ "loadBalancer": {} }));
+    }
+    causes
+}
+
+fn pvc(obj: &mut Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let Some(o) = obj.as_object_mut() else { return causes };
+    let Some(spec) = o.get_mut("spec").and_then(Value::as_object_mut) else {
+        causes.push(required("spec"));
+        return causes;
+    };
+    set_default(spec, "volumeMode", json!("Filesystem"));
+    if spec.get("accessModes").and_then(Value::as_array).is_none_or(Vec::is_empty) {
+        causes.push(required("spec.accessModes"));
+    }
+    if spec.get("resources").and_then(|r| r.get("requests")).and_then(|r| r.get("storage")).is_none() {
+        causes.push(required("spec.resources[storage]"));
+    }
+    if !o.contains_key("status") {
+        o.insert("status".into(), json!({ "phase": "Pending" }));
+    }
+    causes
+}
+
+fn namespace(obj: &mut Value) -> Vec<Cause> {
+    let Some(o) = obj.as_object_mut() else { return Vec::new() };
+    let name = o.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("").to_string();
+    if let Some(md) = o.get_mut("metadata").and_then(Value::as_object_mut) {
+        let labels = md.entry("labels").or_insert_with(|| json!({}));
+        if let Some(l) = labels.as_object_mut() {
+            l.insert("kubernetes.io/metadata.name".into(), json!(name));
+        }
+    }
+    o.entry("spec").or_insert_with(|| json!({ "finalizers": ["kubernetes"] }));
+    o.insert("status".into(), json!({ "phase": "Active" }));
+    Vec::new()
+}
+
+fn secret(obj: &mut Value) -> Vec<Cause> {
+    let Some(o) = obj.as_object_mut() else { return Vec::new() };
+    set_default(o, "type", json!("Opaque"));
+    if let Some(Value::Object(string_data)) = o.remove("stringData") {
+        let data = o.entry("data").or_insert_with(|| json!({}));
+        if let Some(d) = data.as_object_mut() {
+            for (k, v) in string_data {
+                if let Some(s) = v.as_str() {
+                    d.insert(k, json!(base64::engine::general_purpose::STANDARD.encode(s)));
+                }
+            }
+        }
+    }
+    Vec::new()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources;
+
+    #[test]
+    fn pod_without_containers_is_refused_with_the_field() {
+        let rt = resources::find("", "v1", "pods").expect("pods served");
+        let mut pod = json!({ "metadata": { "name": "p" }, "spec": {} });
+        let causes = admit_core(rt, &mut pod, None);
+        assert_eq!(causes[0].field.as_deref(), Some("spec.containers"));
+    }
+
+    #[test]
+    fn pod_gets_the_api_server_defaults_and_pending_phase() {
+        let rt = resources::find("", "v1", "pods").expect("pods served");
+        let mut pod = json!({ "metadata": { "name": "p" }, "spec": { "containers": [ { "name": "c", "image": "busybox" } ] } });
+        assert!(admit_core(rt, &mut pod, None).is_empty());
+        assert_eq!(pod["spec"]["restartPolicy"], "Always");
+        assert_eq!(pod["spec"]["containers"][0]["imagePullPolicy"], "Always");
+        assert_eq!(pod["status"]["phase"], "Pending");
+    }
+
+    #[test]
+    fn headless_service_keeps_cluster_ip_none_and_ports_get_target_port() {
+        let rt = resources::find("", "v1", "services").expect("services served");
+        let mut svc = json!({ "metadata": { "name": "s" }, "spec": { "clusterIP": "None", "ports": [ { "port": 80 } ] } });
+        assert!(admit_core(rt, &mut svc, None).is_empty());
+        assert_eq!(svc["spec"]["clusterIP"], "None");
+        assert_eq!(svc["spec"]["ports"][0]["targetPort"], 80);
+        assert_eq!(svc["spec"]["ports"][0]["protocol"], "TCP");
+    }
+
+    #[test]
+    fn secret_string_data_is_folded_into_data() {
+        let rt = resources::find("", "v1", "secrets").expect("secrets served");
+        let mut s = json!({ "metadata": { "name": "s" }, "stringData": { "k": "v" } });
+        admit_core(rt, &mut s, None);
+        assert_eq!(s["data"]["k"], "dg==");
+        assert!(s.get("stringData").is_none());
+    }
+}

@@ -1,0 +1,219 @@
+//! Discovery and meta documents: `/version`, `/api`, `/apis`, the per-group-version resource
+//! lists, and the `/openapi/v3` documents `kubectl apply` reads to decide on server-side
+//! field validation.
+
+use crate::resources::{self, RESOURCES, ResourceType};
+use serde_json::{Value, json};
+
+/// The Kubernetes version the server reports.
+#[derive(Debug, Clone)]
+pub(crate) struct Version {
+    pub(crate) minor: u32,
+    pub(crate) patch: u32,
+}
+
+impl Version {
+    fn git_version(&self) -> String {
+        format!("v1.{}.{}", self.minor, self.patch)
+    }
+}
+
+/// `GET /version`.
+pub(crate) fn version(v: &Version) -> Value {
+    json!({
+        "major": "1",
+        "minor": v.minor.to_string(),
+        "emulationMajor": "1",
+        "emulationMinor": v.minor.to_string(),
+        "minCompatibilityMajor": "1",
+        "minCompatibilityMinor": v.minor.saturating_sub(1).to_string(),
+        "gitVersion": v.git_version(),
+        "gitCommit": "0000000000000000000000000000000000000000",
+        "gitTreeState": "clean",
+        "buildDate": "2026-01-01T00:00:00Z",
+        "goVersion": "go1.24.0",
+        "compiler": "gc",
+        "platform": "linux/amd64",
+    })
+}
+
+/// `GET /api`.
+pub(crate) fn core_versions(server_address: &str) -> Value {
+    json!({
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [ { "clientCIDR": "0.0.0.0/0", "serverAddress": server_address } ],
+    })
+}
+
+fn group_json(group: &str, version: &str) -> Value {
+    let gv = json!({ "groupVersion": format!("{group}/{version}"), "version": version });
+    json!({ "name": group, "versions": [gv.clone()], "preferredVersion": gv })
+}
+
+/// `GET /apis`.
+pub(crate) fn group_list() -> Value {
+    let groups: Vec<Value> = resources::group_versions()
+        .into_iter()
+        .filter(|(g, _)| !g.is_empty())
+        .map(|(g, v)| group_json(g, v))
+        .collect();
+    json!({ "kind": "APIGroupList", "apiVersion": "v1", "groups": groups })
+}
+
+/// `GET /apis/<group>`, if served.
+pub(crate) fn group(group: &str) -> Option<Value> {
+    let (g, v) = resources::group_versions().into_iter().find(|(g, _)| *g == group && !g.is_empty())?;
+    let mut doc = group_json(g, v);
+    doc["kind"] = json!("APIGroup");
+    doc["apiVersion"] = json!("v1");
+    Some(doc)
+}
+
+fn resource_json(r: &ResourceType) -> Value {
+    let mut v = json!({
+        "name": r.plural,
+        "singularName": r.singular,
+        "namespaced": r.namespaced,
+        "kind": r.kind,
+        "verbs": r.verbs,
+    });
+    if !r.short_names.is_empty() {
+        v["shortNames"] = json!(r.short_names);
+    }
+    if !r.categories.is_empty() {
+        v["categories"] = json!(r.categories);
+    }
+    v
+}
+
+fn subresource_json(r: &ResourceType, sub: &str, kind: &str, gv: Option<(&str, &str)>, verbs: &[&str]) -> Value {
+    let mut v = json!({
+        "name": format!("{}/{sub}", r.plural),
+        "singularName": "",
+        "namespaced": r.namespaced,
+        "kind": kind,
+        "verbs": verbs,
+    });
+    if let Some((g, ver)) = gv {
+        v["group"] = json!(g);
+        v["version"] = json!(ver);
+    }
+    v
+}
+
+/// `GET /api/v1` or `GET /apis/<group>/<version>`, if served.
+pub(crate) fn resource_list(group: &str, version: &str) -> Option<Value> {
+    let mut list = Vec::new();
+    for r in RESOURCES.iter().filter(|r| r.group == group && r.version == version) {
+        list.push(resource_json(r));
+        if r.status == resources::StatusMode::Subresource {
+            list.push(subresource_json(r, "status", r.kind, None, &["get", "patch", "update"]));
+        }
+        if r.scale {
+            list.push(subresource_json(r, "scale", "Scale", Some(("autoscaling", "v1")), &["get", "patch", "update"]));
+        }
+        for (sub, verbs) in r.extra_subresources {
+            let (kind, gv) = match *sub {
+                "exec" => ("PodExecOptions", None),
+                "attach" => ("PodAttachOptions", None),
+                "log" => ("Pod", None),
+                "token" => ("TokenRequest", Some(("authentication.k8s.io", "v1"))),
+                _ => (r.kind, None),
+            };
+            list.push(subresource_json(r, sub, kind, gv, verbs));
+        }
+    }
+    if list.is_empty() {
+        return None;
+    }
+    let gv = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
+    Some(json!({ "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": list }))
+}
+
+fn openapi_key(group: &str, version: &str) -> String {
+    if group.is_empty() { format!("api/{version}") } else { format!("apis/{group}/{version}") }
+}
+
+/// `GET /openapi/v3`: the index of per-group-version documents.
+pub(crate) fn openapi_root(v: &Version) -> Value {
+    let mut paths = serde_json::Map::new();
+    for (g, ver) in resources::group_versions() {
+        let key = openapi_key(g, ver);
+        paths.insert(
+            key.clone(),
+            json!({ "serverRelativeURL": format!("/openapi/v3/{key}?hash={}", hash(&key, v)) }),
+        );
+    }
+    json!({ "paths": paths })
+}
+
+fn hash(key: &str, v: &Version) -> String {
+    // FNV-1a of the key and version: stable across runs, changes when the document would.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in key.bytes().chain(v.git_version().bytes()) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016X}")
+}
+
+/// `GET /openapi/v3/<key>`: PATCH operations with their group-version-kind and the
+/// `fieldValidation` parameter, which is what tells kubectl to validate on the server.
+pub(crate) fn openapi_doc(key: &str, v: &Version) -> Option<Value> {
+    let (g, ver) = resources::group_versions().into_iter().find(|(g, ver)| openapi_key(g, ver) == key)?;
+    let mut paths = serde_json::Map::new();
+    let param = |name: &str| json!({ "name": name, "in": "query", "schema": { "type": "string", "uniqueItems": true } });
+    for r in RESOURCES.iter().filter(|r| r.group == g && r.version == ver && !r.create_only) {
+        let base = if r.group.is_empty() { format!("/api/{}", r.version) } else { format!("/apis/{}/{}", r.group, r.version) };
+        let path = if r.namespaced {
+            format!("{base}/namespaces/{{namespace}}/{}/{{name}}", r.plural)
+        } else {
+            format!("{base}/{}/{{name}}", r.plural)
+        };
+        let gvk = json!({ "group": r.group, "version": r.version, "kind": r.kind });
+        let op = |verb: &str| {
+            json!({
+                "operationId": format!("{verb}{}", r.kind),
+                "parameters": [param("dryRun"), param("fieldManager"), param("fieldValidation")],
+                "responses": { "200": { "description": "OK" } },
+                "x-kubernetes-action": verb,
+                "x-kubernetes-group-version-kind": gvk,
+            })
+        };
+        paths.insert(path, json!({ "patch": op("patch"), "put": op("put") }));
+    }
+    Some(json!({
+        "openapi": "3.0.0",
+        "info": { "title": "Kubernetes", "version": v.git_version() },
+        "paths": paths,
+        "components": { "schemas": {} },
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agent_sandbox_groups_are_discoverable_with_short_names_and_subresources() {
+        let list = resource_list("extensions.agents.x-k8s.io", "v1beta1").expect("served");
+        let names: Vec<&str> = list["resources"].as_array().into_iter().flatten().filter_map(|r| r["name"].as_str()).collect();
+        assert!(names.contains(&"sandboxwarmpools/scale"));
+        assert!(names.contains(&"sandboxclaims/status"));
+        let swp = list["resources"].as_array().into_iter().flatten().find(|r| r["name"] == "sandboxwarmpools");
+        assert_eq!(swp.map(|r| r["shortNames"].clone()), Some(json!(["swp"])));
+        assert!(group_list()["groups"].as_array().is_some_and(|g| g.iter().any(|g| g["name"] == "agents.x-k8s.io")));
+    }
+
+    #[test]
+    fn openapi_documents_carry_patch_with_field_validation_for_each_kind() {
+        let v = Version { minor: 33, patch: 1 };
+        let root = openapi_root(&v);
+        assert!(root["paths"]["apis/agents.x-k8s.io/v1beta1"]["serverRelativeURL"].is_string());
+        let doc = openapi_doc("apis/agents.x-k8s.io/v1beta1", &v).expect("served");
+        let op = &doc["paths"]["/apis/agents.x-k8s.io/v1beta1/namespaces/{namespace}/sandboxes/{name}"]["patch"];
+        assert_eq!(op["x-kubernetes-group-version-kind"]["kind"], "Sandbox");
+        assert!(op["parameters"].as_array().is_some_and(|p| p.iter().any(|p| p["name"] == "fieldValidation")));
+    }
+}

@@ -1,0 +1,67 @@
+//! Faults a test can switch on while the server runs: throttling, slow responses, failing list
+//! pages.
+
+use crate::api::Route;
+use crate::status::ApiError;
+use axum::response::{IntoResponse, Response};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::time::Duration;
+
+/// The faults of one server. Every fault is off at start.
+#[derive(Debug, Default)]
+pub struct Faults {
+    throttle_one_in: AtomicU32,
+    retry_after_secs: AtomicU64,
+    counter: AtomicU32,
+    delay: Mutex<Duration>,
+    fail_continued_lists: AtomicBool,
+}
+
+impl Faults {
+    /// Answers one resource request in `n` with 429 `TooManyRequests` and `Retry-After: secs`
+    /// (0 switches it off).
+    pub fn throttle_one_in(&self, n: u32, retry_after_secs: u64) {
+        self.retry_after_secs.store(retry_after_secs, Ordering::SeqCst);
+        self.counter.store(0, Ordering::SeqCst);
+        self.throttle_one_in.store(n, Ordering::SeqCst);
+    }
+
+    /// Delays every resource request by `delay` (zero switches it off).
+    pub fn slow_responses(&self, delay: Duration) {
+        if let Ok(mut d) = self.delay.lock() {
+            *d = delay;
+        }
+    }
+
+    /// Makes every list page after the first (a request with `continue`) fail with a 500.
+    pub fn fail_continued_lists(&self, on: bool) {
+        self.fail_continued_lists.store(on, Ordering::SeqCst);
+    }
+
+    /// Applies the request-level faults; `Some` is the response to send instead.
+    pub(crate) async fn before_request(&self, route: &Route) -> Option<Response> {
+        if !matches!(route, Route::Resource(_)) {
+            return None;
+        }
+        let delay = self.delay.lock().map(|d| *d).unwrap_or_default();
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+        let n = self.throttle_one_in.load(Ordering::SeqCst);
+        if n > 0 {
+            let c = self.counter.fetch_add(1, Ordering::SeqCst) + 1;
+            if c % n == 0 {
+                let secs = self.retry_after_secs.load(Ordering::SeqCst);
+                return Some(ApiError::too_many_requests(secs).into_response());
+            }
+        }
+        None
+    }
+
+    /// The error for a list page, when the fault applies.
+    pub(crate) fn list_page(&self, continued: bool) -> Option<ApiError> {
+        (continued && self.fail_continued_lists.load(Ordering::SeqCst))
+            .then(|| ApiError::internal("etcdserver: request timed out (injected by fakekube)"))
+    }
+}

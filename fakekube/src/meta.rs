@@ -1,0 +1,126 @@
+//! Object metadata helpers: names, timestamps, generated names, owner references.
+
+use crate::status::Cause;
+use serde_json::{Map, Value};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+/// Now, as Kubernetes prints a `metav1.Time` (RFC 3339, seconds, `Z`).
+pub(crate) fn now_rfc3339() -> String {
+    format_time(OffsetDateTime::now_utc())
+}
+
+/// A time as Kubernetes prints it.
+pub(crate) fn format_time(t: OffsetDateTime) -> String {
+    let t = t.replace_nanosecond(0).unwrap_or(t);
+    t.format(&Rfc3339).unwrap_or_else(|_| "1970-01-01T00:00:00Z".to_string())
+}
+
+/// Parses an RFC 3339 time.
+pub(crate) fn parse_time(s: &str) -> Option<OffsetDateTime> {
+    OffsetDateTime::parse(s, &Rfc3339).ok()
+}
+
+/// The random suffix the API server appends to a `generateName` (5 characters from its alphabet).
+pub(crate) fn random_suffix() -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let bytes = uuid::Uuid::new_v4().into_bytes();
+    bytes[..5].iter().map(|b| ALPHABET[usize::from(*b) % ALPHABET.len()] as char).collect()
+}
+
+fn is_dns_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
+/// Checks a name as a DNS-1123 subdomain (most kinds) or label (namespaces, services).
+pub(crate) fn validate_name(name: &str, label: bool) -> Option<Cause> {
+    let ok = if label {
+        is_dns_label(name)
+    } else {
+        !name.is_empty() && name.len() <= 253 && name.split('.').all(is_dns_label)
+    };
+    if ok {
+        return None;
+    }
+    let message = if label {
+        format!(
+            "Invalid value: \"{name}\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+        )
+    } else {
+        format!(
+            "Invalid value: \"{name}\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+        )
+    };
+    Some(Cause { reason: "FieldValueInvalid".into(), message, field: Some("metadata.name".into()) })
+}
+
+/// The object's `metadata`, created if missing.
+pub(crate) fn metadata_mut(obj: &mut Value) -> Option<&mut Map<String, Value>> {
+    let o = obj.as_object_mut()?;
+    let m = o.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
+    if !m.is_object() {
+        *m = Value::Object(Map::new());
+    }
+    m.as_object_mut()
+}
+
+/// A string field of `metadata`.
+pub(crate) fn meta_str<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
+    obj.get("metadata")?.get(key)?.as_str()
+}
+
+/// The object's labels.
+pub(crate) fn labels(obj: &Value) -> Option<&Map<String, Value>> {
+    obj.get("metadata")?.get("labels")?.as_object()
+}
+
+/// The uids of the object's owners.
+pub(crate) fn owner_uids(obj: &Value) -> Vec<String> {
+    obj.get("metadata")
+        .and_then(|m| m.get("ownerReferences"))
+        .and_then(Value::as_array)
+        .map(|refs| {
+            refs.iter().filter_map(|r| r.get("uid").and_then(Value::as_str).map(str::to_string)).collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The object's finalizers.
+pub(crate) fn finalizers(obj: &Value) -> Vec<String> {
+    obj.get("metadata")
+        .and_then(|m| m.get("finalizers"))
+        .and_then(Value::as_array)
+        .map(|f| f.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn random_suffix_has_five_characters_of_the_api_server_alphabet() {
+        let s = random_suffix();
+        assert_eq!(s.len(), 5);
+        assert!(s.bytes().all(|b| b"bcdfghjklmnpqrstvwxz2456789".contains(&b)));
+    }
+
+    #[test]
+    fn names_are_checked_as_subdomains_or_labels() {
+        assert!(validate_name("a.b-c", false).is_none());
+        assert!(validate_name("a.b", true).is_some());
+        assert!(validate_name("Upper", false).is_some());
+        assert!(validate_name("", false).is_some());
+        assert!(validate_name("-a", true).is_some());
+    }
+
+    #[test]
+    fn times_print_in_kubernetes_form() {
+        let t = parse_time("2026-11-29T10:00:00.123Z").map(format_time);
+        assert_eq!(t.as_deref(), Some("2026-11-29T10:00:00Z"));
+    }
+}

@@ -1,0 +1,84 @@
+//! The listener: TLS with ALPN (h2, http/1.1), one task per connection, graceful shutdown.
+
+use crate::auth::Tokens;
+use crate::discovery::Version;
+use crate::faults::Faults;
+use crate::store::Store;
+use axum::Router;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
+use tokio_util::sync::CancellationToken;
+
+/// What every request handler shares.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) store: Arc<Store>,
+    pub(crate) tokens: Arc<Tokens>,
+    pub(crate) version: Version,
+    /// `host:port`, for `/api`'s serverAddressByClientCIDRs.
+    pub(crate) address: String,
+    pub(crate) faults: Arc<Faults>,
+    pub(crate) shutdown: CancellationToken,
+    pub(crate) bookmark_interval: Duration,
+}
+
+/// The router of every path.
+pub(crate) fn router(shared: Arc<Shared>) -> Router {
+    Router::new().fallback(crate::api::handle).with_state(shared)
+}
+
+/// Accepts connections until `shutdown` fires, then waits (up to `grace`) for open connections.
+pub(crate) async fn serve(
+    listener: TcpListener,
+    acceptor: TlsAcceptor,
+    router: Router,
+    shutdown: CancellationToken,
+    grace: Duration,
+) {
+    let graceful = GracefulShutdown::new();
+    loop {
+        let (tcp, peer) = tokio::select! {
+            () = shutdown.cancelled() => break,
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept");
+                    continue;
+                }
+            },
+        };
+        let acceptor = acceptor.clone();
+        let router = router.clone();
+        let watcher = graceful.watcher();
+        tokio::spawn(async move {
+            let tls = match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
+                Ok(Ok(tls)) => tls,
+                Ok(Err(e)) => {
+                    tracing::debug!(%peer, error = %e, "TLS handshake");
+                    return;
+                }
+                Err(_) => {
+                    tracing::debug!(%peer, "TLS handshake timed out");
+                    return;
+                }
+            };
+            let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+            builder.http1().timer(TokioTimer::new()).header_read_timeout(Duration::from_secs(30));
+            builder.http2().timer(TokioTimer::new());
+            let svc = TowerToHyperService::new(router);
+            let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), svc);
+            if let Err(e) = watcher.watch(conn.into_owned()).await {
+                tracing::debug!(%peer, error = %e, "connection");
+            }
+        });
+    }
+    drop(listener);
+    if tokio::time::timeout(grace, graceful.shutdown()).await.is_err() {
+        tracing::debug!("connections still open after the grace period");
+    }
+}

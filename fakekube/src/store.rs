@@ -1,0 +1,1096 @@
+//! The object store: every object of every kind, one cluster-wide resourceVersion, the event log
+//! that watches read, and the garbage collector that follows ownerReferences.
+//!
+//! All writes go through one lock, so every write gets the next resourceVersion and the event
+//! log is in resourceVersion order. Nothing here awaits while holding the lock.
+
+use crate::meta::{self, finalizers, meta_str, owner_uids};
+use crate::patch::{self, MergeKeys, PatchKind};
+use crate::resources::{self, ResourceType, StatusMode};
+use crate::schema::FieldError;
+use crate::selector::{FieldSelector, LabelSelector, field_value};
+use crate::status::{ApiError, Cause, Target};
+use base64::Engine;
+use serde_json::{Map, Value, json};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::sync::watch;
+
+/// Identity of a resource type in the store.
+type TypeKey = (&'static str, &'static str);
+/// Identity of an object within its type.
+type ObjKey = (String, String);
+
+fn type_key(rt: &ResourceType) -> TypeKey {
+    (rt.group, rt.plural)
+}
+
+/// The kind of a watch event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EventType {
+    /// The object was created.
+    Added,
+    /// The object changed.
+    Modified,
+    /// The object is gone.
+    Deleted,
+}
+
+impl EventType {
+    /// The name a watch stream uses.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            EventType::Added => "ADDED",
+            EventType::Modified => "MODIFIED",
+            EventType::Deleted => "DELETED",
+        }
+    }
+}
+
+/// One change, as the event log keeps it.
+#[derive(Debug, Clone)]
+pub(crate) struct Event {
+    /// The resourceVersion of the change.
+    pub(crate) rv: u64,
+    /// The object's type.
+    pub(crate) rt: &'static ResourceType,
+    /// What happened.
+    pub(crate) kind: EventType,
+    /// The object after the change (for a delete: its last state, with the delete's rv).
+    pub(crate) object: Arc<Value>,
+    /// The object before the change, for selector transitions.
+    pub(crate) prev: Option<Arc<Value>>,
+}
+
+/// How strictly unknown fields are treated (`fieldValidation`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum FieldValidation {
+    /// Drop them silently.
+    Ignore,
+    /// Drop them and warn (the API server's default).
+    #[default]
+    Warn,
+    /// Refuse the request.
+    Strict,
+}
+
+/// Options of a create, update or patch.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct WriteOptions {
+    /// Unknown-field handling.
+    pub(crate) field_validation: FieldValidation,
+    /// Validate and answer without storing.
+    pub(crate) dry_run: bool,
+}
+
+/// Which part of an object a write targets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Part {
+    /// The main resource.
+    Main,
+    /// The status subresource.
+    Status,
+}
+
+/// How dependents are treated on delete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Propagation {
+    /// Orphan the dependents.
+    Orphan,
+    /// Delete the owner now and the dependents after.
+    Background,
+    /// Delete the dependents first, keeping the owner visible until they are gone.
+    Foreground,
+}
+
+/// Options of a delete.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct DeleteOptions {
+    /// Dependents policy; background when unset.
+    pub(crate) propagation: Option<Propagation>,
+    /// `preconditions.uid`.
+    pub(crate) uid: Option<String>,
+    /// `preconditions.resourceVersion`.
+    pub(crate) resource_version: Option<String>,
+    /// Answer without deleting.
+    pub(crate) dry_run: bool,
+}
+
+/// A list request's parameters.
+#[derive(Debug, Default)]
+pub(crate) struct ListQuery {
+    /// `labelSelector`.
+    pub(crate) labels: Option<LabelSelector>,
+    /// `fieldSelector`.
+    pub(crate) fields: Option<FieldSelector>,
+    /// `limit` (0: no limit).
+    pub(crate) limit: usize,
+    /// `continue`.
+    pub(crate) continue_token: Option<String>,
+}
+
+/// Server-wide settings of the store.
+#[derive(Debug, Clone)]
+pub(crate) struct StoreSettings {
+    /// How many events the log keeps for watches.
+    pub(crate) event_log_capacity: usize,
+    /// How long a continue token stays valid.
+    pub(crate) compaction_window: Duration,
+}
+
+impl Default for StoreSettings {
+    fn default() -> Self {
+        StoreSettings { event_log_capacity: 20_000, compaction_window: Duration::from_secs(300) }
+    }
+}
+
+/// The result of a delete.
+#[derive(Debug)]
+pub(crate) enum Deleted {
+    /// The object is gone; this was its last state.
+    Gone(Arc<Value>),
+    /// The object is marked for deletion and waits on finalizers or dependents.
+    Pending(Arc<Value>),
+}
+
+/// The store.
+#[derive(Debug)]
+pub(crate) struct Store {
+    inner: Mutex<Inner>,
+    changed: watch::Sender<u64>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    rv: u64,
+    objects: HashMap<TypeKey, BTreeMap<ObjKey, Arc<Value>>>,
+    log: VecDeque<Event>,
+    /// Every event with rv greater than this is in the log.
+    log_floor: u64,
+    /// How many compactions there were: continue tokens from an earlier epoch are expired.
+    epoch: u64,
+    settings: StoreSettings,
+}
+
+fn target<'a>(rt: &'a ResourceType, name: &'a str) -> Target<'a> {
+    Target { group: rt.group, resource: rt.plural, kind: rt.kind, name }
+}
+
+fn field_causes(errors: Vec<FieldError>) -> Vec<Cause> {
+    errors
+        .into_iter()
+        .map(|e| Cause { reason: e.reason.to_string(), message: e.message, field: Some(e.field) })
+        .collect()
+}
+
+/// Everything of an object that is not metadata or status: what bumps `generation`.
+fn spec_part(obj: &Value) -> Map<String, Value> {
+    obj.as_object()
+        .map(|o| {
+            o.iter()
+                .filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status" | "kind" | "apiVersion"))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct ContinueToken {
+    rv: u64,
+    /// How many compactions the store had made when the token was issued.
+    epoch: u64,
+    start: String,
+    at: u64,
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+impl Store {
+    /// An empty store.
+    pub(crate) fn new(settings: StoreSettings) -> Self {
+        let (changed, _) = watch::channel(0);
+        Store {
+            inner: Mutex::new(Inner {
+                rv: 0,
+                objects: HashMap::new(),
+                log: VecDeque::new(),
+                log_floor: 0,
+                epoch: 0,
+                settings,
+            }),
+            changed,
+        }
+    }
+
+    fn lock(&self) -> Result<MutexGuard<'_, Inner>, ApiError> {
+        self.inner.lock().map_err(|_| ApiError::internal("store lock poisoned"))
+    }
+
+    /// A receiver that sees the latest resourceVersion after each write.
+    pub(crate) fn subscribe(&self) -> watch::Receiver<u64> {
+        self.changed.subscribe()
+    }
+
+    /// The current cluster-wide resourceVersion.
+    pub(crate) fn resource_version(&self) -> u64 {
+        self.lock().map(|i| i.rv).unwrap_or(0)
+    }
+
+    /// Expires every continue token and every watch position issued so far.
+    pub(crate) fn compact(&self) {
+        if let Ok(mut i) = self.lock() {
+            i.epoch += 1;
+            i.log_floor = i.rv;
+            i.log.clear();
+        }
+    }
+
+    /// Sets how long continue tokens stay valid.
+    pub(crate) fn set_compaction_window(&self, window: Duration) {
+        if let Ok(mut i) = self.lock() {
+            i.settings.compaction_window = window;
+        }
+    }
+
+    fn notify(&self, inner: &Inner) {
+        self.changed.send_replace(inner.rv);
+    }
+
+    /// One object.
+    pub(crate) fn get(&self, rt: &'static ResourceType, ns: &str, name: &str) -> Result<Arc<Value>, ApiError> {
+        let inner = self.lock()?;
+        inner.get(rt, ns, name).ok_or_else(|| ApiError::not_found(target(rt, name)))
+    }
+
+    /// One object, or None.
+    pub(crate) fn get_opt(&self, rt: &'static ResourceType, ns: &str, name: &str) -> Option<Arc<Value>> {
+        self.lock().ok()?.get(rt, ns, name)
+    }
+
+    /// Whether a namespace exists.
+    pub(crate) fn namespace_exists(&self, ns: &str) -> bool {
+        self.lock().map(|i| i.namespace_exists(ns)).unwrap_or(false)
+    }
+
+    /// A page of objects, as a `<Kind>List`.
+    pub(crate) fn list(&self, rt: &'static ResourceType, ns: Option<&str>, q: &ListQuery) -> Result<Value, ApiError> {
+        let inner = self.lock()?;
+        let (start, list_rv) = match &q.continue_token {
+            Some(tok) => {
+                let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+                    .decode(tok.trim_end_matches('='))
+                    .or_else(|_| base64::engine::general_purpose::STANDARD.decode(tok))
+                    .map_err(|_| ApiError::bad_request("continue key is not valid: illegal base64 data"))?;
+                let t: ContinueToken = serde_json::from_slice(&raw)
+                    .map_err(|e| ApiError::bad_request(format!("continue key is not valid: {e}")))?;
+                let too_old = unix_now().saturating_sub(t.at) >= inner.settings.compaction_window.as_secs()
+                    && inner.settings.compaction_window < Duration::from_secs(u64::MAX / 2);
+                if t.epoch < inner.epoch || too_old {
+                    return Err(ApiError::expired(
+                        "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
+                    ));
+                }
+                (Some(t.start), t.rv)
+            }
+            None => (None, inner.rv),
+        };
+        let empty = BTreeMap::new();
+        let all = inner.objects.get(&type_key(rt)).unwrap_or(&empty);
+        let mut items = Vec::new();
+        let mut next: Option<String> = None;
+        let mut remaining: u64 = 0;
+        for ((ons, oname), obj) in all {
+            if let Some(ns) = ns
+                && ons != ns
+            {
+                continue;
+            }
+            let key = format!("{ons}\u{0}{oname}");
+            if let Some(s) = &start
+                && key.as_str() <= s.as_str()
+            {
+                continue;
+            }
+            if !matches(obj, q) {
+                continue;
+            }
+            if q.limit > 0 && items.len() >= q.limit {
+                remaining += 1;
+                continue;
+            }
+            if q.limit > 0 && items.len() + 1 == q.limit {
+                next = Some(key);
+            }
+            items.push(Value::clone(obj));
+        }
+        let mut metadata = json!({ "resourceVersion": list_rv.to_string() });
+        if remaining > 0
+            && let Some(last) = next
+        {
+            let tok = ContinueToken { rv: list_rv, epoch: inner.epoch, start: last, at: unix_now() };
+            let raw = serde_json::to_vec(&tok).map_err(|e| ApiError::internal(e.to_string()))?;
+            metadata["continue"] = json!(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw));
+            if q.labels.is_none() && q.fields.is_none() {
+                metadata["remainingItemCount"] = json!(remaining);
+            }
+        }
+        Ok(json!({
+            "kind": format!("{}List", rt.kind),
+            "apiVersion": rt.api_version(),
+            "metadata": metadata,
+            "items": items,
+        }))
+    }
+
+    /// Every object of a type (in a namespace or all), unpaged, for controllers.
+    pub(crate) fn list_all(&self, rt: &'static ResourceType, ns: Option<&str>) -> Vec<Arc<Value>> {
+        let Ok(inner) = self.lock() else { return Vec::new() };
+        inner
+            .objects
+            .get(&type_key(rt))
+            .map(|m| {
+                m.iter().filter(|((o, _), _)| ns.is_none_or(|n| n == o)).map(|(_, v)| v.clone()).collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Events after `rv`, or 410 when the log no longer reaches back that far.
+    pub(crate) fn events_since(&self, rv: u64) -> Result<Vec<Event>, ApiError> {
+        let inner = self.lock()?;
+        if rv < inner.log_floor {
+            return Err(ApiError::expired(format!("too old resource version: {rv} ({})", inner.log_floor)));
+        }
+        Ok(inner.log.iter().filter(|e| e.rv > rv).cloned().collect())
+    }
+
+    /// Creates an object in `ns` (empty for cluster-scoped kinds).
+    pub(crate) fn create(
+        &self,
+        rt: &'static ResourceType,
+        ns: &str,
+        obj: Value,
+        opts: WriteOptions,
+    ) -> Result<(Arc<Value>, Vec<String>), ApiError> {
+        let mut inner = self.lock()?;
+        let out = inner.create(rt, ns, obj, opts)?;
+        self.notify(&inner);
+        Ok(out)
+    }
+
+    /// Replaces an object (PUT), or its status.
+    pub(crate) fn update(
+        &self,
+        rt: &'static ResourceType,
+        ns: &str,
+        name: &str,
+        obj: Value,
+        part: Part,
+        opts: WriteOptions,
+    ) -> Result<(Arc<Value>, Vec<String>), ApiError> {
+        let mut inner = self.lock()?;
+        let out = inner.update(rt, ns, name, obj, part, opts, true)?;
+        self.notify(&inner);
+        Ok(out)
+    }
+
+    /// Patches an object (or its status); server-side apply creates it when absent.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn patch(
+        &self,
+        rt: &'static ResourceType,
+        ns: &str,
+        name: &str,
+        kind: PatchKind,
+        body: &Value,
+        part: Part,
+        opts: WriteOptions,
+    ) -> Result<(Arc<Value>, Vec<String>), ApiError> {
+        let mut inner = self.lock()?;
+        let out = inner.patch(rt, ns, name, kind, body, part, opts)?;
+        self.notify(&inner);
+        Ok(out)
+    }
+
+    /// Deletes an object.
+    pub(crate) fn delete(
+        &self,
+        rt: &'static ResourceType,
+        ns: &str,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<Deleted, ApiError> {
+        let mut inner = self.lock()?;
+        let out = inner.delete(rt, ns, name, opts)?;
+        self.notify(&inner);
+        Ok(out)
+    }
+
+    /// Deletes every object a list query selects; returns what was deleted or marked.
+    pub(crate) fn delete_collection(
+        &self,
+        rt: &'static ResourceType,
+        ns: Option<&str>,
+        q: &ListQuery,
+        opts: &DeleteOptions,
+    ) -> Result<Vec<Arc<Value>>, ApiError> {
+        let mut inner = self.lock()?;
+        let keys: Vec<ObjKey> = inner
+            .objects
+            .get(&type_key(rt))
+            .map(|m| {
+                m.iter()
+                    .filter(|((o, _), v)| ns.is_none_or(|n| n == o) && matches(v, q))
+                    .map(|(k, _)| k.clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut out = Vec::new();
+        for (o, n) in keys {
+            match inner.delete(rt, &o, &n, opts) {
+                Ok(Deleted::Gone(v) | Deleted::Pending(v)) => out.push(v),
+                Err(e) if e.code == 404 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        self.notify(&inner);
+        Ok(out)
+    }
+}
+
+fn matches(obj: &Value, q: &ListQuery) -> bool {
+    if let Some(l) = &q.labels
+        && !l.matches(meta::labels(obj))
+    {
+        return false;
+    }
+    if let Some(f) = &q.fields
+        && !f.matches(|path| field_value(obj, path))
+    {
+        return false;
+    }
+    true
+}
+
+impl Inner {
+    fn get(&self, rt: &ResourceType, ns: &str, name: &str) -> Option<Arc<Value>> {
+        self.objects.get(&type_key(rt))?.get(&(ns.to_string(), name.to_string())).cloned()
+    }
+
+    fn namespace_exists(&self, ns: &str) -> bool {
+        self.objects
+            .get(&("", "namespaces"))
+            .is_some_and(|m| m.contains_key(&(String::new(), ns.to_string())))
+    }
+
+    fn next_rv(&mut self) -> u64 {
+        self.rv += 1;
+        self.rv
+    }
+
+    fn record(&mut self, rt: &'static ResourceType, kind: EventType, object: Arc<Value>, prev: Option<Arc<Value>>) {
+        let rv = self.rv;
+        self.log.push_back(Event { rv, rt, kind, object, prev });
+        while self.log.len() > self.settings.event_log_capacity {
+            if let Some(e) = self.log.pop_front() {
+                self.log_floor = e.rv;
+            }
+        }
+    }
+
+    fn put(&mut self, rt: &'static ResourceType, ns: &str, name: &str, obj: Arc<Value>) {
+        self.objects.entry(type_key(rt)).or_default().insert((ns.to_string(), name.to_string()), obj);
+    }
+
+    fn remove(&mut self, rt: &'static ResourceType, ns: &str, name: &str) -> Option<Arc<Value>> {
+        self.objects.get_mut(&type_key(rt))?.remove(&(ns.to_string(), name.to_string()))
+    }
+
+    /// Schema pruning, defaulting and validation of a custom kind; core defaults for the rest.
+    fn admit(
+        &self,
+        rt: &'static ResourceType,
+        name: &str,
+        obj: &mut Value,
+        old: Option<&Value>,
+        opts: WriteOptions,
+    ) -> Result<Vec<String>, ApiError> {
+        let mut warnings = Vec::new();
+        if let Some(schema) = rt.schema() {
+            let unknown = schema.prune(obj);
+            if !unknown.is_empty() {
+                match opts.field_validation {
+                    FieldValidation::Strict => {
+                        let list: Vec<String> = unknown.iter().map(|f| format!("unknown field \"{f}\"")).collect();
+                        return Err(ApiError::bad_request(format!(
+                            "strict decoding error: {}",
+                            list.join(", ")
+                        )));
+                    }
+                    FieldValidation::Warn => {
+                        warnings.extend(unknown.iter().map(|f| format!("unknown field \"{f}\"")));
+                    }
+                    FieldValidation::Ignore => {}
+                }
+            }
+            schema.apply_defaults(obj);
+            let mut errs = schema.validate(obj);
+            if let Some(old) = old {
+                errs.extend(schema.validate_update(old, obj));
+            }
+            if !errs.is_empty() {
+                return Err(ApiError::invalid(target(rt, name), field_causes(errs)));
+            }
+        } else {
+            let causes = crate::defaults::admit_core(rt, obj, old);
+            if !causes.is_empty() {
+                return Err(ApiError::invalid(target(rt, name), causes));
+            }
+        }
+        Ok(warnings)
+    }
+
+    fn create(
+        &mut self,
+        rt: &'static ResourceType,
+        ns: &str,
+        mut obj: Value,
+        opts: WriteOptions,
+    ) -> Result<(Arc<Value>, Vec<String>), ApiError> {
+        if !obj.is_object() {
+            return Err(ApiError::bad_request("the body of the request must be a JSON object"));
+        }
+        if rt.namespaced && !self.namespace_exists(ns) {
+            return Err(ApiError::not_found(Target {
+                group: "",
+                resource: "namespaces",
+                kind: "Namespace",
+                name: ns,
+            }));
+        }
+        let md = meta::metadata_mut(&mut obj).ok_or_else(|| ApiError::bad_request("metadata must be an object"))?;
+        let mut name = md.get("name").and_then(Value::as_str).unwrap_or("").to_string();
+        if name.is_empty() {
+            let gen_name = md.get("generateName").and_then(Value::as_str).unwrap_or("");
+            if gen_name.is_empty() {
+                return Err(ApiError::invalid(
+                    target(rt, ""),
+                    vec![Cause {
+                        reason: "FieldValueRequired".into(),
+                        message: "Required value: name or generateName is required".into(),
+                        field: Some("metadata.name".into()),
+                    }],
+                ));
+            }
+            let mut tries = 0;
+            loop {
+                let candidate = format!("{gen_name}{}", meta::random_suffix());
+                if self.get(rt, ns, &candidate).is_none() || tries > 8 {
+                    name = candidate;
+                    break;
+                }
+                tries += 1;
+            }
+            md.insert("name".into(), json!(name));
+        }
+        if let Some(c) = meta::validate_name(&name, matches!(rt.plural, "namespaces" | "services")) {
+            return Err(ApiError::invalid(target(rt, &name), vec![c]));
+        }
+        if rt.namespaced {
+            md.insert("namespace".into(), json!(ns));
+        } else {
+            md.remove("namespace");
+        }
+        if self.get(rt, ns, &name).is_some() {
+            return Err(ApiError::already_exists(target(rt, &name)));
+        }
+        for k in ["uid", "resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"] {
+            md.remove(k);
+        }
+        md.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
+        md.insert("creationTimestamp".into(), json!(meta::now_rfc3339()));
+        if rt.has_spec {
+            md.insert("generation".into(), json!(1));
+        } else {
+            md.remove("generation");
+        }
+        if let Some(o) = obj.as_object_mut() {
+            o.insert("apiVersion".into(), json!(rt.api_version()));
+            o.insert("kind".into(), json!(rt.kind));
+            if rt.status == StatusMode::Subresource {
+                o.remove("status");
+            }
+        }
+        let warnings = self.admit(rt, &name, &mut obj, None, opts)?;
+        if opts.dry_run {
+            return Ok((Arc::new(obj), warnings));
+        }
+        let rv = self.next_rv();
+        if let Some(md) = meta::metadata_mut(&mut obj) {
+            md.insert("resourceVersion".into(), json!(rv.to_string()));
+        }
+        let obj = Arc::new(obj);
+        self.put(rt, ns, &name, obj.clone());
+        self.record(rt, EventType::Added, obj.clone(), None);
+        if rt.plural == "namespaces" {
+            self.on_namespace_created(&name);
+        }
+        Ok((obj, warnings))
+    }
+
+    fn on_namespace_created(&mut self, ns: &str) {
+        if let Some(sa) = resources::find("", "v1", "serviceaccounts") {
+            let body = json!({ "metadata": { "name": "default" } });
+            if let Err(e) = self.create(sa, ns, body, WriteOptions::default()) {
+                tracing::warn!(namespace = ns, error = %e.message, "default service account");
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn update(
+        &mut self,
+        rt: &'static ResourceType,
+        ns: &str,
+        name: &str,
+        mut obj: Value,
+        part: Part,
+        opts: WriteOptions,
+        require_rv: bool,
+    ) -> Result<(Arc<Value>, Vec<String>), ApiError> {
+        if !obj.is_object() {
+            return Err(ApiError::bad_request("the body of the request must be a JSON object"));
+        }
+        let old = self.get(rt, ns, name).ok_or_else(|| ApiError::not_found(target(rt, name)))?;
+        let old_rv = meta_str(&old, "resourceVersion").unwrap_or("").to_string();
+        let given_rv = meta_str(&obj, "resourceVersion").unwrap_or("").to_string();
+        if given_rv.is_empty() {
+            if require_rv {
+                return Err(ApiError::invalid(
+                    target(rt, name),
+                    vec![Cause {
+                        reason: "FieldValueInvalid".into(),
+                        message: "Invalid value: 0: must be specified for an update".into(),
+                        field: Some("metadata.resourceVersion".into()),
+                    }],
+                ));
+            }
+        } else if given_rv != old_rv {
+            return Err(ApiError::stale(target(rt, name)));
+        }
+        if let Some(uid) = meta_str(&obj, "uid")
+            && !uid.is_empty()
+            && Some(uid) != meta_str(&old, "uid")
+        {
+            return Err(ApiError::conflict(
+                target(rt, name),
+                &format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                    meta_str(&old, "uid").unwrap_or("")
+                ),
+            ));
+        }
+        // Start from the right base for the part written.
+        if part == Part::Status {
+            let status = obj.get("status").cloned();
+            let mut base = Value::clone(&old);
+            if let Some(o) = base.as_object_mut() {
+                match status {
+                    Some(s) => o.insert("status".into(), s),
+                    None => o.remove("status"),
+                };
+            }
+            obj = base;
+        } else if rt.status == StatusMode::Subresource
+            && let Some(o) = obj.as_object_mut()
+        {
+            match old.get("status") {
+                Some(s) => o.insert("status".into(), s.clone()),
+                None => o.remove("status"),
+            };
+        }
+        // Keep what a client may not change.
+        let old_md = old.get("metadata").cloned().unwrap_or_else(|| json!({}));
+        let old_finalizers = finalizers(&old);
+        let md = meta::metadata_mut(&mut obj).ok_or_else(|| ApiError::bad_request("metadata must be an object"))?;
+        if let Some(n) = md.get("name").and_then(Value::as_str)
+            && n != name
+        {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({n}) does not match the name on the URL ({name})"
+            )));
+        }
+        for k in ["name", "namespace", "uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "generateName"] {
+            match old_md.get(k) {
+                Some(v) => md.insert(k.into(), v.clone()),
+                None => md.remove(k),
+            };
+        }
+        md.remove("resourceVersion");
+        if let Some(o) = obj.as_object_mut() {
+            o.insert("apiVersion".into(), json!(rt.api_version()));
+            o.insert("kind".into(), json!(rt.kind));
+        }
+        let deleting = old_md.get("deletionTimestamp").is_some();
+        if deleting {
+            let new_f = finalizers(&obj);
+            if let Some(added) = new_f.iter().find(|f| !old_finalizers.contains(f)) {
+                return Err(ApiError::invalid(
+                    target(rt, name),
+                    vec![Cause {
+                        reason: "FieldValueForbidden".into(),
+                        message: format!("Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{{\"{added}\"}}"),
+                        field: Some("metadata.finalizers".into()),
+                    }],
+                ));
+            }
+        }
+        let warnings = self.admit(rt, name, &mut obj, Some(&old), opts)?;
+        if rt.has_spec && spec_part(&obj) != spec_part(&old) {
+            let g = old.get("metadata").and_then(|m| m.get("generation")).and_then(Value::as_i64).unwrap_or(0);
+            if let Some(md) = meta::metadata_mut(&mut obj) {
+                md.insert("generation".into(), json!(g + 1));
+            }
+        }
+        // A write that changes nothing keeps the resourceVersion and makes no event.
+        let mut unchanged = obj.clone();
+        if let Some(md) = meta::metadata_mut(&mut unchanged) {
+            md.insert("resourceVersion".into(), json!(old_rv));
+        }
+        if unchanged == *old {
+            return Ok((old, warnings));
+        }
+        if opts.dry_run {
+            return Ok((Arc::new(unchanged), warnings));
+        }
+        let rv = self.next_rv();
+        if let Some(md) = meta::metadata_mut(&mut obj) {
+            md.insert("resourceVersion".into(), json!(rv.to_string()));
+        }
+        let obj = Arc::new(obj);
+        if deleting && finalizers(&obj).is_empty() {
+            self.remove(rt, ns, name);
+            self.record(rt, EventType::Deleted, obj.clone(), Some(old));
+            self.collect_garbage(&obj);
+            return Ok((obj, warnings));
+        }
+        self.put(rt, ns, name, obj.clone());
+        self.record(rt, EventType::Modified, obj.clone(), Some(old));
+        Ok((obj, warnings))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn patch(
+        &mut self,
+        rt: &'static ResourceType,
+        ns: &str,
+        name: &str,
+        kind: PatchKind,
+        body: &Value,
+        part: Part,
+        opts: WriteOptions,
+    ) -> Result<(Arc<Value>, Vec<String>), ApiError> {
+        if kind == PatchKind::StrategicMerge && rt.custom {
+            return Err(ApiError::unsupported_media_type("application/strategic-merge-patch+json"));
+        }
+        let Some(old) = self.get(rt, ns, name) else {
+            if kind == PatchKind::Apply && part == Part::Main {
+                let mut obj = body.clone();
+                if let Some(md) = meta::metadata_mut(&mut obj) {
+                    md.insert("name".into(), json!(name));
+                }
+                return self.create(rt, ns, obj, opts);
+            }
+            return Err(ApiError::not_found(target(rt, name)));
+        };
+        if kind == PatchKind::Apply {
+            if let Some(n) = meta_str(body, "name")
+                && n != name
+            {
+                return Err(ApiError::bad_request(format!(
+                    "the name of the object ({n}) does not match the name on the URL ({name})"
+                )));
+            }
+            if body.get("apiVersion").and_then(Value::as_str).is_some_and(|v| v != rt.api_version())
+                || body.get("kind").and_then(Value::as_str).is_some_and(|k| k != rt.kind)
+            {
+                return Err(ApiError::bad_request(format!(
+                    "the apiVersion and kind of the applied object must be {} {}",
+                    rt.api_version(),
+                    rt.kind
+                )));
+            }
+        }
+        let keys = if rt.custom { MergeKeys::none() } else { MergeKeys::for_core_kind(rt.kind) };
+        let mut patched = patch::apply_patch(kind, &old, body, &keys).map_err(|e| patch_error(rt, name, e))?;
+        // A resourceVersion in the patch is a precondition; otherwise the patch applies to the
+        // current object.
+        let precondition = match kind {
+            PatchKind::Json => None,
+            _ => meta_str(body, "resourceVersion").map(str::to_string),
+        };
+        if let Some(md) = meta::metadata_mut(&mut patched) {
+            let rv = precondition.unwrap_or_else(|| meta_str(&old, "resourceVersion").unwrap_or("").to_string());
+            md.insert("resourceVersion".into(), json!(rv));
+        }
+        self.update(rt, ns, name, patched, part, opts, false)
+    }
+
+    fn delete(
+        &mut self,
+        rt: &'static ResourceType,
+        ns: &str,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<Deleted, ApiError> {
+        let obj = self.get(rt, ns, name).ok_or_else(|| ApiError::not_found(target(rt, name)))?;
+        let uid = meta_str(&obj, "uid").unwrap_or("").to_string();
+        if let Some(want) = &opts.uid
+            && *want != uid
+        {
+            return Err(ApiError::conflict(
+                target(rt, name),
+                &format!("Precondition failed: UID in precondition: {want}, UID in object meta: {uid}"),
+            ));
+        }
+        if let Some(want) = &opts.resource_version
+            && Some(want.as_str()) != meta_str(&obj, "resourceVersion")
+        {
+            return Err(ApiError::conflict(
+                target(rt, name),
+                &format!(
+                    "Precondition failed: ResourceVersion in precondition: {want}, ResourceVersion in object meta: {}",
+                    meta_str(&obj, "resourceVersion").unwrap_or("")
+                ),
+            ));
+        }
+        if opts.dry_run {
+            return Ok(Deleted::Gone(obj));
+        }
+        let propagation = opts.propagation.unwrap_or(Propagation::Background);
+        if propagation == Propagation::Orphan {
+            self.orphan_dependents(&uid);
+        }
+        let mut fins = finalizers(&obj);
+        let already = obj.get("metadata").and_then(|m| m.get("deletionTimestamp")).is_some();
+        if propagation == Propagation::Foreground && !fins.iter().any(|f| f == "foregroundDeletion") {
+            fins.push("foregroundDeletion".into());
+        }
+        if fins.is_empty() {
+            let last = self.remove_now(rt, ns, name, obj);
+            return Ok(Deleted::Gone(last));
+        }
+        // Mark for deletion and wait for the finalizers.
+        let mut marked = Value::clone(&obj);
+        if let Some(md) = meta::metadata_mut(&mut marked) {
+            if !already {
+                md.insert("deletionTimestamp".into(), json!(meta::now_rfc3339()));
+                md.insert("deletionGracePeriodSeconds".into(), json!(0));
+            }
+            md.insert("finalizers".into(), json!(fins));
+            if rt.has_spec {
+                let g = md.get("generation").and_then(Value::as_i64).unwrap_or(0);
+                if !already {
+                    md.insert("generation".into(), json!(g + 1));
+                }
+            }
+        }
+        let marked = if marked == *obj {
+            obj
+        } else {
+            let rv = self.next_rv();
+            if let Some(md) = meta::metadata_mut(&mut marked) {
+                md.insert("resourceVersion".into(), json!(rv.to_string()));
+            }
+            let marked = Arc::new(marked);
+            self.put(rt, ns, name, marked.clone());
+            self.record(rt, EventType::Modified, marked.clone(), Some(obj));
+            marked
+        };
+        if propagation == Propagation::Foreground {
+            for (drt, dns, dname) in self.dependents(&uid) {
+                let dopts = DeleteOptions { propagation: Some(Propagation::Foreground), ..Default::default() };
+                if let Err(e) = self.delete(drt, &dns, &dname, &dopts) {
+                    tracing::debug!(error = %e.message, "foreground delete of a dependent");
+                }
+            }
+            self.finish_foreground();
+            if let Some(now) = self.get(rt, ns, name) {
+                return Ok(Deleted::Pending(now));
+            }
+            return Ok(Deleted::Gone(marked));
+        }
+        Ok(Deleted::Pending(marked))
+    }
+
+    /// Removes an object at once, records the event, and collects its garbage.
+    fn remove_now(&mut self, rt: &'static ResourceType, ns: &str, name: &str, obj: Arc<Value>) -> Arc<Value> {
+        self.remove(rt, ns, name);
+        let rv = self.next_rv();
+        let mut last = Value::clone(&obj);
+        if let Some(md) = meta::metadata_mut(&mut last) {
+            md.insert("resourceVersion".into(), json!(rv.to_string()));
+        }
+        let last = Arc::new(last);
+        self.record(rt, EventType::Deleted, last.clone(), Some(obj));
+        if rt.plural == "namespaces" {
+            self.empty_namespace(name);
+        }
+        self.collect_garbage(&last);
+        last
+    }
+
+    fn empty_namespace(&mut self, ns: &str) {
+        for rt in resources::RESOURCES.iter().filter(|r| r.namespaced) {
+            let names: Vec<String> = self
+                .objects
+                .get(&type_key(rt))
+                .map(|m| m.keys().filter(|(o, _)| o == ns).map(|(_, n)| n.clone()).collect())
+                .unwrap_or_default();
+            for n in names {
+                if let Some(obj) = self.get(rt, ns, &n) {
+                    self.remove_now(rt, ns, &n, obj);
+                }
+            }
+        }
+    }
+
+    /// Objects with an ownerReference to `uid`.
+    fn dependents(&self, uid: &str) -> Vec<(&'static ResourceType, String, String)> {
+        let mut out = Vec::new();
+        for rt in resources::RESOURCES {
+            if let Some(m) = self.objects.get(&type_key(rt)) {
+                for ((ns, name), obj) in m {
+                    if owner_uids(obj).iter().any(|u| u == uid) {
+                        out.push((rt, ns.clone(), name.clone()));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn uid_exists(&self, uid: &str) -> bool {
+        self.objects.values().any(|m| m.values().any(|o| meta_str(o, "uid") == Some(uid)))
+    }
+
+    /// Drops ownerReferences to `uid` from its dependents.
+    fn orphan_dependents(&mut self, uid: &str) {
+        for (rt, ns, name) in self.dependents(uid) {
+            self.drop_owner_ref(rt, &ns, &name, uid);
+        }
+    }
+
+    fn drop_owner_ref(&mut self, rt: &'static ResourceType, ns: &str, name: &str, uid: &str) {
+        let Some(old) = self.get(rt, ns, name) else { return };
+        let mut obj = Value::clone(&old);
+        if let Some(md) = meta::metadata_mut(&mut obj) {
+            if let Some(Value::Array(refs)) = md.get_mut("ownerReferences") {
+                refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(uid));
+                if refs.is_empty() {
+                    md.remove("ownerReferences");
+                }
+            }
+        }
+        let rv = self.next_rv();
+        if let Some(md) = meta::metadata_mut(&mut obj) {
+            md.insert("resourceVersion".into(), json!(rv.to_string()));
+        }
+        let obj = Arc::new(obj);
+        self.put(rt, ns, name, obj.clone());
+        self.record(rt, EventType::Modified, obj, Some(old));
+    }
+
+    /// After `gone` was removed: delete dependents whose owners are all gone (background), drop
+    /// the dangling reference from the others, and finish foreground deletions that waited.
+    fn collect_garbage(&mut self, gone: &Value) {
+        let Some(uid) = meta_str(gone, "uid").map(str::to_string) else { return };
+        for (rt, ns, name) in self.dependents(&uid) {
+            let Some(dep) = self.get(rt, &ns, &name) else { continue };
+            let others_alive = owner_uids(&dep).iter().any(|u| *u != uid && self.uid_exists(u));
+            if others_alive {
+                self.drop_owner_ref(rt, &ns, &name, &uid);
+            } else if let Err(e) = self.delete(rt, &ns, &name, &DeleteOptions::default()) {
+                tracing::debug!(error = %e.message, "garbage collection");
+            }
+        }
+        self.finish_foreground();
+    }
+
+    /// Removes the `foregroundDeletion` finalizer from owners whose blocking dependents are gone.
+    fn finish_foreground(&mut self) {
+        loop {
+            let mut progressed = false;
+            let waiting: Vec<(&'static ResourceType, String, String, Arc<Value>)> = resources::RESOURCES
+                .iter()
+                .flat_map(|rt| {
+                    self.objects
+                        .get(&type_key(rt))
+                        .into_iter()
+                        .flat_map(move |m| m.iter().map(move |(k, v)| (rt, k, v)))
+                })
+                .filter(|(_, _, v)| {
+                    v.get("metadata").and_then(|m| m.get("deletionTimestamp")).is_some()
+                        && finalizers(v).iter().any(|f| f == "foregroundDeletion")
+                })
+                .map(|(rt, (ns, n), v)| (rt, ns.clone(), n.clone(), v.clone()))
+                .collect();
+            for (rt, ns, name, obj) in waiting {
+                let uid = meta_str(&obj, "uid").unwrap_or("").to_string();
+                let blocking = self.dependents(&uid).into_iter().any(|(drt, dns, dname)| {
+                    self.get(drt, &dns, &dname).is_some_and(|d| {
+                        d.get("metadata")
+                            .and_then(|m| m.get("ownerReferences"))
+                            .and_then(Value::as_array)
+                            .is_some_and(|refs| {
+                                refs.iter().any(|r| {
+                                    r.get("uid").and_then(Value::as_str) == Some(uid.as_str())
+                                        && r.get("blockOwnerDeletion").and_then(Value::as_bool) == Some(true)
+                                })
+                            })
+                    })
+                });
+                if blocking {
+                    continue;
+                }
+                let mut next = Value::clone(&obj);
+                let mut rest = finalizers(&obj);
+                rest.retain(|f| f != "foregroundDeletion");
+                if rest.is_empty() {
+                    self.remove_now(rt, &ns, &name, obj);
+                } else if let Some(md) = meta::metadata_mut(&mut next) {
+                    md.insert("finalizers".into(), json!(rest));
+                    let rv = self.next_rv();
+                    md.insert("resourceVersion".into(), json!(rv.to_string()));
+                    let next = Arc::new(next);
+                    self.put(rt, &ns, &name, next.clone());
+                    self.record(rt, EventType::Modified, next, Some(obj));
+                }
+                progressed = true;
+            }
+            if !progressed {
+                break;
+            }
+        }
+    }
+}
+
+fn patch_error(rt: &ResourceType, name: &str, e: patch::PatchError) -> ApiError {
+    match e.status_code() {
+        400 => ApiError::bad_request(e.status_message()),
+        422 => {
+            let _ = (rt, name);
+            let mut err = ApiError::new(http::StatusCode::UNPROCESSABLE_ENTITY, "Invalid", e.status_message());
+            err.details = Some(json!({ "causes": [ { "message": e.message() } ] }));
+            err
+        }
+        _ => ApiError::internal(e.status_message()),
+    }
+}
+
+#[cfg(test)]
+#[path = "store_model_tests.rs"]
+mod model_tests;

@@ -1,0 +1,129 @@
+//! The `scale` subresource of SandboxWarmPools and `serviceaccounts/token` (TokenRequest).
+
+use crate::api::{Query, json_response};
+use crate::meta;
+use crate::patch::{self, MergeKeys, PatchKind};
+use crate::resources::{self, ResourceType};
+use crate::server::Shared;
+use crate::status::ApiError;
+use crate::store::{Part, WriteOptions};
+use axum::response::Response;
+use bytes::Bytes;
+use http::{HeaderMap, StatusCode, header};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::{Duration, UNIX_EPOCH};
+
+fn scale_of(obj: &Value) -> Value {
+    let md = obj.get("metadata").cloned().unwrap_or_else(|| json!({}));
+    let pick = |k: &str| md.get(k).cloned().unwrap_or(Value::Null);
+    json!({
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": {
+            "name": pick("name"),
+            "namespace": pick("namespace"),
+            "uid": pick("uid"),
+            "resourceVersion": pick("resourceVersion"),
+            "creationTimestamp": pick("creationTimestamp"),
+        },
+        "spec": { "replicas": obj.get("spec").and_then(|s| s.get("replicas")).cloned().unwrap_or(json!(0)) },
+        "status": {
+            "replicas": obj.get("status").and_then(|s| s.get("replicas")).cloned().unwrap_or(json!(0)),
+            "selector": obj.get("status").and_then(|s| s.get("selector")).cloned().unwrap_or(json!("")),
+        },
+    })
+}
+
+/// GET, PUT or PATCH of `<kind>/scale`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn scale(
+    shared: &Arc<Shared>,
+    rt: &'static ResourceType,
+    ns: &str,
+    name: &str,
+    verb: &str,
+    headers: &HeaderMap,
+    query: &Query,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let store = &shared.store;
+    let current = store.get(rt, ns, name)?;
+    let scale = scale_of(&current);
+    let wanted = match verb {
+        "get" => return Ok(json_response(StatusCode::OK, &scale)),
+        "update" => serde_json::from_slice::<Value>(&body).map_err(|e| ApiError::bad_request(e.to_string()))?,
+        "patch" => {
+            let ct = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+            let kind = PatchKind::from_content_type(ct).ok_or_else(|| ApiError::unsupported_media_type(ct))?;
+            let p: Value = serde_json::from_slice(&body).map_err(|e| ApiError::bad_request(e.to_string()))?;
+            patch::apply_patch(kind, &scale, &p, &MergeKeys::none()).map_err(|e| ApiError::bad_request(e.to_string()))?
+        }
+        other => return Err(ApiError::method_not_allowed(other, "scale")),
+    };
+    let replicas = wanted.get("spec").and_then(|s| s.get("replicas")).cloned().unwrap_or(json!(0));
+    let mut obj = Value::clone(&current);
+    if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+        spec.insert("replicas".into(), replicas);
+    }
+    let rv = meta::meta_str(&wanted, "resourceVersion")
+        .filter(|s| !s.is_empty())
+        .or_else(|| meta::meta_str(&current, "resourceVersion"))
+        .unwrap_or("")
+        .to_string();
+    if let Some(md) = meta::metadata_mut(&mut obj) {
+        md.insert("resourceVersion".into(), json!(rv));
+    }
+    let opts = WriteOptions { dry_run: query.get("dryRun") == Some("All"), ..Default::default() };
+    let (updated, _) = store.update(rt, ns, name, obj, Part::Main, opts)?;
+    Ok(json_response(StatusCode::OK, &scale_of(&updated)))
+}
+
+/// `POST serviceaccounts/<name>/token`: mints a token the server accepts.
+pub(crate) fn token_request(
+    shared: &Arc<Shared>,
+    ns: &str,
+    name: &str,
+    mut req: Value,
+) -> Result<Response, ApiError> {
+    let sa_type = resources::find("", "v1", "serviceaccounts").ok_or_else(|| ApiError::internal("no serviceaccounts"))?;
+    shared.store.get(sa_type, ns, name)?;
+    let secs = req
+        .get("spec")
+        .and_then(|s| s.get("expirationSeconds"))
+        .and_then(Value::as_u64)
+        .unwrap_or(3600);
+    if secs < 600 {
+        return Err(ApiError::invalid(
+            crate::status::Target { group: "authentication.k8s.io", resource: "token", kind: "TokenRequest", name },
+            vec![crate::status::Cause {
+                reason: "FieldValueInvalid".into(),
+                message: format!("Invalid value: {secs}: may not specify a duration less than 10 minutes"),
+                field: Some("spec.expirationSeconds".into()),
+            }],
+        ));
+    }
+    let (token, expires) = shared.tokens.mint_for_service_account(ns, name, Duration::from_secs(secs));
+    let exp = expires.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let exp = time::OffsetDateTime::from_unix_timestamp(i64::try_from(exp).unwrap_or(0))
+        .map(meta::format_time)
+        .unwrap_or_default();
+    if let Some(o) = req.as_object_mut() {
+        o.insert("kind".into(), json!("TokenRequest"));
+        o.insert("apiVersion".into(), json!("authentication.k8s.io/v1"));
+        let md = o.entry("metadata").or_insert_with(|| json!({}));
+        if let Some(md) = md.as_object_mut() {
+            md.insert("name".into(), json!(name));
+            md.insert("namespace".into(), json!(ns));
+            md.insert("creationTimestamp".into(), Value::Null);
+        }
+        let spec = o.entry("spec").or_insert_with(|| json!({}));
+        if let Some(spec) = spec.as_object_mut() {
+            spec.insert("expirationSeconds".into(), json!(secs));
+            spec.entry("audiences").or_insert_with(|| json!(["https://kubernetes.default.svc.cluster.local"]));
+            spec.entry("boundObjectRef").or_insert(Value::Null);
+        }
+        o.insert("status".into(), json!({ "token": token, "expirationTimestamp": exp }));
+    }
+    Ok(json_response(StatusCode::CREATED, &req))
+}

@@ -1,0 +1,194 @@
+//! `?watch=1`: a newline-delimited JSON stream of ADDED, MODIFIED, DELETED, BOOKMARK and ERROR
+//! events, from a resourceVersion, with selectors applied.
+
+use crate::api::{Query, event_line, json_response, timeout_param};
+use crate::meta;
+use crate::resources::ResourceType;
+use crate::server::Shared;
+use crate::status::ApiError;
+use crate::store::{Event, EventType, ListQuery};
+use axum::body::Body;
+use axum::response::Response;
+use bytes::Bytes;
+use http::{HeaderValue, StatusCode, header};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// How long a watch stays open when the client does not say (the API server picks 30–60 min).
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
+
+/// Whether `obj` passes the watch's namespace and selectors.
+fn selected(obj: &Value, ns: Option<&str>, q: &ListQuery) -> bool {
+    if let Some(ns) = ns
+        && meta::meta_str(obj, "namespace") != Some(ns)
+    {
+        return false;
+    }
+    if let Some(l) = &q.labels
+        && !l.matches(meta::labels(obj))
+    {
+        return false;
+    }
+    if let Some(f) = &q.fields
+        && !f.matches(|path| crate::selector::field_value(obj, path))
+    {
+        return false;
+    }
+    true
+}
+
+/// What a watcher sees of one event, after selectors: an object entering the selection is
+/// ADDED, one leaving it is DELETED.
+fn translate(e: &Event, ns: Option<&str>, q: &ListQuery) -> Option<EventType> {
+    let now = selected(&e.object, ns, q);
+    let before = e.prev.as_deref().is_some_and(|p| selected(p, ns, q));
+    match e.kind {
+        EventType::Added => now.then_some(EventType::Added),
+        EventType::Deleted => (now || before).then_some(EventType::Deleted),
+        EventType::Modified => match (before, now) {
+            (true, true) => Some(EventType::Modified),
+            (false, true) => Some(EventType::Added),
+            (true, false) => Some(EventType::Deleted),
+            (false, false) => None,
+        },
+    }
+}
+
+fn bookmark(rt: &ResourceType, rv: u64, initial_end: bool) -> Vec<u8> {
+    let mut md = json!({ "resourceVersion": rv.to_string() });
+    if initial_end {
+        md["annotations"] = json!({ "k8s.io/initial-events-end": "true" });
+    }
+    let obj = json!({ "kind": rt.kind, "apiVersion": rt.api_version(), "metadata": md });
+    let mut line = serde_json::to_vec(&json!({ "type": "BOOKMARK", "object": obj })).unwrap_or_default();
+    line.push(b'\n');
+    line
+}
+
+fn error_line(e: &ApiError) -> Vec<u8> {
+    let mut status = e.to_status();
+    if let Some(o) = status.as_object_mut() {
+        o.remove("kind");
+        o.remove("apiVersion");
+        o.insert("kind".into(), json!("Status"));
+        o.insert("apiVersion".into(), json!("v1"));
+    }
+    let mut line = serde_json::to_vec(&json!({ "type": "ERROR", "object": status })).unwrap_or_default();
+    line.push(b'\n');
+    line
+}
+
+/// Starts a watch and answers with its stream.
+pub(crate) fn serve(
+    shared: Arc<Shared>,
+    rt: &'static ResourceType,
+    ns: Option<String>,
+    q: ListQuery,
+    query: &Query,
+) -> Result<Response, ApiError> {
+    let bookmarks = query.flag("allowWatchBookmarks");
+    let send_initial = query.get("sendInitialEvents").map(|_| query.flag("sendInitialEvents"));
+    let timeout = timeout_param(query).unwrap_or(DEFAULT_TIMEOUT);
+    let from = match query.get("resourceVersion") {
+        None | Some("") | Some("0") => None,
+        Some(s) => Some(s.parse::<u64>().map_err(|_| {
+            ApiError::bad_request(format!("resourceVersion: Invalid value: \"{s}\": must be a non-negative integer"))
+        })?),
+    };
+    let (tx, rx) = mpsc::channel::<Bytes>(64);
+    // Subscribe before reading the state, so no change falls between the two.
+    let mut changed = shared.store.subscribe();
+    let mut initial: Vec<Vec<u8>> = Vec::new();
+    let mut last = match (from, send_initial) {
+        (Some(rv), Some(false) | None) => rv,
+        _ => {
+            let list = shared.store.list(rt, ns.as_deref(), &ListQuery { labels: None, fields: None, limit: 0, continue_token: None })?;
+            let rv = list["metadata"]["resourceVersion"].as_str().and_then(|s| s.parse().ok()).unwrap_or(0);
+            for item in list["items"].as_array().into_iter().flatten() {
+                if selected(item, ns.as_deref(), &q) {
+                    initial.push(event_line(EventType::Added, item));
+                }
+            }
+            if send_initial == Some(true) && bookmarks {
+                initial.push(bookmark(rt, rv, true));
+            }
+            rv
+        }
+    };
+    let shutdown = shared.shutdown.clone();
+    let bookmark_every = shared.bookmark_interval;
+    tokio::spawn(async move {
+        let deadline = tokio::time::sleep(timeout);
+        tokio::pin!(deadline);
+        for line in initial {
+            if tx.send(Bytes::from(line)).await.is_err() {
+                return;
+            }
+        }
+        loop {
+            match shared.store.events_since(last) {
+                Err(e) => {
+                    let _ = tx.send(Bytes::from(error_line(&e))).await;
+                    return;
+                }
+                Ok(events) => {
+                    for e in events {
+                        last = e.rv;
+                        if !std::ptr::eq(e.rt, rt) {
+                            continue;
+                        }
+                        if let Some(kind) = translate(&e, ns.as_deref(), &q)
+                            && tx.send(Bytes::from(event_line(kind, &e.object))).await.is_err()
+                        {
+                            return;
+                        }
+                    }
+                }
+            }
+            tokio::select! {
+                r = changed.changed() => if r.is_err() { return },
+                () = &mut deadline => return,
+                () = shutdown.cancelled() => return,
+                () = tx.closed() => return,
+                () = tokio::time::sleep(bookmark_every), if bookmarks => {
+                    if tx.send(Bytes::from(bookmark(rt, last, false))).await.is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|b| (Ok::<Bytes, std::io::Error>(b), rx))
+    });
+    let mut resp = Response::new(Body::from_stream(stream));
+    *resp.status_mut() = StatusCode::OK;
+    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    let _ = json_response;
+    Ok(resp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources;
+    use crate::selector::LabelSelector;
+
+    fn event(kind: EventType, now: Value, prev: Option<Value>) -> Event {
+        let rt = resources::find("", "v1", "pods").expect("pods served");
+        Event { rv: 1, rt, kind, object: Arc::new(now), prev: prev.map(Arc::new) }
+    }
+
+    #[test]
+    fn an_object_leaving_the_selector_is_seen_as_deleted() {
+        let q = ListQuery { labels: LabelSelector::parse("app=a").ok(), ..Default::default() };
+        let a = json!({ "metadata": { "namespace": "d", "labels": { "app": "a" } } });
+        let b = json!({ "metadata": { "namespace": "d", "labels": { "app": "b" } } });
+        assert_eq!(translate(&event(EventType::Modified, b.clone(), Some(a.clone())), None, &q), Some(EventType::Deleted));
+        assert_eq!(translate(&event(EventType::Modified, a.clone(), Some(b.clone())), None, &q), Some(EventType::Added));
+        assert_eq!(translate(&event(EventType::Modified, b.clone(), Some(b)), None, &q), None);
+        assert_eq!(translate(&event(EventType::Added, a.clone(), None), Some("other"), &q), None);
+    }
+}
