@@ -18,9 +18,13 @@
 //!   done: an update is validated like a create, plus the transition rules.
 //! - Keywords absent from these CRDs are ignored: `multipleOf`, `uniqueItems`, `minProperties`,
 //!   `maxProperties`, `patternProperties`, `allOf`, `oneOf`, `not`, `additionalProperties: false`.
-//!   Of the string formats the API server checks, only `date-time` and `date` are implemented
-//!   (`int32`/`int64` are not checked by the API server at all). Of `pattern`s, only the three
-//!   that occur in these CRDs are known; another pattern is not checked.
+//!   Of the string formats the API server checks, only `date-time` and `date` are implemented.
+//!   `int32`/`int64` ranges are not checked, as in API servers before 1.36 (which strip those
+//!   formats; kubernetes/kubernetes#136582 enables them in 1.36); the scale subresource's own
+//!   int32 check is [`validate_scale`]. Of `pattern`s, only the three that occur in these CRDs
+//!   are known; another pattern is not checked.
+//! - On update, list-type `set`/`map` uniqueness is checked even when the old object already
+//!   broke it (the API server then skips the check).
 //! - In `anyOf`, when every branch fails the errors of the first branch are reported (kube-openapi
 //!   picks the branch with the most matches; for `x-kubernetes-int-or-string` that is the first).
 
@@ -82,8 +86,10 @@ pub(crate) struct FieldError {
     pub(crate) message: String,
 }
 
+/// Constructors in the API server's wording, and the CEL blocking test.
 impl FieldError {
     /// `"<field>: <message>"`, the form the API server joins into the Status message.
+    #[allow(dead_code)] // for the store's Status message; remove once it is called
     pub(crate) fn summary(&self) -> String {
         format!("{}: {}", self.field, self.message)
     }
@@ -100,6 +106,7 @@ impl FieldError {
         )
     }
 
+    /// An error on `field` (`<nil>` when empty, like a nil `field.Path`).
     fn new(field: &str, reason: &'static str, message: String) -> Self {
         let field = if field.is_empty() {
             "<nil>".to_string()
@@ -113,10 +120,12 @@ impl FieldError {
         }
     }
 
+    /// `field.Required`.
     fn required(field: &str) -> Self {
         Self::new(field, FIELD_VALUE_REQUIRED, "Required value".to_string())
     }
 
+    /// `field.Invalid`, with the bad value already formatted.
     fn invalid(field: &str, bad: &str, detail: &str) -> Self {
         Self::new(
             field,
@@ -125,6 +134,7 @@ impl FieldError {
         )
     }
 
+    /// `field.TypeInvalid`, with the bad value already formatted.
     fn type_invalid(field: &str, bad: &str, detail: &str) -> Self {
         Self::new(
             field,
@@ -144,6 +154,7 @@ pub(crate) struct Schema {
     has_rules: bool,
 }
 
+/// Loading, and the four steps the store runs on every write.
 impl Schema {
     /// Parses one `openAPIV3Schema` from JSON.
     pub(crate) fn from_json(s: &str) -> Result<Self, SchemaError> {
@@ -221,6 +232,7 @@ impl Schema {
 /// Validates the scale subresource paths of a custom object as the API server does after the
 /// schema (`.spec.replicas` must be an int64 in 0..=2147483647, and so on), with the paths in
 /// the CRD's own form (`.spec.replicas`). `spec_replicas` is `None` for a status update.
+#[allow(dead_code)] // for the store (SandboxWarmPool has a scale subresource); remove once called
 pub(crate) fn validate_scale(
     obj: &Value,
     spec_replicas: Option<&str>,
@@ -329,10 +341,12 @@ enum Additional<'a> {
     Bool(bool),
 }
 
+/// The `properties` of a schema node.
 fn properties(s: &Value) -> Option<&Map<String, Value>> {
     s.get("properties").and_then(Value::as_object)
 }
 
+/// The `additionalProperties` of a schema node.
 fn additional(s: &Value) -> Additional<'_> {
     match s.get("additionalProperties") {
         Some(Value::Bool(b)) => Additional::Bool(*b),
@@ -341,18 +355,22 @@ fn additional(s: &Value) -> Additional<'_> {
     }
 }
 
+/// The `items` schema of a list node.
 fn items(s: &Value) -> Option<&Value> {
     s.get("items").filter(|v| v.is_object())
 }
 
+/// A boolean keyword (`nullable`, `x-kubernetes-...`), false when absent.
 fn flag(s: &Value, key: &str) -> bool {
     s.get(key).and_then(Value::as_bool).unwrap_or(false)
 }
 
+/// A string keyword (`type`, `format`, `pattern`...).
 fn str_of<'a>(s: &'a Value, key: &str) -> Option<&'a str> {
     s.get(key).and_then(Value::as_str)
 }
 
+/// Whether this node or one below it carries `x-kubernetes-validations`.
 fn any_rules(s: &Value) -> bool {
     if s.get("x-kubernetes-validations")
         .and_then(Value::as_array)
@@ -374,6 +392,7 @@ fn child(parent: &str, name: &str) -> String {
     }
 }
 
+/// Drops repeated errors, keeping the first (kube-openapi reports a message once).
 fn dedup(errs: Vec<FieldError>) -> Vec<FieldError> {
     let mut out: Vec<FieldError> = Vec::with_capacity(errs.len());
     for e in errs {
@@ -387,6 +406,7 @@ fn dedup(errs: Vec<FieldError>) -> Vec<FieldError> {
 // ---------------------------------------------------------------------------------------------
 // Pruning
 
+/// The fields of an embedded resource (and of the root) that pruning leaves alone.
 const META_FIELDS: [&str; 3] = ["apiVersion", "kind", "metadata"];
 
 /// Removes unknown fields under `x`; `s` is `None` where the schema allows a value but says
@@ -509,6 +529,7 @@ fn skip_prune(x: &mut Value, s: &Value, embedded: bool, path: &mut String, out: 
     }
 }
 
+/// Appends `.key` (or `key` at the root) to a pruning path.
 fn push_key(path: &mut String, key: &str) {
     if !path.is_empty() {
         path.push('.');
@@ -560,10 +581,12 @@ fn prune_nulls(x: &mut Value, s: Option<&Value>, root: bool) {
 // ---------------------------------------------------------------------------------------------
 // Defaulting
 
+/// A `null` where the schema does not allow one.
 fn is_non_nullable_null(x: &Value, s: &Value) -> bool {
     x.is_null() && !flag(s, "nullable")
 }
 
+/// The API server's defaulting walk: defaults of absent properties, then recursion.
 fn default_node(x: &mut Value, s: &Value) {
     match x {
         Value::Object(map) => {
@@ -720,6 +743,8 @@ fn field_of(name: &str) -> &str {
     name.strip_prefix('.').unwrap_or(name)
 }
 
+/// kube-openapi's validators for one node in their order: type, `anyOf`, string, format,
+/// number, list, `enum`, object. `path` is kube-openapi's name for the node.
 fn validate_node(data: &Value, s: &Value, path: &str, out: &mut Vec<FieldError>) {
     let types = schema_types(s);
     let format = kept_format(s);
@@ -776,6 +801,7 @@ fn validate_node(data: &Value, s: &Value, path: &str, out: &mut Vec<FieldError>)
     }
 }
 
+/// `maxLength`, `minLength`, `pattern`; only the first failure is reported.
 fn check_string(text: &str, s: &Value, path: &str, field: &str, out: &mut Vec<FieldError>) {
     let len = u64::try_from(text.chars().count()).unwrap_or(u64::MAX);
     if let Some(max) = s.get("maxLength").and_then(Value::as_u64)
@@ -810,6 +836,7 @@ fn check_string(text: &str, s: &Value, path: &str, field: &str, out: &mut Vec<Fi
     }
 }
 
+/// The string format check (`date-time`, `date`).
 fn check_format(text: &str, format: &str, path: &str, field: &str, out: &mut Vec<FieldError>) {
     let valid = match format.replace('-', "").as_str() {
         "datetime" => is_date_time(text),
@@ -825,6 +852,7 @@ fn check_format(text: &str, format: &str, path: &str, field: &str, out: &mut Vec
     }
 }
 
+/// `minimum` and `maximum` (with their `exclusive` flags).
 fn check_number(data: &Value, s: &Value, path: &str, field: &str, out: &mut Vec<FieldError>) {
     let as_int = data.as_i64().filter(|_| !data.is_f64());
     let bad = go_v(data);
@@ -884,6 +912,7 @@ fn check_number(data: &Value, s: &Value, path: &str, field: &str, out: &mut Vec<
     }
 }
 
+/// The items, then `minItems` and `maxItems`.
 fn check_array(list: &[Value], s: &Value, path: &str, field: &str, out: &mut Vec<FieldError>) {
     if let Some(item) = items(s) {
         for (i, v) in list.iter().enumerate() {
@@ -912,6 +941,7 @@ fn check_array(list: &[Value], s: &Value, path: &str, field: &str, out: &mut Vec
     }
 }
 
+/// `enum`, reported as `Unsupported value` with the supported values quoted.
 fn check_enum(data: &Value, s: &Value, field: &str, out: &mut Vec<FieldError>) {
     let Some(values) = s
         .get("enum")
@@ -938,6 +968,7 @@ fn check_enum(data: &Value, s: &Value, field: &str, out: &mut Vec<FieldError>) {
     out.push(FieldError::new(field, FIELD_VALUE_NOT_SUPPORTED, message));
 }
 
+/// Extra keys under `additionalProperties`, the properties, then `required`.
 fn check_object(map: &Map<String, Value>, s: &Value, path: &str, out: &mut Vec<FieldError>) {
     let props = properties(s);
     if let Additional::Schema(a) = additional(s) {
@@ -1033,6 +1064,7 @@ fn is_clock(clock: &str) -> bool {
     digits > 0 && after.get(digits..).is_some_and(is_zone)
 }
 
+/// `z` or `+hh:mm`/`-hh:mm` (already lower-cased).
 fn is_zone(z: &str) -> bool {
     let b = z.as_bytes();
     z == "z"
@@ -1113,6 +1145,7 @@ fn unsigned(b: &[u8]) -> &[u8] {
     }
 }
 
+/// [`QUANTITY_PATTERN`], by hand.
 fn is_quantity(text: &str) -> bool {
     let body = unsigned(text.as_bytes());
     let Some(n) = decimal_len(body) else {
@@ -1130,6 +1163,7 @@ fn is_quantity(text: &str) -> bool {
     }
 }
 
+/// [`CONDITION_REASON_PATTERN`], by hand.
 fn is_condition_reason(text: &str) -> bool {
     let b = text.as_bytes();
     let Some((first, rest)) = b.split_first() else {
@@ -1147,6 +1181,7 @@ fn is_condition_reason(text: &str) -> bool {
         && (last.is_ascii_alphanumeric() || *last == b'_')
 }
 
+/// [`CONDITION_TYPE_PATTERN`], by hand.
 fn is_condition_type(text: &str) -> bool {
     let (prefix, name) = match text.split_once('/') {
         Some((p, n)) => (Some(p), n),
@@ -1173,6 +1208,7 @@ fn is_condition_type(text: &str) -> bool {
 // ---------------------------------------------------------------------------------------------
 // x-kubernetes-list-type set / map uniqueness
 
+/// The `x-kubernetes-list-type` `set` and `map` uniqueness walk, with `field.Path` paths.
 fn list_types(data: &Value, s: &Value, path: &str, out: &mut Vec<FieldError>) {
     match data {
         Value::Object(map) => {
@@ -1215,6 +1251,7 @@ fn list_types(data: &Value, s: &Value, path: &str, out: &mut Vec<FieldError>) {
     }
 }
 
+/// A `map` list: objects only, unique by `x-kubernetes-list-map-keys`.
 fn list_map(list: &[Value], s: &Value, path: &str, out: &mut Vec<FieldError>) {
     if let Some((i, x)) = list
         .iter()
@@ -1307,6 +1344,8 @@ fn known_rule(rule: &str, new: &Value, old: Option<&Value>) -> Option<bool> {
     }
 }
 
+/// Evaluates the known `x-kubernetes-validations` of this node and those below it, with the
+/// old value correlated by key (and by map keys in `map` lists).
 fn rules_node(new: &Value, old: Option<&Value>, s: &Value, path: &str, out: &mut Vec<FieldError>) {
     for rule in s
         .get("x-kubernetes-validations")
@@ -1534,6 +1573,7 @@ fn go_json(v: &Value) -> String {
     out
 }
 
+/// Appends [`go_json`] of `v`.
 fn write_go_json(v: &Value, out: &mut String) {
     match v {
         Value::Null => out.push_str("null"),
@@ -1656,6 +1696,7 @@ pub fn to_diffable_json(v: &Value) -> String {
     out
 }
 
+/// Appends `v` at `indent`, `prefix` being the width of the `"key": ` before it.
 fn write_diffable(v: &Value, indent: usize, prefix: usize, out: &mut String) {
     let compact = v.to_string();
     let fits = indent + prefix + compact.len() <= LINE_WIDTH;
@@ -1699,6 +1740,7 @@ mod tests {
     const POOLS: &str = include_str!("../schemas/sandboxwarmpools.json");
     const CLAIMS: &str = include_str!("../schemas/sandboxclaims.json");
 
+    /// Loads a committed schema.
     fn load(json: &str) -> Schema {
         match Schema::from_json(json) {
             Ok(s) => s,
@@ -1706,10 +1748,12 @@ mod tests {
         }
     }
 
+    /// A Sandbox with `spec`.
     fn sandbox(spec: Value) -> Value {
         json!({"apiVersion": "agents.x-k8s.io/v1beta1", "kind": "Sandbox", "metadata": {"name": "s"}, "spec": spec})
     }
 
+    /// The smallest valid pod template.
     fn pod_template() -> Value {
         json!({"spec": {"containers": [{"name": "main", "image": "busybox"}]}})
     }
@@ -1722,6 +1766,7 @@ mod tests {
         (obj, unknown, errs)
     }
 
+    /// The errors as `field: message`.
     fn summaries(errs: &[FieldError]) -> Vec<String> {
         errs.iter().map(FieldError::summary).collect()
     }
@@ -2369,6 +2414,7 @@ mod tests {
         assert_eq!(e.summary(), "spec.podTemplate: Required value");
     }
 
+    /// Arbitrary JSON, with keys the schemas know so the walks go deep.
     fn arb_json() -> impl Strategy<Value = Value> {
         let leaf = prop_oneof![
             Just(Value::Null),

@@ -1,0 +1,186 @@
+//! A small HTTPS client for the integration tests: one TLS connection per request, the fake's CA
+//! trusted, HTTP/1.1 or HTTP/2 as asked.
+
+#![allow(dead_code)]
+
+use bytes::Bytes;
+use http::{HeaderMap, Method, Request, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper_util::rt::TokioIo;
+use rustls::RootCertStore;
+use rustls_pki_types::{CertificateDer, ServerName, pem::PemObject};
+use serde_json::Value;
+use std::sync::Arc;
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+
+/// The protocol a request goes over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Proto {
+    H1,
+    H2,
+}
+
+/// A response with its body read.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+impl Reply {
+    /// The body as JSON (Null when it is not JSON).
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or(Value::Null)
+    }
+}
+
+/// A client for one fakekube server.
+#[derive(Clone)]
+pub struct Client {
+    addr: std::net::SocketAddr,
+    config: Arc<rustls::ClientConfig>,
+    token: Option<String>,
+}
+
+fn tls_config(ca_pem: &str, alpn: &[&[u8]]) -> Arc<rustls::ClientConfig> {
+    let mut roots = RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
+        roots.add(cert.expect("CA PEM parses")).expect("CA is a valid trust anchor");
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("TLS versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    Arc::new(config)
+}
+
+impl Client {
+    /// A client for `kube` with its admin token.
+    pub fn new(kube: &fakekube::FakeKube) -> Self {
+        Client { addr: kube.addr(), config: tls_config(kube.ca_pem(), &[b"http/1.1"]), token: Some(kube.token().to_string()) }
+    }
+
+    /// The same client with another token (or none).
+    pub fn with_token(&self, token: Option<&str>) -> Self {
+        Client { token: token.map(str::to_string), ..self.clone() }
+    }
+
+    /// The same client negotiating HTTP/2 through ALPN.
+    pub fn h2(&self, ca_pem: &str) -> Self {
+        Client { config: tls_config(ca_pem, &[b"h2"]), ..self.clone() }
+    }
+
+    /// Opens a TLS connection and returns it with the negotiated ALPN protocol.
+    pub async fn connect(&self) -> (tokio_rustls::client::TlsStream<TcpStream>, Proto) {
+        let tcp = TcpStream::connect(self.addr).await.expect("connect");
+        let name = ServerName::try_from("127.0.0.1").expect("server name");
+        let tls = TlsConnector::from(self.config.clone()).connect(name, tcp).await.expect("TLS handshake");
+        let proto = match tls.get_ref().1.alpn_protocol() {
+            Some(b"h2") => Proto::H2,
+            _ => Proto::H1,
+        };
+        (tls, proto)
+    }
+
+    fn request(&self, method: Method, path: &str, content_type: Option<&str>, body: Vec<u8>) -> Request<Full<Bytes>> {
+        let mut b = Request::builder().method(method).uri(path).header("host", self.addr.to_string());
+        if let Some(ct) = content_type {
+            b = b.header("content-type", ct);
+        }
+        if let Some(t) = &self.token {
+            b = b.header("authorization", format!("Bearer {t}"));
+        }
+        b.body(Full::new(Bytes::from(body))).expect("request")
+    }
+
+    /// Sends a request and returns the response head and its body stream.
+    pub async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        content_type: Option<&str>,
+        body: Vec<u8>,
+    ) -> http::Response<hyper::body::Incoming> {
+        let (tls, proto) = self.connect().await;
+        let req = self.request(method, path, content_type, body);
+        match proto {
+            Proto::H1 => {
+                let (mut send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls)).await.expect("h1 handshake");
+                tokio::spawn(conn);
+                send.send_request(req).await.expect("h1 request")
+            }
+            Proto::H2 => {
+                let (mut send, conn) = hyper::client::conn::http2::handshake(hyper_util::rt::TokioExecutor::new(), TokioIo::new(tls))
+                    .await
+                    .expect("h2 handshake");
+                tokio::spawn(conn);
+                send.send_request(req).await.expect("h2 request")
+            }
+        }
+    }
+
+    /// Sends a request and reads the whole response.
+    pub async fn call(&self, method: Method, path: &str, content_type: Option<&str>, body: Vec<u8>) -> Reply {
+        let resp = self.send(method, path, content_type, body).await;
+        let (parts, body) = resp.into_parts();
+        let body = body.collect().await.expect("body").to_bytes();
+        Reply { status: parts.status, headers: parts.headers, body }
+    }
+
+    /// GET.
+    pub async fn get(&self, path: &str) -> Reply {
+        self.call(Method::GET, path, None, Vec::new()).await
+    }
+
+    /// A method with a JSON body.
+    pub async fn json(&self, method: Method, path: &str, body: &Value) -> Reply {
+        self.call(method, path, Some("application/json"), serde_json::to_vec(body).expect("json")).await
+    }
+
+    /// PATCH with a content type.
+    pub async fn patch(&self, path: &str, content_type: &str, body: &Value) -> Reply {
+        self.call(Method::PATCH, path, Some(content_type), serde_json::to_vec(body).expect("json")).await
+    }
+}
+
+/// Reads newline-delimited JSON from a streaming body until `n` lines arrived or the stream ends.
+pub async fn read_lines(body: &mut hyper::body::Incoming, n: usize, buf: &mut Vec<u8>) -> Vec<Value> {
+    let mut out = Vec::new();
+    loop {
+        while let Some(pos) = buf.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = buf.drain(..=pos).collect();
+            out.push(serde_json::from_slice(&line).expect("watch line is JSON"));
+            if out.len() == n {
+                return out;
+            }
+        }
+        match body.frame().await {
+            Some(Ok(frame)) => {
+                if let Some(data) = frame.data_ref() {
+                    buf.extend_from_slice(data);
+                }
+            }
+            _ => return out,
+        }
+    }
+}
+
+/// A minimal Sandbox.
+pub fn sandbox(name: &str) -> Value {
+    serde_json::json!({
+        "apiVersion": "agents.x-k8s.io/v1beta1",
+        "kind": "Sandbox",
+        "metadata": { "name": name },
+        "spec": { "podTemplate": { "spec": { "containers": [ { "name": "c", "image": "busybox" } ] } } },
+    })
+}
+
+/// The collection path of Sandboxes in `ns`.
+pub fn sandboxes(ns: &str) -> String {
+    format!("/apis/agents.x-k8s.io/v1beta1/namespaces/{ns}/sandboxes")
+}
