@@ -40,7 +40,10 @@ pub(crate) fn json_response(code: StatusCode, body: &Value) -> Response {
     let bytes = serde_json::to_vec(body).unwrap_or_else(|_| b"{}".to_vec());
     let mut resp = Response::new(Body::from(bytes));
     *resp.status_mut() = code;
-    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     resp
 }
 
@@ -126,7 +129,9 @@ fn resource_route(group: &str, version: &str, rest: &[&str]) -> Route {
     match rest {
         ["namespaces"] => mk("", "namespaces", "", ""),
         ["namespaces", name] => mk("", "namespaces", name, ""),
-        ["namespaces", name, sub @ ("status" | "finalize")] if group.is_empty() => mk("", "namespaces", name, sub),
+        ["namespaces", name, sub @ ("status" | "finalize")] if group.is_empty() => {
+            mk("", "namespaces", name, sub)
+        }
         ["namespaces", ns, plural] => mk(ns, plural, "", ""),
         ["namespaces", ns, plural, name] => mk(ns, plural, name, ""),
         ["namespaces", ns, plural, name, sub] => mk(ns, plural, name, sub),
@@ -144,19 +149,21 @@ pub(crate) struct Query(Vec<(String, String)>);
 impl Query {
     fn parse(q: Option<&str>) -> Self {
         Query(
-            q.map(|q| form_urlencoded::parse(q.as_bytes()).map(|(k, v)| (k.into_owned(), v.into_owned())).collect())
-                .unwrap_or_default(),
+            q.map(|q| {
+                form_urlencoded::parse(q.as_bytes())
+                    .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                    .collect()
+            })
+            .unwrap_or_default(),
         )
     }
 
     /// The first value of `key`.
     pub(crate) fn get(&self, key: &str) -> Option<&str> {
-        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
-    }
-
-    /// Every value of `key`, in order.
-    pub(crate) fn all(&self, key: &str) -> Vec<&str> {
-        self.0.iter().filter(|(k, _)| k == key).map(|(_, v)| v.as_str()).collect()
+        self.0
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
     }
 
     /// A boolean the way apimachinery parses one: missing is false, `0`/`false` in any case
@@ -180,27 +187,48 @@ pub(crate) async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> R
         return resp;
     }
     let public = matches!(route, Route::Health | Route::Version);
-    let caller = match shared.tokens.authenticate(auth::bearer(parts.headers.get(header::AUTHORIZATION))) {
+    let caller = match shared
+        .tokens
+        .authenticate(auth::bearer(parts.headers.get(header::AUTHORIZATION)))
+    {
         Ok(c) => Some(c),
         Err(_) if public && parts.headers.get(header::AUTHORIZATION).is_none() => None,
         Err(e) => return e.into_response(),
     };
     let result = match (&route, caller) {
-        (Route::Version, _) => Ok(json_response(StatusCode::OK, &discovery::version(&shared.version))),
+        (Route::Version, _) => Ok(json_response(
+            StatusCode::OK,
+            &discovery::version(&shared.version),
+        )),
         (Route::Health, _) => {
             let mut r = Response::new(Body::from("ok"));
-            r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+            r.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/plain; charset=utf-8"),
+            );
             Ok(r)
         }
         (_, None) => Err(ApiError::unauthorized()),
         (Route::Resource(rp), Some(caller)) => {
-            resource(&shared, &caller, &parts.method, &parts.headers, rp, &query, body).await
+            resource(
+                &shared,
+                &caller,
+                &parts.method,
+                &parts.headers,
+                rp,
+                &query,
+                body,
+            )
+            .await
         }
         (other, Some(_)) if parts.method != Method::GET => {
             let _ = other;
             Err(ApiError::method_not_allowed(parts.method.as_str(), &path))
         }
-        (Route::CoreVersions, Some(_)) => Ok(json_response(StatusCode::OK, &discovery::core_versions(&shared.address))),
+        (Route::CoreVersions, Some(_)) => Ok(json_response(
+            StatusCode::OK,
+            &discovery::core_versions(&shared.address),
+        )),
         (Route::Groups, Some(_)) => Ok(json_response(StatusCode::OK, &discovery::group_list())),
         (Route::Group(g), Some(_)) => discovery::group(g)
             .map(|d| json_response(StatusCode::OK, &d))
@@ -208,7 +236,10 @@ pub(crate) async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> R
         (Route::ResourceList(g, v), Some(_)) => discovery::resource_list(g, v)
             .map(|d| json_response(StatusCode::OK, &d))
             .ok_or_else(ApiError::path_not_found),
-        (Route::OpenApiRoot, Some(_)) => Ok(json_response(StatusCode::OK, &discovery::openapi_root(&shared.version))),
+        (Route::OpenApiRoot, Some(_)) => Ok(json_response(
+            StatusCode::OK,
+            &discovery::openapi_root(&shared.version),
+        )),
         (Route::OpenApiDoc(key), Some(_)) => discovery::openapi_doc(key, &shared.version)
             .map(|d| json_response(StatusCode::OK, &d))
             .ok_or_else(ApiError::path_not_found),
@@ -237,21 +268,36 @@ async fn read_body(body: Body) -> Result<Bytes, ApiError> {
     let limited = http_body_util::Limited::new(body, MAX_BODY);
     match limited.collect().await {
         Ok(c) => Ok(c.to_bytes()),
-        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => Err(ApiError::too_large(MAX_BODY)),
+        Err(e)
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some() =>
+        {
+            Err(ApiError::too_large(MAX_BODY))
+        }
         Err(_) => Err(ApiError::bad_request("the request body could not be read")),
     }
 }
 
 /// Decodes a JSON or YAML body into a JSON value.
 fn decode(headers: &HeaderMap, bytes: &[u8]) -> Result<Value, ApiError> {
-    let ct = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("application/json");
-    let essence = ct.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let ct = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json");
+    let essence = ct
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
     if bytes.is_empty() {
         return Err(ApiError::bad_request("the request body is empty"));
     }
     if essence == "application/vnd.kubernetes.protobuf" {
         return crate::protobuf::decode(bytes).map_err(|e| match e {
-            crate::protobuf::ProtobufError::UnsupportedKind(_) => ApiError::unsupported_media_type(&essence),
+            crate::protobuf::ProtobufError::UnsupportedKind(_) => {
+                ApiError::unsupported_media_type(&essence)
+            }
             other => ApiError::bad_request(other.to_string()),
         });
     }
@@ -259,12 +305,15 @@ fn decode(headers: &HeaderMap, bytes: &[u8]) -> Result<Value, ApiError> {
         return Err(ApiError::unsupported_media_type(&essence));
     }
     if essence.ends_with("yaml") {
-        let text = std::str::from_utf8(bytes).map_err(|_| ApiError::bad_request("the YAML body is not UTF-8"))?;
+        let text = std::str::from_utf8(bytes)
+            .map_err(|_| ApiError::bad_request("the YAML body is not UTF-8"))?;
         return serde_saphyr::from_str::<Value>(text)
             .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")));
     }
     serde_json::from_slice(bytes).map_err(|e| {
-        ApiError::bad_request(format!("Object 'Kind' is missing or the body is not valid JSON: {e}"))
+        ApiError::bad_request(format!(
+            "Object 'Kind' is missing or the body is not valid JSON: {e}"
+        ))
     })
 }
 
@@ -289,15 +338,29 @@ fn write_options(query: &Query) -> Result<WriteOptions, ApiError> {
             )));
         }
     };
-    Ok(WriteOptions { field_validation, dry_run })
+    Ok(WriteOptions {
+        field_validation,
+        dry_run,
+    })
 }
 
 /// Checks that a body's apiVersion, kind and namespace fit the URL.
-fn check_body(rt: &ResourceType, rp: &ResourcePath, body: &Value, expect_kind: &str) -> Result<(), ApiError> {
+fn check_body(
+    rt: &ResourceType,
+    rp: &ResourcePath,
+    body: &Value,
+    expect_kind: &str,
+) -> Result<(), ApiError> {
     if !body.is_object() {
-        return Err(ApiError::bad_request("the body of the request must be a JSON object"));
+        return Err(ApiError::bad_request(
+            "the body of the request must be a JSON object",
+        ));
     }
-    let want_av = if expect_kind == rt.kind { rt.api_version() } else { String::new() };
+    let want_av = if expect_kind == rt.kind {
+        rt.api_version()
+    } else {
+        String::new()
+    };
     if let Some(av) = body.get("apiVersion").and_then(Value::as_str)
         && !want_av.is_empty()
         && av != want_av
@@ -314,7 +377,10 @@ fn check_body(rt: &ResourceType, rp: &ResourcePath, body: &Value, expect_kind: &
             rt.version
         )));
     }
-    if let Some(ns) = body.get("metadata").and_then(|m| m.get("namespace")).and_then(Value::as_str)
+    if let Some(ns) = body
+        .get("metadata")
+        .and_then(|m| m.get("namespace"))
+        .and_then(Value::as_str)
         && rt.namespaced
         && !ns.is_empty()
         && ns != rp.namespace
@@ -338,7 +404,9 @@ async fn resource(
     let Some(rt) = resources::find(&rp.group, &rp.version, &rp.plural) else {
         return Err(ApiError::path_not_found());
     };
-    if rt.namespaced == rp.namespace.is_empty() && !(rt.namespaced && rp.name.is_empty() && rp.namespace.is_empty()) {
+    if rt.namespaced == rp.namespace.is_empty()
+        && !(rt.namespaced && rp.name.is_empty() && rp.namespace.is_empty())
+    {
         return Err(ApiError::path_not_found());
     }
     if !rp.subresource.is_empty() && !rt.has_subresource(&rp.subresource) {
@@ -373,56 +441,101 @@ async fn resource(
             if let Some(resp) = shared.faults.list_page(q.continue_token.is_some()) {
                 return Err(resp);
             }
-            Ok(json_response(StatusCode::OK, &store.list(rt, namespace, &q)?))
+            Ok(json_response(
+                StatusCode::OK,
+                &store.list(rt, namespace, &q)?,
+            ))
         }
         ("watch", "") => {
             let mut q = list_query(rt, query)?;
             if !name.is_empty() {
-                q.fields = Some(FieldSelector::parse(&format!("metadata.name={name}")).map_err(|e| ApiError::bad_request(e.to_string()))?);
+                q.fields = Some(
+                    FieldSelector::parse(&format!("metadata.name={name}"))
+                        .map_err(|e| ApiError::bad_request(e.to_string()))?,
+                );
             }
-            crate::watch::serve(shared.clone(), rt, (!ns.is_empty()).then(|| ns.to_string()), q, query)
+            crate::watch::serve(
+                shared.clone(),
+                rt,
+                (!ns.is_empty()).then(|| ns.to_string()),
+                q,
+                query,
+            )
         }
-        ("get", "") | ("get", "status") => Ok(json_response(StatusCode::OK, &*store.get(rt, ns, name)?)),
+        ("get", "") | ("get", "status") => {
+            Ok(json_response(StatusCode::OK, &*store.get(rt, ns, name)?))
+        }
         ("create", "") => {
             let opts = write_options(query)?;
             let obj = decode(headers, &read_body(body).await?)?;
             check_body(rt, rp, &obj, rt.kind)?;
             let (created, warnings) = store.create(rt, ns, obj, opts)?;
-            Ok(with_warnings(json_response(StatusCode::CREATED, &*created), &warnings))
+            Ok(with_warnings(
+                json_response(StatusCode::CREATED, &created),
+                &warnings,
+            ))
         }
         ("update", sub @ ("" | "status")) => {
             let opts = write_options(query)?;
             let obj = decode(headers, &read_body(body).await?)?;
             check_body(rt, rp, &obj, rt.kind)?;
-            let part = if sub == "status" { Part::Status } else { Part::Main };
+            let part = if sub == "status" {
+                Part::Status
+            } else {
+                Part::Main
+            };
             let (updated, warnings) = store.update(rt, ns, name, obj, part, opts)?;
-            Ok(with_warnings(json_response(StatusCode::OK, &*updated), &warnings))
+            Ok(with_warnings(
+                json_response(StatusCode::OK, &updated),
+                &warnings,
+            ))
         }
         ("patch", sub @ ("" | "status")) => {
             let opts = write_options(query)?;
-            let ct = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
-            let kind = PatchKind::from_content_type(ct).ok_or_else(|| ApiError::unsupported_media_type(ct))?;
+            let ct = headers
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
+            let kind = PatchKind::from_content_type(ct)
+                .ok_or_else(|| ApiError::unsupported_media_type(ct))?;
             let patch = decode(headers, &read_body(body).await?)?;
             if kind == PatchKind::Apply {
                 check_body(rt, rp, &patch, rt.kind)?;
             }
-            let part = if sub == "status" { Part::Status } else { Part::Main };
+            let part = if sub == "status" {
+                Part::Status
+            } else {
+                Part::Main
+            };
             let existed = store.get_opt(rt, ns, name).is_some();
             let (patched, warnings) = store.patch(rt, ns, name, kind, &patch, part, opts)?;
-            let code = if !existed && kind == PatchKind::Apply { StatusCode::CREATED } else { StatusCode::OK };
-            Ok(with_warnings(json_response(code, &*patched), &warnings))
+            let code = if !existed && kind == PatchKind::Apply {
+                StatusCode::CREATED
+            } else {
+                StatusCode::OK
+            };
+            Ok(with_warnings(json_response(code, &patched), &warnings))
         }
         ("delete", "") => {
             let raw = read_body(body).await?;
             let opts = delete_options(query, &raw)?;
-            let t = Target { group: rt.group, resource: rt.plural, kind: rt.kind, name };
+            let t = Target {
+                group: rt.group,
+                resource: rt.plural,
+                kind: rt.kind,
+                name,
+            };
             match store.delete(rt, ns, name, &opts)? {
                 Deleted::Gone(obj) if rt.custom => {
-                    let uid = obj.get("metadata").and_then(|m| m.get("uid")).and_then(Value::as_str).unwrap_or("");
+                    let uid = obj
+                        .get("metadata")
+                        .and_then(|m| m.get("uid"))
+                        .and_then(Value::as_str)
+                        .unwrap_or("");
                     Ok(json_response(StatusCode::OK, &status::success(t, uid)))
                 }
-                Deleted::Gone(obj) => Ok(json_response(StatusCode::OK, &*obj)),
-                Deleted::Pending(obj) => Ok(json_response(StatusCode::ACCEPTED, &*obj)),
+                Deleted::Gone(obj) => Ok(json_response(StatusCode::OK, &obj)),
+                Deleted::Pending(obj) => Ok(json_response(StatusCode::ACCEPTED, &obj)),
             }
         }
         ("deletecollection", "") => {
@@ -441,17 +554,33 @@ async fn resource(
                 }),
             ))
         }
-        (verb, "scale") => crate::subresources::scale(shared, rt, ns, name, verb, headers, query, read_body(body).await?),
+        (verb, "scale") => crate::subresources::scale(
+            shared,
+            rt,
+            ns,
+            name,
+            verb,
+            headers,
+            query,
+            read_body(body).await?,
+        ),
         ("create", "token") => {
             let raw = read_body(body).await?;
-            let req = if raw.is_empty() { json!({}) } else { decode(headers, &raw)? };
+            let req = if raw.is_empty() {
+                json!({})
+            } else {
+                decode(headers, &raw)?
+            };
             crate::subresources::token_request(shared, ns, name, req)
         }
         (_, "exec" | "attach") => Err(ApiError::bad_request(
             "Upgrade request required: pods/exec and pods/attach are served over WebSocket",
         )),
         (_, "log") => Err(ApiError::bad_request("pods/log is not served by fakekube")),
-        (verb, sub) => Err(ApiError::method_not_allowed(verb, &format!("{}/{sub}", rt.plural))),
+        (verb, sub) => Err(ApiError::method_not_allowed(
+            verb,
+            &format!("{}/{sub}", rt.plural),
+        )),
     }
 }
 
@@ -466,29 +595,51 @@ fn list_query(rt: &ResourceType, query: &Query) -> Result<ListQuery, ApiError> {
             let f = FieldSelector::parse(s).map_err(|e| ApiError::bad_request(e.to_string()))?;
             let mut supported = vec!["metadata.name", "metadata.namespace"];
             supported.extend_from_slice(rt.extra_fields);
-            f.check_supported(&supported).map_err(|e| ApiError::bad_request(e.to_string()))?;
+            f.check_supported(&supported)
+                .map_err(|e| ApiError::bad_request(e.to_string()))?;
             Some(f)
         }
     };
     let limit = match query.get("limit") {
         None | Some("") => 0,
-        Some(s) => s.parse::<i64>().map_err(|_| ApiError::bad_request(format!("limit: Invalid value: \"{s}\": must be an integer")))?.max(0) as usize,
+        Some(s) => s
+            .parse::<i64>()
+            .map_err(|_| {
+                ApiError::bad_request(format!("limit: Invalid value: \"{s}\": must be an integer"))
+            })?
+            .max(0) as usize,
     };
-    let continue_token = query.get("continue").filter(|s| !s.is_empty()).map(str::to_string);
-    Ok(ListQuery { labels, fields, limit, continue_token })
+    let continue_token = query
+        .get("continue")
+        .filter(|s| !s.is_empty())
+        .map(str::to_string);
+    Ok(ListQuery {
+        labels,
+        fields,
+        limit,
+        continue_token,
+    })
 }
 
 fn delete_options(query: &Query, raw: &[u8]) -> Result<DeleteOptions, ApiError> {
     let body: Value = if raw.is_empty() {
         json!({})
     } else {
-        serde_json::from_slice(raw).map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?
+        serde_json::from_slice(raw)
+            .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?
     };
     let policy = query
         .get("propagationPolicy")
         .map(str::to_string)
-        .or_else(|| body.get("propagationPolicy").and_then(Value::as_str).map(str::to_string));
-    let orphan = query.get("orphanDependents").map(|v| v == "true").or_else(|| body.get("orphanDependents").and_then(Value::as_bool));
+        .or_else(|| {
+            body.get("propagationPolicy")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        });
+    let orphan = query
+        .get("orphanDependents")
+        .map(|v| v == "true")
+        .or_else(|| body.get("orphanDependents").and_then(Value::as_bool));
     let propagation = match (policy.as_deref(), orphan) {
         (Some("Orphan"), _) | (None, Some(true)) => Some(Propagation::Orphan),
         (Some("Background"), _) => Some(Propagation::Background),
@@ -502,23 +653,37 @@ fn delete_options(query: &Query, raw: &[u8]) -> Result<DeleteOptions, ApiError> 
     };
     let pre = body.get("preconditions");
     let dry_run = query.get("dryRun") == Some("All")
-        || body.get("dryRun").and_then(Value::as_array).is_some_and(|a| a.iter().any(|v| v == "All"));
+        || body
+            .get("dryRun")
+            .and_then(Value::as_array)
+            .is_some_and(|a| a.iter().any(|v| v == "All"));
     Ok(DeleteOptions {
         propagation,
-        uid: pre.and_then(|p| p.get("uid")).and_then(Value::as_str).map(str::to_string),
-        resource_version: pre.and_then(|p| p.get("resourceVersion")).and_then(Value::as_str).map(str::to_string),
+        uid: pre
+            .and_then(|p| p.get("uid"))
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        resource_version: pre
+            .and_then(|p| p.get("resourceVersion"))
+            .and_then(Value::as_str)
+            .map(str::to_string),
         dry_run,
     })
 }
 
 /// Parses `timeoutSeconds`.
 pub(crate) fn timeout_param(query: &Query) -> Option<Duration> {
-    query.get("timeoutSeconds").and_then(|s| s.parse::<u64>().ok()).filter(|s| *s > 0).map(Duration::from_secs)
+    query
+        .get("timeoutSeconds")
+        .and_then(|s| s.parse::<u64>().ok())
+        .filter(|s| *s > 0)
+        .map(Duration::from_secs)
 }
 
 /// The watch event line for `kind`.
 pub(crate) fn event_line(kind: EventType, obj: &Value) -> Vec<u8> {
-    let mut line = serde_json::to_vec(&json!({ "type": kind.as_str(), "object": obj })).unwrap_or_default();
+    let mut line =
+        serde_json::to_vec(&json!({ "type": kind.as_str(), "object": obj })).unwrap_or_default();
     line.push(b'\n');
     line
 }
@@ -530,7 +695,11 @@ mod tests {
     fn rp(g: &str, ns: &str, plural: &str, name: &str, sub: &str) -> Route {
         Route::Resource(ResourcePath {
             group: g.into(),
-            version: if g.is_empty() { "v1".into() } else { "v1beta1".into() },
+            version: if g.is_empty() {
+                "v1".into()
+            } else {
+                "v1beta1".into()
+            },
             namespace: ns.into(),
             plural: plural.into(),
             name: name.into(),
@@ -540,17 +709,38 @@ mod tests {
 
     #[test]
     fn paths_route_to_resources_namespaces_and_subresources() {
-        assert_eq!(route("/api/v1/namespaces"), rp("", "", "namespaces", "", ""));
-        assert_eq!(route("/api/v1/namespaces/default"), rp("", "", "namespaces", "default", ""));
-        assert_eq!(route("/api/v1/namespaces/default/status"), rp("", "", "namespaces", "default", "status"));
-        assert_eq!(route("/api/v1/namespaces/default/pods"), rp("", "default", "pods", "", ""));
-        assert_eq!(route("/api/v1/namespaces/d/pods/p/exec"), rp("", "d", "pods", "p", "exec"));
+        assert_eq!(
+            route("/api/v1/namespaces"),
+            rp("", "", "namespaces", "", "")
+        );
+        assert_eq!(
+            route("/api/v1/namespaces/default"),
+            rp("", "", "namespaces", "default", "")
+        );
+        assert_eq!(
+            route("/api/v1/namespaces/default/status"),
+            rp("", "", "namespaces", "default", "status")
+        );
+        assert_eq!(
+            route("/api/v1/namespaces/default/pods"),
+            rp("", "default", "pods", "", "")
+        );
+        assert_eq!(
+            route("/api/v1/namespaces/d/pods/p/exec"),
+            rp("", "d", "pods", "p", "exec")
+        );
         assert_eq!(
             route("/apis/agents.x-k8s.io/v1beta1/namespaces/d/sandboxes/s/status"),
             rp("agents.x-k8s.io", "d", "sandboxes", "s", "status")
         );
-        assert_eq!(route("/apis/agents.x-k8s.io/v1beta1/sandboxes"), rp("agents.x-k8s.io", "", "sandboxes", "", ""));
-        assert_eq!(route("/apis/agents.x-k8s.io"), Route::Group("agents.x-k8s.io".into()));
+        assert_eq!(
+            route("/apis/agents.x-k8s.io/v1beta1/sandboxes"),
+            rp("agents.x-k8s.io", "", "sandboxes", "", "")
+        );
+        assert_eq!(
+            route("/apis/agents.x-k8s.io"),
+            Route::Group("agents.x-k8s.io".into())
+        );
         assert_eq!(route("/readyz/ping"), Route::Health);
         assert_eq!(route("/nope"), Route::Unknown);
         assert_eq!(route("/api/v1/namespaces/a/b/c/d/e"), Route::Unknown);

@@ -77,7 +77,9 @@ impl Rule {
         } else {
             let full = format!("{}/{}", a.resource, a.subresource);
             let star = format!("*/{}", a.subresource);
-            self.resources.iter().any(|x| x == "*" || *x == full || *x == star)
+            self.resources
+                .iter()
+                .any(|x| x == "*" || *x == full || *x == star)
         };
         if !resource_ok {
             return false;
@@ -87,7 +89,9 @@ impl Rule {
         }
         match &self.namespaces {
             None => true,
-            Some(list) => !a.namespace.is_empty() && list.iter().any(|n| n == "*" || n == a.namespace),
+            Some(list) => {
+                !a.namespace.is_empty() && list.iter().any(|n| n == "*" || n == a.namespace)
+            }
         }
     }
 
@@ -170,7 +174,6 @@ impl Token {
 #[derive(Debug, Clone)]
 pub(crate) struct Caller {
     pub(crate) user: String,
-    pub(crate) groups: Vec<String>,
     rules: Option<Arc<Vec<Rule>>>,
 }
 
@@ -236,7 +239,11 @@ pub(crate) fn forbidden(user: &str, a: &Attributes<'_>) -> ApiError {
             a.verb, a.group, a.namespace
         )
     };
-    let gr = if a.group.is_empty() { a.resource.to_string() } else { format!("{}.{}", a.resource, a.group) };
+    let gr = if a.group.is_empty() {
+        a.resource.to_string()
+    } else {
+        format!("{}.{}", a.resource, a.group)
+    };
     let message = if a.name.is_empty() {
         format!("{gr} is forbidden: {why}")
     } else {
@@ -252,11 +259,14 @@ pub(crate) fn forbidden(user: &str, a: &Attributes<'_>) -> ApiError {
     ApiError::forbidden(message, details)
 }
 
+/// A service account: namespace and name.
+type ServiceAccountKey = (String, String);
+
 /// The tokens a server accepts, changeable while it runs.
 #[derive(Debug, Default)]
 pub(crate) struct Tokens {
     by_secret: RwLock<HashMap<String, Token>>,
-    service_accounts: RwLock<HashMap<(String, String), Arc<Vec<Rule>>>>,
+    service_accounts: RwLock<HashMap<ServiceAccountKey, Arc<Vec<Rule>>>>,
 }
 
 impl Tokens {
@@ -269,7 +279,10 @@ impl Tokens {
 
     /// Removes a token; returns whether it was there.
     pub(crate) fn revoke(&self, secret: &str) -> bool {
-        self.by_secret.write().map(|mut m| m.remove(secret).is_some()).unwrap_or(false)
+        self.by_secret
+            .write()
+            .map(|mut m| m.remove(secret).is_some())
+            .unwrap_or(false)
     }
 
     /// Sets or clears the expiry of a token; returns whether it was there.
@@ -295,7 +308,12 @@ impl Tokens {
 
     /// Mints a token for a service account (TokenRequest), with the rules bound to it (none:
     /// it may do nothing, as an unbound service account on a real cluster).
-    pub(crate) fn mint_for_service_account(&self, namespace: &str, name: &str, ttl: Duration) -> (String, SystemTime) {
+    pub(crate) fn mint_for_service_account(
+        &self,
+        namespace: &str,
+        name: &str,
+        ttl: Duration,
+    ) -> (String, SystemTime) {
         let rules = self
             .service_accounts
             .read()
@@ -304,9 +322,14 @@ impl Tokens {
             .unwrap_or_else(|| Arc::new(Vec::new()));
         let secret = format!("fk-sa-{}", uuid::Uuid::new_v4().simple());
         let expires = SystemTime::now() + ttl;
-        let mut token = Token::new(secret.clone(), format!("system:serviceaccount:{namespace}:{name}"));
+        let mut token = Token::new(
+            secret.clone(),
+            format!("system:serviceaccount:{namespace}:{name}"),
+        );
         token.groups.push("system:serviceaccounts".into());
-        token.groups.push(format!("system:serviceaccounts:{namespace}"));
+        token
+            .groups
+            .push(format!("system:serviceaccounts:{namespace}"));
         token.rules = Some(rules);
         token.expires_at = Some(expires);
         self.add(token);
@@ -316,14 +339,20 @@ impl Tokens {
     /// Authenticates an `Authorization` header value (or a token from the WebSocket subprotocol).
     pub(crate) fn authenticate(&self, bearer: Option<&str>) -> Result<Caller, ApiError> {
         let secret = bearer.ok_or_else(ApiError::unauthorized)?;
-        let m = self.by_secret.read().map_err(|_| ApiError::internal("token table poisoned"))?;
+        let m = self
+            .by_secret
+            .read()
+            .map_err(|_| ApiError::internal("token table poisoned"))?;
         let t = m.get(secret).ok_or_else(ApiError::unauthorized)?;
         if let Some(exp) = t.expires_at
             && SystemTime::now() >= exp
         {
             return Err(ApiError::unauthorized());
         }
-        Ok(Caller { user: t.user.clone(), groups: t.groups.clone(), rules: t.rules.clone() })
+        Ok(Caller {
+            user: t.user.clone(),
+            rules: t.rules.clone(),
+        })
     }
 }
 
@@ -342,13 +371,30 @@ pub(crate) fn bearer(header: Option<&http::HeaderValue>) -> Option<&str> {
 mod tests {
     use super::*;
 
-    fn attrs<'a>(verb: &'a str, group: &'a str, resource: &'a str, sub: &'a str, ns: &'a str, name: &'a str) -> Attributes<'a> {
-        Attributes { verb, group, resource, subresource: sub, namespace: ns, name }
+    fn attrs<'a>(
+        verb: &'a str,
+        group: &'a str,
+        resource: &'a str,
+        sub: &'a str,
+        ns: &'a str,
+        name: &'a str,
+    ) -> Attributes<'a> {
+        Attributes {
+            verb,
+            group,
+            resource,
+            subresource: sub,
+            namespace: ns,
+            name,
+        }
     }
 
     #[test]
     fn forbidden_is_worded_as_the_api_server_words_it() {
-        let e = forbidden("alice", &attrs("delete", "agents.x-k8s.io", "sandboxes", "", "sb", "x"));
+        let e = forbidden(
+            "alice",
+            &attrs("delete", "agents.x-k8s.io", "sandboxes", "", "sb", "x"),
+        );
         assert_eq!(
             e.message,
             "sandboxes.agents.x-k8s.io \"x\" is forbidden: User \"alice\" cannot delete resource \"sandboxes\" in API group \"agents.x-k8s.io\" in the namespace \"sb\""
@@ -360,7 +406,11 @@ mod tests {
         );
         let e = forbidden("bob", &attrs("list", "", "namespaces", "", "", ""));
         assert!(e.message.ends_with("at the cluster scope"), "{}", e.message);
-        assert!(e.message.starts_with("namespaces is forbidden"), "{}", e.message);
+        assert!(
+            e.message.starts_with("namespaces is forbidden"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]
@@ -387,10 +437,25 @@ mod tests {
         t.add(Token::new("a", "alice"));
         t.add(Token::new("b", "bob").expires_at(SystemTime::now() - Duration::from_secs(1)));
         assert!(t.authenticate(Some("a")).is_ok());
-        assert_eq!(t.authenticate(Some("b")).map(|_| ()).unwrap_err().code, 401);
+        assert_eq!(
+            t.authenticate(Some("b"))
+                .map(|_| ())
+                .expect_err("refused")
+                .code,
+            401
+        );
         assert!(t.revoke("a"));
-        assert_eq!(t.authenticate(Some("a")).map(|_| ()).unwrap_err().code, 401);
-        assert_eq!(t.authenticate(None).map(|_| ()).unwrap_err().code, 401);
+        assert_eq!(
+            t.authenticate(Some("a"))
+                .map(|_| ())
+                .expect_err("refused")
+                .code,
+            401
+        );
+        assert_eq!(
+            t.authenticate(None).map(|_| ()).expect_err("refused").code,
+            401
+        );
     }
 
     #[test]

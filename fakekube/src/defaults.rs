@@ -9,7 +9,11 @@ use base64::Engine;
 use serde_json::{Map, Value, json};
 
 fn required(field: &str) -> Cause {
-    Cause { reason: "FieldValueRequired".into(), message: "Required value".into(), field: Some(field.into()) }
+    Cause {
+        reason: "FieldValueRequired".into(),
+        message: "Required value".into(),
+        field: Some(field.into()),
+    }
 }
 
 fn set_default(map: &mut Map<String, Value>, key: &str, v: Value) {
@@ -43,16 +47,25 @@ fn image_pull_policy(image: &str) -> &'static str {
 }
 
 fn containers(spec: &mut Map<String, Value>, key: &str, causes: &mut Vec<Cause>) {
-    let Some(Value::Array(list)) = spec.get_mut(key) else { return };
+    let Some(Value::Array(list)) = spec.get_mut(key) else {
+        return;
+    };
     for (i, c) in list.iter_mut().enumerate() {
         let Some(c) = c.as_object_mut() else {
             causes.push(required(&format!("spec.{key}[{i}]")));
             continue;
         };
-        if c.get("name").and_then(Value::as_str).is_none_or(str::is_empty) {
+        if c.get("name")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+        {
             causes.push(required(&format!("spec.{key}[{i}].name")));
         }
-        let image = c.get("image").and_then(Value::as_str).unwrap_or("").to_string();
+        let image = c
+            .get("image")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         if image.is_empty() {
             causes.push(required(&format!("spec.{key}[{i}].image")));
         }
@@ -70,12 +83,18 @@ fn containers(spec: &mut Map<String, Value>, key: &str, causes: &mut Vec<Cause>)
 
 fn pod(obj: &mut Value, old: Option<&Value>) -> Vec<Cause> {
     let mut causes = Vec::new();
-    let Some(o) = obj.as_object_mut() else { return causes };
+    let Some(o) = obj.as_object_mut() else {
+        return causes;
+    };
     let Some(spec) = o.get_mut("spec").and_then(Value::as_object_mut) else {
         causes.push(required("spec.containers"));
         return causes;
     };
-    if spec.get("containers").and_then(Value::as_array).is_none_or(Vec::is_empty) {
+    if spec
+        .get("containers")
+        .and_then(Value::as_array)
+        .is_none_or(Vec::is_empty)
+    {
         causes.push(required("spec.containers"));
     }
     containers(spec, "containers", &mut causes);
@@ -89,7 +108,10 @@ fn pod(obj: &mut Value, old: Option<&Value>) -> Vec<Cause> {
     set_default(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
     set_default(spec, "priority", json!(0));
     if !spec.contains_key("serviceAccountName") {
-        let sa = spec.get("serviceAccount").cloned().unwrap_or_else(|| json!("default"));
+        let sa = spec
+            .get("serviceAccount")
+            .cloned()
+            .unwrap_or_else(|| json!("default"));
         spec.insert("serviceAccountName".into(), sa);
     }
     if let Some(old) = old {
@@ -102,15 +124,24 @@ fn pod(obj: &mut Value, old: Option<&Value>) -> Vec<Cause> {
                     l.iter()
                         .map(|c| {
                             (
-                                c.get("name").and_then(Value::as_str).unwrap_or("").to_string(),
-                                c.get("image").and_then(Value::as_str).unwrap_or("").to_string(),
+                                c.get("name")
+                                    .and_then(Value::as_str)
+                                    .unwrap_or("")
+                                    .to_string(),
+                                c.get("image")
+                                    .and_then(Value::as_str)
+                                    .unwrap_or("")
+                                    .to_string(),
                             )
                         })
                         .collect()
                 })
                 .unwrap_or_default()
         };
-        let new_names: Vec<String> = images(spec.get("containers")).into_iter().map(|(n, _)| n).collect();
+        let new_names: Vec<String> = images(spec.get("containers"))
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
         let old_names: Vec<String> = images(old_containers).into_iter().map(|(n, _)| n).collect();
         if new_names != old_names {
             causes.push(Cause {
@@ -120,14 +151,19 @@ fn pod(obj: &mut Value, old: Option<&Value>) -> Vec<Cause> {
             });
         }
     } else if !o.contains_key("status") {
-        o.insert("status".into(), json!({ "phase": "Pending", "qosClass": "BestEffort" }));
+        o.insert(
+            "status".into(),
+            json!({ "phase": "Pending", "qosClass": "BestEffort" }),
+        );
     }
     causes
 }
 
 fn service(obj: &mut Value, old: Option<&Value>) -> Vec<Cause> {
     let mut causes = Vec::new();
-    let Some(o) = obj.as_object_mut() else { return causes };
+    let Some(o) = obj.as_object_mut() else {
+        return causes;
+    };
     let spec = o.entry("spec").or_insert_with(|| json!({}));
     let Some(spec) = spec.as_object_mut() else {
         causes.push(required("spec"));
@@ -138,7 +174,10 @@ fn service(obj: &mut Value, old: Option<&Value>) -> Vec<Cause> {
     set_default(spec, "internalTrafficPolicy", json!("Cluster"));
     set_default(spec, "ipFamilies", json!(["IPv4"]));
     set_default(spec, "ipFamilyPolicy", json!("SingleStack"));
-    let old_ip = old.and_then(|o| o.get("spec")).and_then(|s| s.get("clusterIP")).cloned();
+    let old_ip = old
+        .and_then(|o| o.get("spec"))
+        .and_then(|s| s.get("clusterIP"))
+        .cloned();
     match (spec.get("clusterIP").and_then(Value::as_str), old_ip) {
         (_, Some(ip)) => {
             spec.insert("clusterIP".into(), ip.clone());
@@ -177,16 +216,27 @@ fn service(obj: &mut Value, old: Option<&Value>) -> Vec<Cause> {
 
 fn pvc(obj: &mut Value) -> Vec<Cause> {
     let mut causes = Vec::new();
-    let Some(o) = obj.as_object_mut() else { return causes };
+    let Some(o) = obj.as_object_mut() else {
+        return causes;
+    };
     let Some(spec) = o.get_mut("spec").and_then(Value::as_object_mut) else {
         causes.push(required("spec"));
         return causes;
     };
     set_default(spec, "volumeMode", json!("Filesystem"));
-    if spec.get("accessModes").and_then(Value::as_array).is_none_or(Vec::is_empty) {
+    if spec
+        .get("accessModes")
+        .and_then(Value::as_array)
+        .is_none_or(Vec::is_empty)
+    {
         causes.push(required("spec.accessModes"));
     }
-    if spec.get("resources").and_then(|r| r.get("requests")).and_then(|r| r.get("storage")).is_none() {
+    if spec
+        .get("resources")
+        .and_then(|r| r.get("requests"))
+        .and_then(|r| r.get("storage"))
+        .is_none()
+    {
         causes.push(required("spec.resources[storage]"));
     }
     if !o.contains_key("status") {
@@ -196,28 +246,41 @@ fn pvc(obj: &mut Value) -> Vec<Cause> {
 }
 
 fn namespace(obj: &mut Value) -> Vec<Cause> {
-    let Some(o) = obj.as_object_mut() else { return Vec::new() };
-    let name = o.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("").to_string();
+    let Some(o) = obj.as_object_mut() else {
+        return Vec::new();
+    };
+    let name = o
+        .get("metadata")
+        .and_then(|m| m.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     if let Some(md) = o.get_mut("metadata").and_then(Value::as_object_mut) {
         let labels = md.entry("labels").or_insert_with(|| json!({}));
         if let Some(l) = labels.as_object_mut() {
             l.insert("kubernetes.io/metadata.name".into(), json!(name));
         }
     }
-    o.entry("spec").or_insert_with(|| json!({ "finalizers": ["kubernetes"] }));
+    o.entry("spec")
+        .or_insert_with(|| json!({ "finalizers": ["kubernetes"] }));
     o.insert("status".into(), json!({ "phase": "Active" }));
     Vec::new()
 }
 
 fn secret(obj: &mut Value) -> Vec<Cause> {
-    let Some(o) = obj.as_object_mut() else { return Vec::new() };
+    let Some(o) = obj.as_object_mut() else {
+        return Vec::new();
+    };
     set_default(o, "type", json!("Opaque"));
     if let Some(Value::Object(string_data)) = o.remove("stringData") {
         let data = o.entry("data").or_insert_with(|| json!({}));
         if let Some(d) = data.as_object_mut() {
             for (k, v) in string_data {
                 if let Some(s) = v.as_str() {
-                    d.insert(k, json!(base64::engine::general_purpose::STANDARD.encode(s)));
+                    d.insert(
+                        k,
+                        json!(base64::engine::general_purpose::STANDARD.encode(s)),
+                    );
                 }
             }
         }

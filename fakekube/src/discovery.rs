@@ -63,7 +63,9 @@ pub(crate) fn group_list() -> Value {
 
 /// `GET /apis/<group>`, if served.
 pub(crate) fn group(group: &str) -> Option<Value> {
-    let (g, v) = resources::group_versions().into_iter().find(|(g, _)| *g == group && !g.is_empty())?;
+    let (g, v) = resources::group_versions()
+        .into_iter()
+        .find(|(g, _)| *g == group && !g.is_empty())?;
     let mut doc = group_json(g, v);
     doc["kind"] = json!("APIGroup");
     doc["apiVersion"] = json!("v1");
@@ -87,7 +89,13 @@ fn resource_json(r: &ResourceType) -> Value {
     v
 }
 
-fn subresource_json(r: &ResourceType, sub: &str, kind: &str, gv: Option<(&str, &str)>, verbs: &[&str]) -> Value {
+fn subresource_json(
+    r: &ResourceType,
+    sub: &str,
+    kind: &str,
+    gv: Option<(&str, &str)>,
+    verbs: &[&str],
+) -> Value {
     let mut v = json!({
         "name": format!("{}/{sub}", r.plural),
         "singularName": "",
@@ -105,13 +113,28 @@ fn subresource_json(r: &ResourceType, sub: &str, kind: &str, gv: Option<(&str, &
 /// `GET /api/v1` or `GET /apis/<group>/<version>`, if served.
 pub(crate) fn resource_list(group: &str, version: &str) -> Option<Value> {
     let mut list = Vec::new();
-    for r in RESOURCES.iter().filter(|r| r.group == group && r.version == version) {
+    for r in RESOURCES
+        .iter()
+        .filter(|r| r.group == group && r.version == version)
+    {
         list.push(resource_json(r));
         if r.status == resources::StatusMode::Subresource {
-            list.push(subresource_json(r, "status", r.kind, None, &["get", "patch", "update"]));
+            list.push(subresource_json(
+                r,
+                "status",
+                r.kind,
+                None,
+                &["get", "patch", "update"],
+            ));
         }
         if r.scale {
-            list.push(subresource_json(r, "scale", "Scale", Some(("autoscaling", "v1")), &["get", "patch", "update"]));
+            list.push(subresource_json(
+                r,
+                "scale",
+                "Scale",
+                Some(("autoscaling", "v1")),
+                &["get", "patch", "update"],
+            ));
         }
         for (sub, verbs) in r.extra_subresources {
             let (kind, gv) = match *sub {
@@ -127,12 +150,22 @@ pub(crate) fn resource_list(group: &str, version: &str) -> Option<Value> {
     if list.is_empty() {
         return None;
     }
-    let gv = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
-    Some(json!({ "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": list }))
+    let gv = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
+    Some(
+        json!({ "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": list }),
+    )
 }
 
 fn openapi_key(group: &str, version: &str) -> String {
-    if group.is_empty() { format!("api/{version}") } else { format!("apis/{group}/{version}") }
+    if group.is_empty() {
+        format!("api/{version}")
+    } else {
+        format!("apis/{group}/{version}")
+    }
 }
 
 /// `GET /openapi/v3`: the index of per-group-version documents.
@@ -161,11 +194,20 @@ fn hash(key: &str, v: &Version) -> String {
 /// `GET /openapi/v3/<key>`: PATCH operations with their group-version-kind and the
 /// `fieldValidation` parameter, which is what tells kubectl to validate on the server.
 pub(crate) fn openapi_doc(key: &str, v: &Version) -> Option<Value> {
-    let (g, ver) = resources::group_versions().into_iter().find(|(g, ver)| openapi_key(g, ver) == key)?;
+    let (g, ver) = resources::group_versions()
+        .into_iter()
+        .find(|(g, ver)| openapi_key(g, ver) == key)?;
     let mut paths = serde_json::Map::new();
     let param = |name: &str| json!({ "name": name, "in": "query", "schema": { "type": "string", "uniqueItems": true } });
-    for r in RESOURCES.iter().filter(|r| r.group == g && r.version == ver && !r.create_only) {
-        let base = if r.group.is_empty() { format!("/api/{}", r.version) } else { format!("/apis/{}/{}", r.group, r.version) };
+    for r in RESOURCES
+        .iter()
+        .filter(|r| r.group == g && r.version == ver && !r.create_only)
+    {
+        let base = if r.group.is_empty() {
+            format!("/api/{}", r.version)
+        } else {
+            format!("/apis/{}/{}", r.group, r.version)
+        };
         let path = if r.namespaced {
             format!("{base}/namespaces/{{namespace}}/{}/{{name}}", r.plural)
         } else {
@@ -198,22 +240,43 @@ mod tests {
     #[test]
     fn agent_sandbox_groups_are_discoverable_with_short_names_and_subresources() {
         let list = resource_list("extensions.agents.x-k8s.io", "v1beta1").expect("served");
-        let names: Vec<&str> = list["resources"].as_array().into_iter().flatten().filter_map(|r| r["name"].as_str()).collect();
+        let names: Vec<&str> = list["resources"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|r| r["name"].as_str())
+            .collect();
         assert!(names.contains(&"sandboxwarmpools/scale"));
         assert!(names.contains(&"sandboxclaims/status"));
-        let swp = list["resources"].as_array().into_iter().flatten().find(|r| r["name"] == "sandboxwarmpools");
+        let swp = list["resources"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|r| r["name"] == "sandboxwarmpools");
         assert_eq!(swp.map(|r| r["shortNames"].clone()), Some(json!(["swp"])));
-        assert!(group_list()["groups"].as_array().is_some_and(|g| g.iter().any(|g| g["name"] == "agents.x-k8s.io")));
+        assert!(
+            group_list()["groups"]
+                .as_array()
+                .is_some_and(|g| g.iter().any(|g| g["name"] == "agents.x-k8s.io"))
+        );
     }
 
     #[test]
     fn openapi_documents_carry_patch_with_field_validation_for_each_kind() {
-        let v = Version { minor: 33, patch: 1 };
+        let v = Version {
+            minor: 33,
+            patch: 1,
+        };
         let root = openapi_root(&v);
         assert!(root["paths"]["apis/agents.x-k8s.io/v1beta1"]["serverRelativeURL"].is_string());
         let doc = openapi_doc("apis/agents.x-k8s.io/v1beta1", &v).expect("served");
-        let op = &doc["paths"]["/apis/agents.x-k8s.io/v1beta1/namespaces/{namespace}/sandboxes/{name}"]["patch"];
+        let op = &doc["paths"]["/apis/agents.x-k8s.io/v1beta1/namespaces/{namespace}/sandboxes/{name}"]
+            ["patch"];
         assert_eq!(op["x-kubernetes-group-version-kind"]["kind"], "Sandbox");
-        assert!(op["parameters"].as_array().is_some_and(|p| p.iter().any(|p| p["name"] == "fieldValidation")));
+        assert!(
+            op["parameters"]
+                .as_array()
+                .is_some_and(|p| p.iter().any(|p| p["name"] == "fieldValidation"))
+        );
     }
 }

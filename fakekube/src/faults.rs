@@ -22,7 +22,8 @@ impl Faults {
     /// Answers one resource request in `n` with 429 `TooManyRequests` and `Retry-After: secs`
     /// (0 switches it off).
     pub fn throttle_one_in(&self, n: u32, retry_after_secs: u64) {
-        self.retry_after_secs.store(retry_after_secs, Ordering::SeqCst);
+        self.retry_after_secs
+            .store(retry_after_secs, Ordering::SeqCst);
         self.counter.store(0, Ordering::SeqCst);
         self.throttle_one_in.store(n, Ordering::SeqCst);
     }
@@ -51,7 +52,7 @@ impl Faults {
         let n = self.throttle_one_in.load(Ordering::SeqCst);
         if n > 0 {
             let c = self.counter.fetch_add(1, Ordering::SeqCst) + 1;
-            if c % n == 0 {
+            if c.is_multiple_of(n) {
                 let secs = self.retry_after_secs.load(Ordering::SeqCst);
                 return Some(ApiError::too_many_requests(secs).into_response());
             }

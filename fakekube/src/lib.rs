@@ -164,8 +164,14 @@ impl Builder {
         let material = tls::generate(&[])?;
         let listener = tokio::net::TcpListener::bind(self.addr)
             .await
-            .map_err(|source| Error::Bind { addr: self.addr, source })?;
-        let local = listener.local_addr().map_err(|source| Error::Bind { addr: self.addr, source })?;
+            .map_err(|source| Error::Bind {
+                addr: self.addr,
+                source,
+            })?;
+        let local = listener.local_addr().map_err(|source| Error::Bind {
+            addr: self.addr,
+            source,
+        })?;
         let admin = self
             .admin_token
             .unwrap_or_else(|| format!("fk-admin-{}", uuid::Uuid::new_v4().simple()));
@@ -179,7 +185,11 @@ impl Builder {
             compaction_window: self.compaction_window,
         }));
         if let Some(ns_type) = resources::find("", "v1", "namespaces") {
-            let mut all = vec!["default".to_string(), "kube-system".into(), "kube-public".into()];
+            let mut all = vec![
+                "default".to_string(),
+                "kube-system".into(),
+                "kube-public".into(),
+            ];
             all.extend(self.namespaces);
             for ns in all {
                 let body = serde_json::json!({ "metadata": { "name": ns } });
@@ -195,7 +205,10 @@ impl Builder {
         let shared = Arc::new(server::Shared {
             store: store.clone(),
             tokens: tokens.clone(),
-            version: discovery::Version { minor: self.minor, patch: 1 },
+            version: discovery::Version {
+                minor: self.minor,
+                patch: 1,
+            },
             address: local.to_string(),
             faults: faults.clone(),
             shutdown: shutdown.clone(),
@@ -203,7 +216,13 @@ impl Builder {
         });
         let router = server::router(shared);
         let acceptor = tokio_rustls::TlsAcceptor::from(material.server_config.clone());
-        let task = tokio::spawn(server::serve(listener, acceptor, router, shutdown.clone(), self.shutdown_grace));
+        let task = tokio::spawn(server::serve(
+            listener,
+            acceptor,
+            router,
+            shutdown.clone(),
+            self.shutdown_grace,
+        ));
         Ok(FakeKube {
             addr: local,
             ca_pem: material.ca_pem,

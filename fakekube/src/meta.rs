@@ -13,25 +13,25 @@ pub(crate) fn now_rfc3339() -> String {
 /// A time as Kubernetes prints it.
 pub(crate) fn format_time(t: OffsetDateTime) -> String {
     let t = t.replace_nanosecond(0).unwrap_or(t);
-    t.format(&Rfc3339).unwrap_or_else(|_| "1970-01-01T00:00:00Z".to_string())
-}
-
-/// Parses an RFC 3339 time.
-pub(crate) fn parse_time(s: &str) -> Option<OffsetDateTime> {
-    OffsetDateTime::parse(s, &Rfc3339).ok()
+    t.format(&Rfc3339)
+        .unwrap_or_else(|_| "1970-01-01T00:00:00Z".to_string())
 }
 
 /// The random suffix the API server appends to a `generateName` (5 characters from its alphabet).
 pub(crate) fn random_suffix() -> String {
     const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
     let bytes = uuid::Uuid::new_v4().into_bytes();
-    bytes[..5].iter().map(|b| ALPHABET[usize::from(*b) % ALPHABET.len()] as char).collect()
+    bytes[..5]
+        .iter()
+        .map(|b| ALPHABET[usize::from(*b) % ALPHABET.len()] as char)
+        .collect()
 }
 
 fn is_dns_label(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 63
-        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !s.starts_with('-')
         && !s.ends_with('-')
 }
@@ -55,13 +55,19 @@ pub(crate) fn validate_name(name: &str, label: bool) -> Option<Cause> {
             "Invalid value: \"{name}\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
         )
     };
-    Some(Cause { reason: "FieldValueInvalid".into(), message, field: Some("metadata.name".into()) })
+    Some(Cause {
+        reason: "FieldValueInvalid".into(),
+        message,
+        field: Some("metadata.name".into()),
+    })
 }
 
 /// The object's `metadata`, created if missing.
 pub(crate) fn metadata_mut(obj: &mut Value) -> Option<&mut Map<String, Value>> {
     let o = obj.as_object_mut()?;
-    let m = o.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
+    let m = o
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
     if !m.is_object() {
         *m = Value::Object(Map::new());
     }
@@ -84,7 +90,9 @@ pub(crate) fn owner_uids(obj: &Value) -> Vec<String> {
         .and_then(|m| m.get("ownerReferences"))
         .and_then(Value::as_array)
         .map(|refs| {
-            refs.iter().filter_map(|r| r.get("uid").and_then(Value::as_str).map(str::to_string)).collect()
+            refs.iter()
+                .filter_map(|r| r.get("uid").and_then(Value::as_str).map(str::to_string))
+                .collect()
         })
         .unwrap_or_default()
 }
@@ -94,7 +102,11 @@ pub(crate) fn finalizers(obj: &Value) -> Vec<String> {
     obj.get("metadata")
         .and_then(|m| m.get("finalizers"))
         .and_then(Value::as_array)
-        .map(|f| f.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
+        .map(|f| {
+            f.iter()
+                .filter_map(|x| x.as_str().map(str::to_string))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -106,7 +118,10 @@ mod tests {
     fn random_suffix_has_five_characters_of_the_api_server_alphabet() {
         let s = random_suffix();
         assert_eq!(s.len(), 5);
-        assert!(s.bytes().all(|b| b"bcdfghjklmnpqrstvwxz2456789".contains(&b)));
+        assert!(
+            s.bytes()
+                .all(|b| b"bcdfghjklmnpqrstvwxz2456789".contains(&b))
+        );
     }
 
     #[test]
@@ -120,7 +135,9 @@ mod tests {
 
     #[test]
     fn times_print_in_kubernetes_form() {
-        let t = parse_time("2026-11-29T10:00:00.123Z").map(format_time);
+        let t = OffsetDateTime::parse("2026-11-29T10:00:00.123Z", &Rfc3339)
+            .ok()
+            .map(format_time);
         assert_eq!(t.as_deref(), Some("2026-11-29T10:00:00Z"));
     }
 }

@@ -42,8 +42,12 @@ fn fields(mut buf: &[u8]) -> Result<Vec<(u64, Field<'_>)>, ProtobufError> {
                 Field::Other
             }
             2 => {
-                let len = usize::try_from(varint(&mut buf)?).map_err(|_| ProtobufError::Malformed)?;
-                let (data, rest) = (buf.get(..len).ok_or(ProtobufError::Malformed)?, buf.get(len..).ok_or(ProtobufError::Malformed)?);
+                let len =
+                    usize::try_from(varint(&mut buf)?).map_err(|_| ProtobufError::Malformed)?;
+                let (data, rest) = (
+                    buf.get(..len).ok_or(ProtobufError::Malformed)?,
+                    buf.get(len..).ok_or(ProtobufError::Malformed)?,
+                );
                 buf = rest;
                 Field::Bytes(data)
             }
@@ -132,7 +136,15 @@ pub(crate) fn decode(body: &[u8]) -> Result<Value, ProtobufError> {
             let mut s = json!({});
             if let Some(ra) = bytes_of(&spec, 1) {
                 let ra = fields(ra)?;
-                let names = ["namespace", "verb", "group", "version", "resource", "subresource", "name"];
+                let names = [
+                    "namespace",
+                    "verb",
+                    "group",
+                    "version",
+                    "resource",
+                    "subresource",
+                    "name",
+                ];
                 let mut o = serde_json::Map::new();
                 for (i, n) in names.iter().enumerate() {
                     if let Some(v) = string_of(&ra, i as u64 + 1) {
@@ -182,19 +194,31 @@ mod tests {
 
     #[test]
     fn access_review_resource_attributes_are_read() {
-        let ra = [ld(1, b"ns"), ld(2, b"create"), ld(5, b"pods"), ld(6, b"exec")].concat();
+        let ra = [
+            ld(1, b"ns"),
+            ld(2, b"create"),
+            ld(5, b"pods"),
+            ld(6, b"exec"),
+        ]
+        .concat();
         let raw = ld(2, &ld(1, &ra));
         let tm = ld(2, b"SelfSubjectAccessReview");
         let body = [MAGIC.to_vec(), ld(1, &tm), ld(2, &raw)].concat();
         let v = decode(&body).expect("decodes");
-        assert_eq!(v["spec"]["resourceAttributes"], json!({"namespace": "ns", "verb": "create", "resource": "pods", "subresource": "exec"}));
+        assert_eq!(
+            v["spec"]["resourceAttributes"],
+            json!({"namespace": "ns", "verb": "create", "resource": "pods", "subresource": "exec"})
+        );
     }
 
     #[test]
     fn other_kinds_and_bodies_without_magic_are_refused() {
         assert_eq!(decode(b"{}"), Err(ProtobufError::NoMagic));
         let body = [MAGIC.to_vec(), ld(1, &ld(2, b"Pod"))].concat();
-        assert_eq!(decode(&body), Err(ProtobufError::UnsupportedKind("Pod".into())));
+        assert_eq!(
+            decode(&body),
+            Err(ProtobufError::UnsupportedKind("Pod".into()))
+        );
     }
 
     proptest! {

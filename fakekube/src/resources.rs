@@ -52,8 +52,16 @@ pub(crate) struct ResourceType {
     pub(crate) create_only: bool,
 }
 
-const ALL_VERBS: &[&str] =
-    &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+const ALL_VERBS: &[&str] = &[
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
 const CREATE_ONLY: &[&str] = &["create"];
 
 impl ResourceType {
@@ -71,16 +79,10 @@ impl ResourceType {
         if !self.custom {
             return None;
         }
-        schemas().iter().find(|(p, _)| *p == self.plural).map(|(_, s)| s)
-    }
-
-    /// The URL prefix of this resource's group version (`/api/v1`, `/apis/g/v`).
-    pub(crate) fn group_version_path(&self) -> String {
-        if self.group.is_empty() {
-            format!("/api/{}", self.version)
-        } else {
-            format!("/apis/{}/{}", self.group, self.version)
-        }
+        schemas()
+            .iter()
+            .find(|(p, _)| *p == self.plural)
+            .map(|(_, s)| s)
     }
 
     /// Whether `name` is a subresource this kind serves.
@@ -96,9 +98,18 @@ fn schemas() -> &'static [(&'static str, Schema)] {
     SCHEMAS.get_or_init(|| {
         let raw: [(&str, &str); 4] = [
             ("sandboxes", include_str!("../schemas/sandboxes.json")),
-            ("sandboxtemplates", include_str!("../schemas/sandboxtemplates.json")),
-            ("sandboxwarmpools", include_str!("../schemas/sandboxwarmpools.json")),
-            ("sandboxclaims", include_str!("../schemas/sandboxclaims.json")),
+            (
+                "sandboxtemplates",
+                include_str!("../schemas/sandboxtemplates.json"),
+            ),
+            (
+                "sandboxwarmpools",
+                include_str!("../schemas/sandboxwarmpools.json"),
+            ),
+            (
+                "sandboxclaims",
+                include_str!("../schemas/sandboxclaims.json"),
+            ),
         ];
         raw.iter()
             .filter_map(|(p, s)| match Schema::from_json(s) {
@@ -145,8 +156,18 @@ const fn core(
 pub(crate) static RESOURCES: &[ResourceType] = &[
     ResourceType {
         categories: &[],
-        verbs: &["create", "delete", "get", "list", "patch", "update", "watch"],
-        ..core("Namespace", "namespaces", "namespace", false, &["ns"], StatusMode::Subresource, true)
+        verbs: &[
+            "create", "delete", "get", "list", "patch", "update", "watch",
+        ],
+        ..core(
+            "Namespace",
+            "namespaces",
+            "namespace",
+            false,
+            &["ns"],
+            StatusMode::Subresource,
+            true,
+        )
     },
     ResourceType {
         categories: &["all"],
@@ -156,11 +177,27 @@ pub(crate) static RESOURCES: &[ResourceType] = &[
             ("log", &["get"]),
         ],
         extra_fields: &["status.phase", "spec.nodeName", "spec.serviceAccountName"],
-        ..core("Pod", "pods", "pod", true, &["po"], StatusMode::Subresource, true)
+        ..core(
+            "Pod",
+            "pods",
+            "pod",
+            true,
+            &["po"],
+            StatusMode::Subresource,
+            true,
+        )
     },
     ResourceType {
         categories: &["all"],
-        ..core("Service", "services", "service", true, &["svc"], StatusMode::Subresource, true)
+        ..core(
+            "Service",
+            "services",
+            "service",
+            true,
+            &["svc"],
+            StatusMode::Subresource,
+            true,
+        )
     },
     core(
         "PersistentVolumeClaim",
@@ -173,11 +210,27 @@ pub(crate) static RESOURCES: &[ResourceType] = &[
     ),
     ResourceType {
         extra_fields: &["type"],
-        ..core("Secret", "secrets", "secret", true, &[], StatusMode::Plain, false)
+        ..core(
+            "Secret",
+            "secrets",
+            "secret",
+            true,
+            &[],
+            StatusMode::Plain,
+            false,
+        )
     },
     ResourceType {
         extra_subresources: &[("token", &["create"])],
-        ..core("ServiceAccount", "serviceaccounts", "serviceaccount", true, &["sa"], StatusMode::Plain, false)
+        ..core(
+            "ServiceAccount",
+            "serviceaccounts",
+            "serviceaccount",
+            true,
+            &["sa"],
+            StatusMode::Plain,
+            false,
+        )
     },
     ResourceType {
         extra_fields: &[
@@ -188,19 +241,43 @@ pub(crate) static RESOURCES: &[ResourceType] = &[
             "reason",
             "type",
         ],
-        ..core("Event", "events", "event", true, &["ev"], StatusMode::Plain, false)
+        ..core(
+            "Event",
+            "events",
+            "event",
+            true,
+            &["ev"],
+            StatusMode::Plain,
+            false,
+        )
     },
     ResourceType {
         group: "networking.k8s.io",
         short_names: &["netpol"],
-        ..core("NetworkPolicy", "networkpolicies", "networkpolicy", true, &[], StatusMode::Plain, true)
+        ..core(
+            "NetworkPolicy",
+            "networkpolicies",
+            "networkpolicy",
+            true,
+            &[],
+            StatusMode::Plain,
+            true,
+        )
     },
     ResourceType {
         group: "agents.x-k8s.io",
         version: "v1beta1",
         categories: &[],
         custom: true,
-        ..core("Sandbox", "sandboxes", "sandbox", true, &["sandbox"], StatusMode::Subresource, true)
+        ..core(
+            "Sandbox",
+            "sandboxes",
+            "sandbox",
+            true,
+            &["sandbox"],
+            StatusMode::Subresource,
+            true,
+        )
     },
     ResourceType {
         group: "extensions.agents.x-k8s.io",
@@ -277,12 +354,9 @@ pub(crate) static RESOURCES: &[ResourceType] = &[
 
 /// The resource served at `group`/`version` under `plural`.
 pub(crate) fn find(group: &str, version: &str, plural: &str) -> Option<&'static ResourceType> {
-    RESOURCES.iter().find(|r| r.group == group && r.version == version && r.plural == plural)
-}
-
-/// The resource of an object's `apiVersion` and `kind`.
-pub(crate) fn find_kind(api_version: &str, kind: &str) -> Option<&'static ResourceType> {
-    RESOURCES.iter().find(|r| r.api_version() == api_version && r.kind == kind)
+    RESOURCES
+        .iter()
+        .find(|r| r.group == group && r.version == version && r.plural == plural)
 }
 
 /// The group versions served, in discovery order, each with its resources.

@@ -3,9 +3,9 @@
 use crate::api::json_response;
 use crate::auth::{Attributes, Caller};
 use crate::resources::ResourceType;
+use axum::response::Response;
 use http::StatusCode;
 use serde_json::{Value, json};
-use axum::response::Response;
 
 /// Answers a review of the caller's own permissions.
 pub(crate) fn review(rt: &ResourceType, caller: &Caller, mut body: Value) -> Response {
@@ -37,7 +37,10 @@ pub(crate) fn review(rt: &ResourceType, caller: &Caller, mut body: Value) -> Res
             }
         }
         _ => {
-            let ns = body.get("spec").map(|s| str_at(s, "namespace")).unwrap_or_default();
+            let ns = body
+                .get("spec")
+                .map(|s| str_at(s, "namespace"))
+                .unwrap_or_default();
             json!({
                 "resourceRules": caller.rules_in(&ns),
                 "nonResourceRules": [ { "verbs": ["get"], "nonResourceURLs": ["/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi", "/openapi/*", "/readyz", "/version", "/version/"] } ],
@@ -46,7 +49,10 @@ pub(crate) fn review(rt: &ResourceType, caller: &Caller, mut body: Value) -> Res
         }
     };
     if let Some(o) = body.as_object_mut() {
-        o.insert("apiVersion".into(), json!(format!("{}/{}", rt.group, rt.version)));
+        o.insert(
+            "apiVersion".into(),
+            json!(format!("{}/{}", rt.group, rt.version)),
+        );
         o.insert("kind".into(), json!(rt.kind));
         o.insert("status".into(), status);
         o.entry("metadata").or_insert_with(|| json!({}));

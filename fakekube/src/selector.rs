@@ -36,12 +36,24 @@ pub(crate) enum SelectorError {
         expected: &'static str,
     },
     /// A `metav1.LabelSelector` object holds an invalid requirement.
+    #[allow(
+        dead_code,
+        reason = "metav1.LabelSelector objects are read by the controllers (issue 3)"
+    )]
     #[error(transparent)]
     InvalidExpression(RequirementError),
+    #[allow(
+        dead_code,
+        reason = "metav1.LabelSelector objects are read by the controllers (issue 3)"
+    )]
     /// A `matchExpressions` entry names an operator other than In, NotIn, Exists, DoesNotExist.
     #[error("{0:?} is not a valid label selector operator")]
     UnknownOperator(String),
     /// A `metav1.LabelSelector` object is not shaped as the API defines it.
+    #[allow(
+        dead_code,
+        reason = "metav1.LabelSelector objects are read by the controllers (issue 3)"
+    )]
     #[error("invalid label selector: {0}")]
     MalformedObject(String),
     /// A field selector term has none of the operators `=`, `==` and `!=`.
@@ -246,6 +258,10 @@ impl LabelSelector {
     /// Converts a `metav1.LabelSelector` object (`matchLabels` and `matchExpressions`). An object
     /// with neither selects everything. A missing (null) selector matches nothing in Kubernetes;
     /// that is the caller's case to handle, and here it is an error like any non-object.
+    #[allow(
+        dead_code,
+        reason = "metav1.LabelSelector objects are read by the controllers (issue 3)"
+    )]
     pub(crate) fn from_api(selector: &Value) -> Result<Self, SelectorError> {
         let malformed = |what: &str| SelectorError::MalformedObject(what.to_string());
         let Some(object) = selector.as_object() else {
@@ -287,6 +303,10 @@ impl LabelSelector {
     }
 
     /// Whether the selector selects everything.
+    #[allow(
+        dead_code,
+        reason = "kept with the selector API; the controllers (issue 3) use it"
+    )]
     pub(crate) fn is_empty(&self) -> bool {
         self.requirements.is_empty()
     }
@@ -306,6 +326,10 @@ impl fmt::Display for LabelSelector {
     }
 }
 
+#[allow(
+    dead_code,
+    reason = "metav1.LabelSelector objects are read by the controllers (issue 3)"
+)]
 /// Converts entry `index` of `matchExpressions` into a requirement.
 fn requirement_from_expression(
     index: usize,
@@ -963,6 +987,10 @@ impl FieldSelector {
 
     /// The name when the selector is exactly `metadata.name=<name>`, as clients send to watch
     /// one object.
+    #[allow(
+        dead_code,
+        reason = "kept with the selector API; the controllers (issue 3) use it"
+    )]
     pub(crate) fn single_name(&self) -> Option<&str> {
         match self.terms.as_slice() {
             [term] if term.field == "metadata.name" && term.operator == FieldOperator::Equals => {
@@ -973,6 +1001,10 @@ impl FieldSelector {
     }
 
     /// Whether the selector selects everything.
+    #[allow(
+        dead_code,
+        reason = "kept with the selector API; the controllers (issue 3) use it"
+    )]
     pub(crate) fn is_empty(&self) -> bool {
         self.terms.is_empty()
     }

@@ -29,7 +29,9 @@ pub(crate) struct Shared {
 
 /// The router of every path.
 pub(crate) fn router(shared: Arc<Shared>) -> Router {
-    Router::new().fallback(crate::api::handle).with_state(shared)
+    Router::new()
+        .fallback(crate::api::handle)
+        .with_state(shared)
 }
 
 /// Accepts connections until `shutdown` fires, then waits (up to `grace`) for open connections.
@@ -56,19 +58,23 @@ pub(crate) async fn serve(
         let router = router.clone();
         let watcher = graceful.watcher();
         tokio::spawn(async move {
-            let tls = match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
-                Ok(Ok(tls)) => tls,
-                Ok(Err(e)) => {
-                    tracing::debug!(%peer, error = %e, "TLS handshake");
-                    return;
-                }
-                Err(_) => {
-                    tracing::debug!(%peer, "TLS handshake timed out");
-                    return;
-                }
-            };
+            let tls =
+                match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
+                    Ok(Ok(tls)) => tls,
+                    Ok(Err(e)) => {
+                        tracing::debug!(%peer, error = %e, "TLS handshake");
+                        return;
+                    }
+                    Err(_) => {
+                        tracing::debug!(%peer, "TLS handshake timed out");
+                        return;
+                    }
+                };
             let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-            builder.http1().timer(TokioTimer::new()).header_read_timeout(Duration::from_secs(30));
+            builder
+                .http1()
+                .timer(TokioTimer::new())
+                .header_read_timeout(Duration::from_secs(30));
             builder.http2().timer(TokioTimer::new());
             let svc = TowerToHyperService::new(router);
             let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), svc);
@@ -78,7 +84,10 @@ pub(crate) async fn serve(
         });
     }
     drop(listener);
-    if tokio::time::timeout(grace, graceful.shutdown()).await.is_err() {
+    if tokio::time::timeout(grace, graceful.shutdown())
+        .await
+        .is_err()
+    {
         tracing::debug!("connections still open after the grace period");
     }
 }

@@ -21,7 +21,7 @@ pub(crate) struct ApiError {
     pub(crate) code: StatusCode,
     pub(crate) reason: &'static str,
     pub(crate) message: String,
-    pub(crate) details: Option<Value>,
+    pub(crate) details: Option<Box<Value>>,
     /// Seconds for a `Retry-After` header (429).
     pub(crate) retry_after: Option<u64>,
 }
@@ -61,7 +61,13 @@ impl Target<'_> {
 impl ApiError {
     /// A Status with no details.
     pub(crate) fn new(code: StatusCode, reason: &'static str, message: impl Into<String>) -> Self {
-        ApiError { code, reason, message: message.into(), details: None, retry_after: None }
+        ApiError {
+            code,
+            reason,
+            message: message.into(),
+            details: None,
+            retry_after: None,
+        }
     }
 
     /// 404 for a named object.
@@ -71,13 +77,17 @@ impl ApiError {
             "NotFound",
             format!("{} \"{}\" not found", t.group_resource(), t.name),
         );
-        e.details = Some(t.details());
+        e.details = Some(Box::new(t.details()));
         e
     }
 
     /// 404 for a path the server does not serve.
     pub(crate) fn path_not_found() -> Self {
-        Self::new(StatusCode::NOT_FOUND, "NotFound", "the server could not find the requested resource")
+        Self::new(
+            StatusCode::NOT_FOUND,
+            "NotFound",
+            "the server could not find the requested resource",
+        )
     }
 
     /// 409 when a create names an object that exists.
@@ -87,7 +97,7 @@ impl ApiError {
             "AlreadyExists",
             format!("{} \"{}\" already exists", t.group_resource(), t.name),
         );
-        e.details = Some(t.details());
+        e.details = Some(Box::new(t.details()));
         e
     }
 
@@ -96,9 +106,13 @@ impl ApiError {
         let mut e = Self::new(
             StatusCode::CONFLICT,
             "Conflict",
-            format!("Operation cannot be fulfilled on {} \"{}\": {why}", t.group_resource(), t.name),
+            format!(
+                "Operation cannot be fulfilled on {} \"{}\": {why}",
+                t.group_resource(),
+                t.name
+            ),
         );
-        e.details = Some(t.details());
+        e.details = Some(Box::new(t.details()));
         e
     }
 
@@ -124,8 +138,11 @@ impl ApiError {
         } else {
             format!("[{}]", summaries.join(", "))
         };
-        let group_kind =
-            if t.group.is_empty() { t.kind.to_string() } else { format!("{}.{}", t.kind, t.group) };
+        let group_kind = if t.group.is_empty() {
+            t.kind.to_string()
+        } else {
+            format!("{}.{}", t.kind, t.group)
+        };
         let mut details = json!({ "name": t.name, "kind": t.kind });
         if !t.group.is_empty() {
             details["group"] = json!(t.group);
@@ -147,7 +164,7 @@ impl ApiError {
             "Invalid",
             format!("{group_kind} \"{}\" is invalid: {joined}", t.name),
         );
-        e.details = Some(details);
+        e.details = Some(Box::new(details));
         e
     }
 
@@ -164,7 +181,7 @@ impl ApiError {
     /// 403 with the authorizer's wording.
     pub(crate) fn forbidden(message: String, details: Value) -> Self {
         let mut e = Self::new(StatusCode::FORBIDDEN, "Forbidden", message);
-        e.details = Some(details);
+        e.details = Some(Box::new(details));
         e
     }
 
@@ -173,7 +190,9 @@ impl ApiError {
         Self::new(
             StatusCode::METHOD_NOT_ALLOWED,
             "MethodNotAllowed",
-            format!("the server does not allow this method on the requested resource ({method} {what})"),
+            format!(
+                "the server does not allow this method on the requested resource ({method} {what})"
+            ),
         )
     }
 
@@ -196,7 +215,9 @@ impl ApiError {
         Self::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "UnsupportedMediaType",
-            format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml; got {ct}"),
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml; got {ct}"
+            ),
         )
     }
 
@@ -207,7 +228,7 @@ impl ApiError {
             "TooManyRequests",
             "Too many requests, please try again later.",
         );
-        e.details = Some(json!({ "retryAfterSeconds": retry_after }));
+        e.details = Some(Box::new(json!({ "retryAfterSeconds": retry_after })));
         e.retry_after = Some(retry_after);
         e
     }
@@ -232,7 +253,7 @@ impl ApiError {
             "reason": self.reason,
         });
         if let Some(d) = &self.details {
-            v["details"] = d.clone();
+            v["details"] = Value::clone(d);
         }
         v["code"] = json!(self.code.as_u16());
         v
@@ -254,8 +275,12 @@ pub(crate) fn success(t: Target<'_>, uid: &str) -> Value {
 mod tests {
     use super::*;
 
-    const SANDBOX: Target<'static> =
-        Target { group: "agents.x-k8s.io", resource: "sandboxes", kind: "Sandbox", name: "x" };
+    const SANDBOX: Target<'static> = Target {
+        group: "agents.x-k8s.io",
+        resource: "sandboxes",
+        kind: "Sandbox",
+        name: "x",
+    };
 
     #[test]
     fn not_found_names_group_resource_and_object() {
@@ -272,8 +297,11 @@ mod tests {
             message: m.into(),
             field: Some(f.into()),
         };
-        let s = ApiError::invalid(SANDBOX, vec![c("spec.a", "Required value"), c("spec.b", "Required value")])
-            .to_status();
+        let s = ApiError::invalid(
+            SANDBOX,
+            vec![c("spec.a", "Required value"), c("spec.b", "Required value")],
+        )
+        .to_status();
         assert_eq!(
             s["message"],
             "Sandbox.agents.x-k8s.io \"x\" is invalid: [spec.a: Required value, spec.b: Required value]"

@@ -141,7 +141,10 @@ pub(crate) struct StoreSettings {
 
 impl Default for StoreSettings {
     fn default() -> Self {
-        StoreSettings { event_log_capacity: 20_000, compaction_window: Duration::from_secs(300) }
+        StoreSettings {
+            event_log_capacity: 20_000,
+            compaction_window: Duration::from_secs(300),
+        }
     }
 }
 
@@ -174,13 +177,22 @@ struct Inner {
 }
 
 fn target<'a>(rt: &'a ResourceType, name: &'a str) -> Target<'a> {
-    Target { group: rt.group, resource: rt.plural, kind: rt.kind, name }
+    Target {
+        group: rt.group,
+        resource: rt.plural,
+        kind: rt.kind,
+        name,
+    }
 }
 
 fn field_causes(errors: Vec<FieldError>) -> Vec<Cause> {
     errors
         .into_iter()
-        .map(|e| Cause { reason: e.reason.to_string(), message: e.message, field: Some(e.field) })
+        .map(|e| Cause {
+            reason: e.reason.to_string(),
+            message: e.message,
+            field: Some(e.field),
+        })
         .collect()
 }
 
@@ -189,7 +201,9 @@ fn spec_part(obj: &Value) -> Map<String, Value> {
     obj.as_object()
         .map(|o| {
             o.iter()
-                .filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status" | "kind" | "apiVersion"))
+                .filter(|(k, _)| {
+                    !matches!(k.as_str(), "metadata" | "status" | "kind" | "apiVersion")
+                })
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect()
         })
@@ -206,7 +220,10 @@ struct ContinueToken {
 }
 
 fn unix_now() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
 }
 
 impl Store {
@@ -227,7 +244,9 @@ impl Store {
     }
 
     fn lock(&self) -> Result<MutexGuard<'_, Inner>, ApiError> {
-        self.inner.lock().map_err(|_| ApiError::internal("store lock poisoned"))
+        self.inner
+            .lock()
+            .map_err(|_| ApiError::internal("store lock poisoned"))
     }
 
     /// A receiver that sees the latest resourceVersion after each write.
@@ -261,33 +280,58 @@ impl Store {
     }
 
     /// One object.
-    pub(crate) fn get(&self, rt: &'static ResourceType, ns: &str, name: &str) -> Result<Arc<Value>, ApiError> {
+    pub(crate) fn get(
+        &self,
+        rt: &'static ResourceType,
+        ns: &str,
+        name: &str,
+    ) -> Result<Arc<Value>, ApiError> {
         let inner = self.lock()?;
-        inner.get(rt, ns, name).ok_or_else(|| ApiError::not_found(target(rt, name)))
+        inner
+            .get(rt, ns, name)
+            .ok_or_else(|| ApiError::not_found(target(rt, name)))
     }
 
     /// One object, or None.
-    pub(crate) fn get_opt(&self, rt: &'static ResourceType, ns: &str, name: &str) -> Option<Arc<Value>> {
+    pub(crate) fn get_opt(
+        &self,
+        rt: &'static ResourceType,
+        ns: &str,
+        name: &str,
+    ) -> Option<Arc<Value>> {
         self.lock().ok()?.get(rt, ns, name)
     }
 
+    #[allow(
+        dead_code,
+        reason = "for the agent-sandbox controllers and the kubelet (issue 3)"
+    )]
     /// Whether a namespace exists.
     pub(crate) fn namespace_exists(&self, ns: &str) -> bool {
         self.lock().map(|i| i.namespace_exists(ns)).unwrap_or(false)
     }
 
     /// A page of objects, as a `<Kind>List`.
-    pub(crate) fn list(&self, rt: &'static ResourceType, ns: Option<&str>, q: &ListQuery) -> Result<Value, ApiError> {
+    pub(crate) fn list(
+        &self,
+        rt: &'static ResourceType,
+        ns: Option<&str>,
+        q: &ListQuery,
+    ) -> Result<Value, ApiError> {
         let inner = self.lock()?;
         let (start, list_rv) = match &q.continue_token {
             Some(tok) => {
                 let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
                     .decode(tok.trim_end_matches('='))
                     .or_else(|_| base64::engine::general_purpose::STANDARD.decode(tok))
-                    .map_err(|_| ApiError::bad_request("continue key is not valid: illegal base64 data"))?;
-                let t: ContinueToken = serde_json::from_slice(&raw)
-                    .map_err(|e| ApiError::bad_request(format!("continue key is not valid: {e}")))?;
-                let too_old = unix_now().saturating_sub(t.at) >= inner.settings.compaction_window.as_secs()
+                    .map_err(|_| {
+                        ApiError::bad_request("continue key is not valid: illegal base64 data")
+                    })?;
+                let t: ContinueToken = serde_json::from_slice(&raw).map_err(|e| {
+                    ApiError::bad_request(format!("continue key is not valid: {e}"))
+                })?;
+                let too_old = unix_now().saturating_sub(t.at)
+                    >= inner.settings.compaction_window.as_secs()
                     && inner.settings.compaction_window < Duration::from_secs(u64::MAX / 2);
                 if t.epoch < inner.epoch || too_old {
                     return Err(ApiError::expired(
@@ -331,9 +375,15 @@ impl Store {
         if remaining > 0
             && let Some(last) = next
         {
-            let tok = ContinueToken { rv: list_rv, epoch: inner.epoch, start: last, at: unix_now() };
+            let tok = ContinueToken {
+                rv: list_rv,
+                epoch: inner.epoch,
+                start: last,
+                at: unix_now(),
+            };
             let raw = serde_json::to_vec(&tok).map_err(|e| ApiError::internal(e.to_string()))?;
-            metadata["continue"] = json!(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw));
+            metadata["continue"] =
+                json!(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw));
             if q.labels.is_none() && q.fields.is_none() {
                 metadata["remainingItemCount"] = json!(remaining);
             }
@@ -346,14 +396,23 @@ impl Store {
         }))
     }
 
+    #[allow(
+        dead_code,
+        reason = "for the agent-sandbox controllers and the kubelet (issue 3)"
+    )]
     /// Every object of a type (in a namespace or all), unpaged, for controllers.
     pub(crate) fn list_all(&self, rt: &'static ResourceType, ns: Option<&str>) -> Vec<Arc<Value>> {
-        let Ok(inner) = self.lock() else { return Vec::new() };
+        let Ok(inner) = self.lock() else {
+            return Vec::new();
+        };
         inner
             .objects
             .get(&type_key(rt))
             .map(|m| {
-                m.iter().filter(|((o, _), _)| ns.is_none_or(|n| n == o)).map(|(_, v)| v.clone()).collect()
+                m.iter()
+                    .filter(|((o, _), _)| ns.is_none_or(|n| n == o))
+                    .map(|(_, v)| v.clone())
+                    .collect()
             })
             .unwrap_or_default()
     }
@@ -362,7 +421,10 @@ impl Store {
     pub(crate) fn events_since(&self, rv: u64) -> Result<Vec<Event>, ApiError> {
         let inner = self.lock()?;
         if rv < inner.log_floor {
-            return Err(ApiError::expired(format!("too old resource version: {rv} ({})", inner.log_floor)));
+            return Err(ApiError::expired(format!(
+                "too old resource version: {rv} ({})",
+                inner.log_floor
+            )));
         }
         Ok(inner.log.iter().filter(|e| e.rv > rv).cloned().collect())
     }
@@ -477,7 +539,10 @@ fn matches(obj: &Value, q: &ListQuery) -> bool {
 
 impl Inner {
     fn get(&self, rt: &ResourceType, ns: &str, name: &str) -> Option<Arc<Value>> {
-        self.objects.get(&type_key(rt))?.get(&(ns.to_string(), name.to_string())).cloned()
+        self.objects
+            .get(&type_key(rt))?
+            .get(&(ns.to_string(), name.to_string()))
+            .cloned()
     }
 
     fn namespace_exists(&self, ns: &str) -> bool {
@@ -491,9 +556,21 @@ impl Inner {
         self.rv
     }
 
-    fn record(&mut self, rt: &'static ResourceType, kind: EventType, object: Arc<Value>, prev: Option<Arc<Value>>) {
+    fn record(
+        &mut self,
+        rt: &'static ResourceType,
+        kind: EventType,
+        object: Arc<Value>,
+        prev: Option<Arc<Value>>,
+    ) {
         let rv = self.rv;
-        self.log.push_back(Event { rv, rt, kind, object, prev });
+        self.log.push_back(Event {
+            rv,
+            rt,
+            kind,
+            object,
+            prev,
+        });
         while self.log.len() > self.settings.event_log_capacity {
             if let Some(e) = self.log.pop_front() {
                 self.log_floor = e.rv;
@@ -502,11 +579,16 @@ impl Inner {
     }
 
     fn put(&mut self, rt: &'static ResourceType, ns: &str, name: &str, obj: Arc<Value>) {
-        self.objects.entry(type_key(rt)).or_default().insert((ns.to_string(), name.to_string()), obj);
+        self.objects
+            .entry(type_key(rt))
+            .or_default()
+            .insert((ns.to_string(), name.to_string()), obj);
     }
 
     fn remove(&mut self, rt: &'static ResourceType, ns: &str, name: &str) -> Option<Arc<Value>> {
-        self.objects.get_mut(&type_key(rt))?.remove(&(ns.to_string(), name.to_string()))
+        self.objects
+            .get_mut(&type_key(rt))?
+            .remove(&(ns.to_string(), name.to_string()))
     }
 
     /// Schema pruning, defaulting and validation of a custom kind; core defaults for the rest.
@@ -524,7 +606,10 @@ impl Inner {
             if !unknown.is_empty() {
                 match opts.field_validation {
                     FieldValidation::Strict => {
-                        let list: Vec<String> = unknown.iter().map(|f| format!("unknown field \"{f}\"")).collect();
+                        let list: Vec<String> = unknown
+                            .iter()
+                            .map(|f| format!("unknown field \"{f}\""))
+                            .collect();
                         return Err(ApiError::bad_request(format!(
                             "strict decoding error: {}",
                             list.join(", ")
@@ -561,7 +646,9 @@ impl Inner {
         opts: WriteOptions,
     ) -> Result<(Arc<Value>, Vec<String>), ApiError> {
         if !obj.is_object() {
-            return Err(ApiError::bad_request("the body of the request must be a JSON object"));
+            return Err(ApiError::bad_request(
+                "the body of the request must be a JSON object",
+            ));
         }
         if rt.namespaced && !self.namespace_exists(ns) {
             return Err(ApiError::not_found(Target {
@@ -571,8 +658,13 @@ impl Inner {
                 name: ns,
             }));
         }
-        let md = meta::metadata_mut(&mut obj).ok_or_else(|| ApiError::bad_request("metadata must be an object"))?;
-        let mut name = md.get("name").and_then(Value::as_str).unwrap_or("").to_string();
+        let md = meta::metadata_mut(&mut obj)
+            .ok_or_else(|| ApiError::bad_request("metadata must be an object"))?;
+        let mut name = md
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         if name.is_empty() {
             let gen_name = md.get("generateName").and_then(Value::as_str).unwrap_or("");
             if gen_name.is_empty() {
@@ -596,7 +688,8 @@ impl Inner {
             }
             md.insert("name".into(), json!(name));
         }
-        if let Some(c) = meta::validate_name(&name, matches!(rt.plural, "namespaces" | "services")) {
+        if let Some(c) = meta::validate_name(&name, matches!(rt.plural, "namespaces" | "services"))
+        {
             return Err(ApiError::invalid(target(rt, &name), vec![c]));
         }
         if rt.namespaced {
@@ -607,7 +700,13 @@ impl Inner {
         if self.get(rt, ns, &name).is_some() {
             return Err(ApiError::already_exists(target(rt, &name)));
         }
-        for k in ["uid", "resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"] {
+        for k in [
+            "uid",
+            "resourceVersion",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "selfLink",
+        ] {
             md.remove(k);
         }
         md.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
@@ -662,9 +761,13 @@ impl Inner {
         require_rv: bool,
     ) -> Result<(Arc<Value>, Vec<String>), ApiError> {
         if !obj.is_object() {
-            return Err(ApiError::bad_request("the body of the request must be a JSON object"));
+            return Err(ApiError::bad_request(
+                "the body of the request must be a JSON object",
+            ));
         }
-        let old = self.get(rt, ns, name).ok_or_else(|| ApiError::not_found(target(rt, name)))?;
+        let old = self
+            .get(rt, ns, name)
+            .ok_or_else(|| ApiError::not_found(target(rt, name)))?;
         let old_rv = meta_str(&old, "resourceVersion").unwrap_or("").to_string();
         let given_rv = meta_str(&obj, "resourceVersion").unwrap_or("").to_string();
         if given_rv.is_empty() {
@@ -715,7 +818,8 @@ impl Inner {
         // Keep what a client may not change.
         let old_md = old.get("metadata").cloned().unwrap_or_else(|| json!({}));
         let old_finalizers = finalizers(&old);
-        let md = meta::metadata_mut(&mut obj).ok_or_else(|| ApiError::bad_request("metadata must be an object"))?;
+        let md = meta::metadata_mut(&mut obj)
+            .ok_or_else(|| ApiError::bad_request("metadata must be an object"))?;
         if let Some(n) = md.get("name").and_then(Value::as_str)
             && n != name
         {
@@ -723,7 +827,16 @@ impl Inner {
                 "the name of the object ({n}) does not match the name on the URL ({name})"
             )));
         }
-        for k in ["name", "namespace", "uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "generateName"] {
+        for k in [
+            "name",
+            "namespace",
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+            "generateName",
+        ] {
             match old_md.get(k) {
                 Some(v) => md.insert(k.into(), v.clone()),
                 None => md.remove(k),
@@ -742,7 +855,9 @@ impl Inner {
                     target(rt, name),
                     vec![Cause {
                         reason: "FieldValueForbidden".into(),
-                        message: format!("Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{{\"{added}\"}}"),
+                        message: format!(
+                            "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{{\"{added}\"}}"
+                        ),
                         field: Some("metadata.finalizers".into()),
                     }],
                 ));
@@ -750,7 +865,11 @@ impl Inner {
         }
         let warnings = self.admit(rt, name, &mut obj, Some(&old), opts)?;
         if rt.has_spec && spec_part(&obj) != spec_part(&old) {
-            let g = old.get("metadata").and_then(|m| m.get("generation")).and_then(Value::as_i64).unwrap_or(0);
+            let g = old
+                .get("metadata")
+                .and_then(|m| m.get("generation"))
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
             if let Some(md) = meta::metadata_mut(&mut obj) {
                 md.insert("generation".into(), json!(g + 1));
             }
@@ -794,7 +913,9 @@ impl Inner {
         opts: WriteOptions,
     ) -> Result<(Arc<Value>, Vec<String>), ApiError> {
         if kind == PatchKind::StrategicMerge && rt.custom {
-            return Err(ApiError::unsupported_media_type("application/strategic-merge-patch+json"));
+            return Err(ApiError::unsupported_media_type(
+                "application/strategic-merge-patch+json",
+            ));
         }
         let Some(old) = self.get(rt, ns, name) else {
             if kind == PatchKind::Apply && part == Part::Main {
@@ -814,8 +935,14 @@ impl Inner {
                     "the name of the object ({n}) does not match the name on the URL ({name})"
                 )));
             }
-            if body.get("apiVersion").and_then(Value::as_str).is_some_and(|v| v != rt.api_version())
-                || body.get("kind").and_then(Value::as_str).is_some_and(|k| k != rt.kind)
+            if body
+                .get("apiVersion")
+                .and_then(Value::as_str)
+                .is_some_and(|v| v != rt.api_version())
+                || body
+                    .get("kind")
+                    .and_then(Value::as_str)
+                    .is_some_and(|k| k != rt.kind)
             {
                 return Err(ApiError::bad_request(format!(
                     "the apiVersion and kind of the applied object must be {} {}",
@@ -824,8 +951,12 @@ impl Inner {
                 )));
             }
         }
-        let keys = if rt.custom { MergeKeys::none() } else { MergeKeys::for_core_kind(rt.kind) };
-        let mut patched = patch::apply_patch(kind, &old, body, &keys).map_err(|e| patch_error(rt, name, e))?;
+        let keys = if rt.custom {
+            MergeKeys::none()
+        } else {
+            MergeKeys::for_core_kind(rt.kind)
+        };
+        let mut patched = patch::apply_patch(kind, &old, body, &keys).map_err(patch_error)?;
         // A resourceVersion in the patch is a precondition; otherwise the patch applies to the
         // current object.
         let precondition = match kind {
@@ -833,7 +964,8 @@ impl Inner {
             _ => meta_str(body, "resourceVersion").map(str::to_string),
         };
         if let Some(md) = meta::metadata_mut(&mut patched) {
-            let rv = precondition.unwrap_or_else(|| meta_str(&old, "resourceVersion").unwrap_or("").to_string());
+            let rv = precondition
+                .unwrap_or_else(|| meta_str(&old, "resourceVersion").unwrap_or("").to_string());
             md.insert("resourceVersion".into(), json!(rv));
         }
         self.update(rt, ns, name, patched, part, opts, false)
@@ -846,14 +978,18 @@ impl Inner {
         name: &str,
         opts: &DeleteOptions,
     ) -> Result<Deleted, ApiError> {
-        let obj = self.get(rt, ns, name).ok_or_else(|| ApiError::not_found(target(rt, name)))?;
+        let obj = self
+            .get(rt, ns, name)
+            .ok_or_else(|| ApiError::not_found(target(rt, name)))?;
         let uid = meta_str(&obj, "uid").unwrap_or("").to_string();
         if let Some(want) = &opts.uid
             && *want != uid
         {
             return Err(ApiError::conflict(
                 target(rt, name),
-                &format!("Precondition failed: UID in precondition: {want}, UID in object meta: {uid}"),
+                &format!(
+                    "Precondition failed: UID in precondition: {want}, UID in object meta: {uid}"
+                ),
             ));
         }
         if let Some(want) = &opts.resource_version
@@ -875,8 +1011,12 @@ impl Inner {
             self.orphan_dependents(&uid);
         }
         let mut fins = finalizers(&obj);
-        let already = obj.get("metadata").and_then(|m| m.get("deletionTimestamp")).is_some();
-        if propagation == Propagation::Foreground && !fins.iter().any(|f| f == "foregroundDeletion") {
+        let already = obj
+            .get("metadata")
+            .and_then(|m| m.get("deletionTimestamp"))
+            .is_some();
+        if propagation == Propagation::Foreground && !fins.iter().any(|f| f == "foregroundDeletion")
+        {
             fins.push("foregroundDeletion".into());
         }
         if fins.is_empty() {
@@ -912,7 +1052,10 @@ impl Inner {
         };
         if propagation == Propagation::Foreground {
             for (drt, dns, dname) in self.dependents(&uid) {
-                let dopts = DeleteOptions { propagation: Some(Propagation::Foreground), ..Default::default() };
+                let dopts = DeleteOptions {
+                    propagation: Some(Propagation::Foreground),
+                    ..Default::default()
+                };
                 if let Err(e) = self.delete(drt, &dns, &dname, &dopts) {
                     tracing::debug!(error = %e.message, "foreground delete of a dependent");
                 }
@@ -927,7 +1070,13 @@ impl Inner {
     }
 
     /// Removes an object at once, records the event, and collects its garbage.
-    fn remove_now(&mut self, rt: &'static ResourceType, ns: &str, name: &str, obj: Arc<Value>) -> Arc<Value> {
+    fn remove_now(
+        &mut self,
+        rt: &'static ResourceType,
+        ns: &str,
+        name: &str,
+        obj: Arc<Value>,
+    ) -> Arc<Value> {
         self.remove(rt, ns, name);
         let rv = self.next_rv();
         let mut last = Value::clone(&obj);
@@ -948,7 +1097,12 @@ impl Inner {
             let names: Vec<String> = self
                 .objects
                 .get(&type_key(rt))
-                .map(|m| m.keys().filter(|(o, _)| o == ns).map(|(_, n)| n.clone()).collect())
+                .map(|m| {
+                    m.keys()
+                        .filter(|(o, _)| o == ns)
+                        .map(|(_, n)| n.clone())
+                        .collect()
+                })
                 .unwrap_or_default();
             for n in names {
                 if let Some(obj) = self.get(rt, ns, &n) {
@@ -974,7 +1128,9 @@ impl Inner {
     }
 
     fn uid_exists(&self, uid: &str) -> bool {
-        self.objects.values().any(|m| m.values().any(|o| meta_str(o, "uid") == Some(uid)))
+        self.objects
+            .values()
+            .any(|m| m.values().any(|o| meta_str(o, "uid") == Some(uid)))
     }
 
     /// Drops ownerReferences to `uid` from its dependents.
@@ -985,14 +1141,16 @@ impl Inner {
     }
 
     fn drop_owner_ref(&mut self, rt: &'static ResourceType, ns: &str, name: &str, uid: &str) {
-        let Some(old) = self.get(rt, ns, name) else { return };
+        let Some(old) = self.get(rt, ns, name) else {
+            return;
+        };
         let mut obj = Value::clone(&old);
-        if let Some(md) = meta::metadata_mut(&mut obj) {
-            if let Some(Value::Array(refs)) = md.get_mut("ownerReferences") {
-                refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(uid));
-                if refs.is_empty() {
-                    md.remove("ownerReferences");
-                }
+        if let Some(md) = meta::metadata_mut(&mut obj)
+            && let Some(Value::Array(refs)) = md.get_mut("ownerReferences")
+        {
+            refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(uid));
+            if refs.is_empty() {
+                md.remove("ownerReferences");
             }
         }
         let rv = self.next_rv();
@@ -1007,10 +1165,16 @@ impl Inner {
     /// After `gone` was removed: delete dependents whose owners are all gone (background), drop
     /// the dangling reference from the others, and finish foreground deletions that waited.
     fn collect_garbage(&mut self, gone: &Value) {
-        let Some(uid) = meta_str(gone, "uid").map(str::to_string) else { return };
+        let Some(uid) = meta_str(gone, "uid").map(str::to_string) else {
+            return;
+        };
         for (rt, ns, name) in self.dependents(&uid) {
-            let Some(dep) = self.get(rt, &ns, &name) else { continue };
-            let others_alive = owner_uids(&dep).iter().any(|u| *u != uid && self.uid_exists(u));
+            let Some(dep) = self.get(rt, &ns, &name) else {
+                continue;
+            };
+            let others_alive = owner_uids(&dep)
+                .iter()
+                .any(|u| *u != uid && self.uid_exists(u));
             if others_alive {
                 self.drop_owner_ref(rt, &ns, &name, &uid);
             } else if let Err(e) = self.delete(rt, &ns, &name, &DeleteOptions::default()) {
@@ -1024,20 +1188,23 @@ impl Inner {
     fn finish_foreground(&mut self) {
         loop {
             let mut progressed = false;
-            let waiting: Vec<(&'static ResourceType, String, String, Arc<Value>)> = resources::RESOURCES
-                .iter()
-                .flat_map(|rt| {
-                    self.objects
-                        .get(&type_key(rt))
-                        .into_iter()
-                        .flat_map(move |m| m.iter().map(move |(k, v)| (rt, k, v)))
-                })
-                .filter(|(_, _, v)| {
-                    v.get("metadata").and_then(|m| m.get("deletionTimestamp")).is_some()
-                        && finalizers(v).iter().any(|f| f == "foregroundDeletion")
-                })
-                .map(|(rt, (ns, n), v)| (rt, ns.clone(), n.clone(), v.clone()))
-                .collect();
+            let waiting: Vec<(&'static ResourceType, String, String, Arc<Value>)> =
+                resources::RESOURCES
+                    .iter()
+                    .flat_map(|rt| {
+                        self.objects
+                            .get(&type_key(rt))
+                            .into_iter()
+                            .flat_map(move |m| m.iter().map(move |(k, v)| (rt, k, v)))
+                    })
+                    .filter(|(_, _, v)| {
+                        v.get("metadata")
+                            .and_then(|m| m.get("deletionTimestamp"))
+                            .is_some()
+                            && finalizers(v).iter().any(|f| f == "foregroundDeletion")
+                    })
+                    .map(|(rt, (ns, n), v)| (rt, ns.clone(), n.clone(), v.clone()))
+                    .collect();
             for (rt, ns, name, obj) in waiting {
                 let uid = meta_str(&obj, "uid").unwrap_or("").to_string();
                 let blocking = self.dependents(&uid).into_iter().any(|(drt, dns, dname)| {
@@ -1048,7 +1215,8 @@ impl Inner {
                             .is_some_and(|refs| {
                                 refs.iter().any(|r| {
                                     r.get("uid").and_then(Value::as_str) == Some(uid.as_str())
-                                        && r.get("blockOwnerDeletion").and_then(Value::as_bool) == Some(true)
+                                        && r.get("blockOwnerDeletion").and_then(Value::as_bool)
+                                            == Some(true)
                                 })
                             })
                     })
@@ -1078,17 +1246,16 @@ impl Inner {
     }
 }
 
-fn patch_error(rt: &ResourceType, name: &str, e: patch::PatchError) -> ApiError {
-    match e.status_code() {
-        400 => ApiError::bad_request(e.status_message()),
-        422 => {
-            let _ = (rt, name);
-            let mut err = ApiError::new(http::StatusCode::UNPROCESSABLE_ENTITY, "Invalid", e.status_message());
-            err.details = Some(json!({ "causes": [ { "message": e.message() } ] }));
-            err
-        }
-        _ => ApiError::internal(e.status_message()),
+fn patch_error(e: patch::PatchError) -> ApiError {
+    let code = http::StatusCode::from_u16(e.status_code())
+        .unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
+    let mut err = ApiError::new(code, e.status_reason(), e.status_message());
+    if code == http::StatusCode::UNPROCESSABLE_ENTITY {
+        err.details = Some(Box::new(
+            json!({ "causes": [ { "message": e.message() } ] }),
+        ));
     }
+    err
 }
 
 #[cfg(test)]

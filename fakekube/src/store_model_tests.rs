@@ -35,16 +35,29 @@ fn secrets() -> &'static ResourceType {
 fn fresh_store() -> Store {
     let store = Store::new(StoreSettings::default());
     let ns = resources::find("", "v1", "namespaces").expect("namespaces are served");
-    store.create(ns, "", json!({ "metadata": { "name": "m" } }), WriteOptions::default()).expect("namespace");
+    store
+        .create(
+            ns,
+            "",
+            json!({ "metadata": { "name": "m" } }),
+            WriteOptions::default(),
+        )
+        .expect("namespace");
     store
 }
 
 fn rv_of(v: &Value) -> u64 {
-    meta_str(v, "resourceVersion").and_then(|s| s.parse().ok()).unwrap_or(0)
+    meta_str(v, "resourceVersion")
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
 }
 
 fn label_of(v: &Value) -> Option<String> {
-    v.get("metadata")?.get("labels")?.get("v")?.as_str().map(str::to_string)
+    v.get("metadata")?
+        .get("labels")?
+        .get("v")?
+        .as_str()
+        .map(str::to_string)
 }
 
 proptest! {
@@ -63,14 +76,17 @@ proptest! {
                     let name = format!("s{n}");
                     let body = json!({ "metadata": { "name": name, "labels": { "v": v.to_string() } } });
                     let r = store.create(rt, "m", body, WriteOptions::default());
-                    if model.contains_key(&name) {
-                        prop_assert_eq!(r.map(|_| ()).map_err(|e| e.reason), Err("AlreadyExists"));
-                    } else {
-                        let (obj, _) = r.map_err(|e| TestCaseError::fail(e.message))?;
-                        let rv = rv_of(&obj);
-                        prop_assert!(rv > last_rv, "create rv {} after {}", rv, last_rv);
-                        last_rv = rv;
-                        model.insert(name, (v.to_string(), rv));
+                    match model.entry(name) {
+                        std::collections::btree_map::Entry::Occupied(_) => {
+                            prop_assert_eq!(r.map(|_| ()).map_err(|e| e.reason), Err("AlreadyExists"));
+                        }
+                        std::collections::btree_map::Entry::Vacant(slot) => {
+                            let (obj, _) = r.map_err(|e| TestCaseError::fail(e.message))?;
+                            let rv = rv_of(&obj);
+                            prop_assert!(rv > last_rv, "create rv {} after {}", rv, last_rv);
+                            last_rv = rv;
+                            slot.insert((v.to_string(), rv));
+                        }
                     }
                 }
                 Op::UpdateFresh(n, v) | Op::UpdateStale(n, v) => {
@@ -160,14 +176,41 @@ fn a_continue_token_after_compaction_is_expired() {
     let store = fresh_store();
     let rt = secrets();
     for i in 0..3 {
-        store.create(rt, "m", json!({ "metadata": { "name": format!("s{i}") } }), WriteOptions::default()).expect("create");
+        store
+            .create(
+                rt,
+                "m",
+                json!({ "metadata": { "name": format!("s{i}") } }),
+                WriteOptions::default(),
+            )
+            .expect("create");
     }
-    let page = store.list(rt, Some("m"), &ListQuery { limit: 1, ..Default::default() }).expect("list");
+    let page = store
+        .list(
+            rt,
+            Some("m"),
+            &ListQuery {
+                limit: 1,
+                ..Default::default()
+            },
+        )
+        .expect("list");
     assert_eq!(page["metadata"]["remainingItemCount"], 2);
-    let token = page["metadata"]["continue"].as_str().expect("continue").to_string();
+    let token = page["metadata"]["continue"]
+        .as_str()
+        .expect("continue")
+        .to_string();
     store.compact();
     let err = store
-        .list(rt, Some("m"), &ListQuery { limit: 1, continue_token: Some(token), ..Default::default() })
+        .list(
+            rt,
+            Some("m"),
+            &ListQuery {
+                limit: 1,
+                continue_token: Some(token),
+                ..Default::default()
+            },
+        )
         .expect_err("expired");
     assert_eq!((err.code.as_u16(), err.reason), (410, "Expired"));
 }
@@ -175,27 +218,69 @@ fn a_continue_token_after_compaction_is_expired() {
 #[test]
 fn a_garbled_continue_token_is_a_bad_request() {
     let store = fresh_store();
-    let q = ListQuery { limit: 1, continue_token: Some("%%%".into()), ..Default::default() };
-    assert_eq!(store.list(secrets(), Some("m"), &q).expect_err("bad").reason, "BadRequest");
+    let q = ListQuery {
+        limit: 1,
+        continue_token: Some("%%%".into()),
+        ..Default::default()
+    };
+    assert_eq!(
+        store
+            .list(secrets(), Some("m"), &q)
+            .expect_err("bad")
+            .reason,
+        "BadRequest"
+    );
 }
 
 #[test]
 fn a_watch_position_older_than_the_log_is_expired() {
-    let store = Store::new(StoreSettings { event_log_capacity: 2, ..Default::default() });
+    let store = Store::new(StoreSettings {
+        event_log_capacity: 2,
+        ..Default::default()
+    });
     let ns = resources::find("", "v1", "namespaces").expect("namespaces");
     for i in 0..5 {
-        store.create(ns, "", json!({ "metadata": { "name": format!("n{i}") } }), WriteOptions::default()).expect("create");
+        store
+            .create(
+                ns,
+                "",
+                json!({ "metadata": { "name": format!("n{i}") } }),
+                WriteOptions::default(),
+            )
+            .expect("create");
     }
-    assert_eq!(store.events_since(1).expect_err("too old").code.as_u16(), 410);
-    assert!(store.events_since(store.resource_version()).expect("recent").is_empty());
+    assert_eq!(
+        store.events_since(1).expect_err("too old").code.as_u16(),
+        410
+    );
+    assert!(
+        store
+            .events_since(store.resource_version())
+            .expect("recent")
+            .is_empty()
+    );
 }
 
 fn sandbox_owner_chain(store: &Store) -> (String, String) {
     let rt = secrets();
-    let (owner, _) = store.create(rt, "m", json!({ "metadata": { "name": "owner" } }), WriteOptions::default()).expect("owner");
+    let (owner, _) = store
+        .create(
+            rt,
+            "m",
+            json!({ "metadata": { "name": "owner" } }),
+            WriteOptions::default(),
+        )
+        .expect("owner");
     let uid = meta_str(&owner, "uid").unwrap_or("").to_string();
     let refs = json!([{ "apiVersion": "v1", "kind": "Secret", "name": "owner", "uid": uid, "blockOwnerDeletion": true, "controller": true }]);
-    store.create(rt, "m", json!({ "metadata": { "name": "dep", "ownerReferences": refs } }), WriteOptions::default()).expect("dep");
+    store
+        .create(
+            rt,
+            "m",
+            json!({ "metadata": { "name": "dep", "ownerReferences": refs } }),
+            WriteOptions::default(),
+        )
+        .expect("dep");
     (uid, "dep".into())
 }
 
@@ -203,7 +288,9 @@ fn sandbox_owner_chain(store: &Store) -> (String, String) {
 fn background_deletion_collects_dependents() {
     let store = fresh_store();
     sandbox_owner_chain(&store);
-    store.delete(secrets(), "m", "owner", &DeleteOptions::default()).expect("delete");
+    store
+        .delete(secrets(), "m", "owner", &DeleteOptions::default())
+        .expect("delete");
     assert!(store.get_opt(secrets(), "m", "dep").is_none());
 }
 
@@ -211,8 +298,13 @@ fn background_deletion_collects_dependents() {
 fn orphan_deletion_keeps_dependents_without_the_reference() {
     let store = fresh_store();
     sandbox_owner_chain(&store);
-    let opts = DeleteOptions { propagation: Some(Propagation::Orphan), ..Default::default() };
-    store.delete(secrets(), "m", "owner", &opts).expect("delete");
+    let opts = DeleteOptions {
+        propagation: Some(Propagation::Orphan),
+        ..Default::default()
+    };
+    store
+        .delete(secrets(), "m", "owner", &opts)
+        .expect("delete");
     let dep = store.get_opt(secrets(), "m", "dep").expect("kept");
     assert!(owner_uids(&dep).is_empty());
 }
@@ -223,35 +315,102 @@ fn foreground_deletion_waits_for_a_finalized_dependent() {
     let rt = secrets();
     sandbox_owner_chain(&store);
     let patch = json!({ "metadata": { "finalizers": ["test/hold"] } });
-    store.patch(rt, "m", "dep", PatchKind::Merge, &patch, Part::Main, WriteOptions::default()).expect("finalizer");
-    let opts = DeleteOptions { propagation: Some(Propagation::Foreground), ..Default::default() };
-    assert!(matches!(store.delete(rt, "m", "owner", &opts), Ok(Deleted::Pending(_))));
+    store
+        .patch(
+            rt,
+            "m",
+            "dep",
+            PatchKind::Merge,
+            &patch,
+            Part::Main,
+            WriteOptions::default(),
+        )
+        .expect("finalizer");
+    let opts = DeleteOptions {
+        propagation: Some(Propagation::Foreground),
+        ..Default::default()
+    };
+    assert!(matches!(
+        store.delete(rt, "m", "owner", &opts),
+        Ok(Deleted::Pending(_))
+    ));
     let owner = store.get_opt(rt, "m", "owner").expect("owner waits");
     assert!(finalizers(&owner).contains(&"foregroundDeletion".to_string()));
     let dep = store.get_opt(rt, "m", "dep").expect("dep marked");
     assert!(dep["metadata"]["deletionTimestamp"].is_string());
     let release = json!({ "metadata": { "finalizers": null } });
-    store.patch(rt, "m", "dep", PatchKind::Merge, &release, Part::Main, WriteOptions::default()).expect("release");
+    store
+        .patch(
+            rt,
+            "m",
+            "dep",
+            PatchKind::Merge,
+            &release,
+            Part::Main,
+            WriteOptions::default(),
+        )
+        .expect("release");
     assert!(store.get_opt(rt, "m", "dep").is_none());
-    assert!(store.get_opt(rt, "m", "owner").is_none(), "the owner goes once its dependent is gone");
+    assert!(
+        store.get_opt(rt, "m", "owner").is_none(),
+        "the owner goes once its dependent is gone"
+    );
 }
 
 #[test]
 fn deleting_a_namespace_deletes_its_objects() {
     let store = fresh_store();
-    store.create(secrets(), "m", json!({ "metadata": { "name": "x" } }), WriteOptions::default()).expect("create");
+    store
+        .create(
+            secrets(),
+            "m",
+            json!({ "metadata": { "name": "x" } }),
+            WriteOptions::default(),
+        )
+        .expect("create");
     let ns = resources::find("", "v1", "namespaces").expect("namespaces");
-    store.delete(ns, "", "m", &DeleteOptions::default()).expect("delete ns");
+    store
+        .delete(ns, "", "m", &DeleteOptions::default())
+        .expect("delete ns");
     assert!(store.get_opt(secrets(), "m", "x").is_none());
-    let err = store.create(secrets(), "m", json!({ "metadata": { "name": "y" } }), WriteOptions::default()).expect_err("no ns");
+    let err = store
+        .create(
+            secrets(),
+            "m",
+            json!({ "metadata": { "name": "y" } }),
+            WriteOptions::default(),
+        )
+        .expect_err("no ns");
     assert_eq!(err.message, "namespaces \"m\" not found");
 }
 
 #[test]
 fn create_in_a_missing_namespace_is_not_found_and_generate_name_appends_a_suffix() {
     let store = fresh_store();
-    let (obj, _) = store.create(secrets(), "m", json!({ "metadata": { "generateName": "pool-" } }), WriteOptions::default()).expect("create");
+    let (obj, _) = store
+        .create(
+            secrets(),
+            "m",
+            json!({ "metadata": { "generateName": "pool-" } }),
+            WriteOptions::default(),
+        )
+        .expect("create");
     let name = meta_str(&obj, "name").unwrap_or("");
-    assert!(name.starts_with("pool-") && name.len() == "pool-".len() + 5, "{name}");
-    assert_eq!(store.create(secrets(), "nope", json!({ "metadata": { "name": "a" } }), WriteOptions::default()).expect_err("404").code.as_u16(), 404);
+    assert!(
+        name.starts_with("pool-") && name.len() == "pool-".len() + 5,
+        "{name}"
+    );
+    assert_eq!(
+        store
+            .create(
+                secrets(),
+                "nope",
+                json!({ "metadata": { "name": "a" } }),
+                WriteOptions::default()
+            )
+            .expect_err("404")
+            .code
+            .as_u16(),
+        404
+    );
 }

@@ -52,16 +52,27 @@ pub(crate) fn scale(
     let scale = scale_of(&current);
     let wanted = match verb {
         "get" => return Ok(json_response(StatusCode::OK, &scale)),
-        "update" => serde_json::from_slice::<Value>(&body).map_err(|e| ApiError::bad_request(e.to_string()))?,
+        "update" => serde_json::from_slice::<Value>(&body)
+            .map_err(|e| ApiError::bad_request(e.to_string()))?,
         "patch" => {
-            let ct = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
-            let kind = PatchKind::from_content_type(ct).ok_or_else(|| ApiError::unsupported_media_type(ct))?;
-            let p: Value = serde_json::from_slice(&body).map_err(|e| ApiError::bad_request(e.to_string()))?;
-            patch::apply_patch(kind, &scale, &p, &MergeKeys::none()).map_err(|e| ApiError::bad_request(e.to_string()))?
+            let ct = headers
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
+            let kind = PatchKind::from_content_type(ct)
+                .ok_or_else(|| ApiError::unsupported_media_type(ct))?;
+            let p: Value =
+                serde_json::from_slice(&body).map_err(|e| ApiError::bad_request(e.to_string()))?;
+            patch::apply_patch(kind, &scale, &p, &MergeKeys::none())
+                .map_err(|e| ApiError::bad_request(e.to_string()))?
         }
         other => return Err(ApiError::method_not_allowed(other, "scale")),
     };
-    let replicas = wanted.get("spec").and_then(|s| s.get("replicas")).cloned().unwrap_or(json!(0));
+    let replicas = wanted
+        .get("spec")
+        .and_then(|s| s.get("replicas"))
+        .cloned()
+        .unwrap_or(json!(0));
     let mut obj = Value::clone(&current);
     if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
         spec.insert("replicas".into(), replicas);
@@ -74,7 +85,10 @@ pub(crate) fn scale(
     if let Some(md) = meta::metadata_mut(&mut obj) {
         md.insert("resourceVersion".into(), json!(rv));
     }
-    let opts = WriteOptions { dry_run: query.get("dryRun") == Some("All"), ..Default::default() };
+    let opts = WriteOptions {
+        dry_run: query.get("dryRun") == Some("All"),
+        ..Default::default()
+    };
     let (updated, _) = store.update(rt, ns, name, obj, Part::Main, opts)?;
     Ok(json_response(StatusCode::OK, &scale_of(&updated)))
 }
@@ -86,7 +100,8 @@ pub(crate) fn token_request(
     name: &str,
     mut req: Value,
 ) -> Result<Response, ApiError> {
-    let sa_type = resources::find("", "v1", "serviceaccounts").ok_or_else(|| ApiError::internal("no serviceaccounts"))?;
+    let sa_type = resources::find("", "v1", "serviceaccounts")
+        .ok_or_else(|| ApiError::internal("no serviceaccounts"))?;
     shared.store.get(sa_type, ns, name)?;
     let secs = req
         .get("spec")
@@ -95,16 +110,29 @@ pub(crate) fn token_request(
         .unwrap_or(3600);
     if secs < 600 {
         return Err(ApiError::invalid(
-            crate::status::Target { group: "authentication.k8s.io", resource: "token", kind: "TokenRequest", name },
+            crate::status::Target {
+                group: "authentication.k8s.io",
+                resource: "token",
+                kind: "TokenRequest",
+                name,
+            },
             vec![crate::status::Cause {
                 reason: "FieldValueInvalid".into(),
-                message: format!("Invalid value: {secs}: may not specify a duration less than 10 minutes"),
+                message: format!(
+                    "Invalid value: {secs}: may not specify a duration less than 10 minutes"
+                ),
                 field: Some("spec.expirationSeconds".into()),
             }],
         ));
     }
-    let (token, expires) = shared.tokens.mint_for_service_account(ns, name, Duration::from_secs(secs));
-    let exp = expires.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let (token, expires) =
+        shared
+            .tokens
+            .mint_for_service_account(ns, name, Duration::from_secs(secs));
+    let exp = expires
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
     let exp = time::OffsetDateTime::from_unix_timestamp(i64::try_from(exp).unwrap_or(0))
         .map(meta::format_time)
         .unwrap_or_default();
@@ -120,10 +148,14 @@ pub(crate) fn token_request(
         let spec = o.entry("spec").or_insert_with(|| json!({}));
         if let Some(spec) = spec.as_object_mut() {
             spec.insert("expirationSeconds".into(), json!(secs));
-            spec.entry("audiences").or_insert_with(|| json!(["https://kubernetes.default.svc.cluster.local"]));
+            spec.entry("audiences")
+                .or_insert_with(|| json!(["https://kubernetes.default.svc.cluster.local"]));
             spec.entry("boundObjectRef").or_insert(Value::Null);
         }
-        o.insert("status".into(), json!({ "token": token, "expirationTimestamp": exp }));
+        o.insert(
+            "status".into(),
+            json!({ "token": token, "expirationTimestamp": exp }),
+        );
     }
     Ok(json_response(StatusCode::CREATED, &req))
 }

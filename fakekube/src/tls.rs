@@ -37,8 +37,11 @@ pub(crate) fn generate(extra_sans: &[String]) -> Result<TlsMaterial, TlsError> {
     dn.push(DnType::CommonName, "fakekube-ca");
     ca_params.distinguished_name = dn;
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca_params.key_usages =
-        vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+    ca_params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
     let ca_cert = ca_params.self_signed(&ca_key).map_err(TlsError::Generate)?;
     let ca_pem = ca_cert.pem();
     let issuer = Issuer::new(ca_params, ca_key);
@@ -56,13 +59,20 @@ pub(crate) fn generate(extra_sans: &[String]) -> Result<TlsMaterial, TlsError> {
     for s in extra_sans {
         match s.parse::<IpAddr>() {
             Ok(ip) => sans.push(SanType::IpAddress(ip)),
-            Err(_) => sans.push(SanType::DnsName(s.clone().try_into().map_err(TlsError::Generate)?)),
+            Err(_) => sans.push(SanType::DnsName(
+                s.clone().try_into().map_err(TlsError::Generate)?,
+            )),
         }
     }
     params.subject_alt_names = sans;
-    params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+    params.key_usages = vec![
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::KeyEncipherment,
+    ];
     params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    let cert = params.signed_by(&key, &issuer).map_err(TlsError::Generate)?;
+    let cert = params
+        .signed_by(&key, &issuer)
+        .map_err(TlsError::Generate)?;
 
     let chain = vec![CertificateDer::from(cert.der().to_vec())];
     let key_der = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
@@ -74,5 +84,8 @@ pub(crate) fn generate(extra_sans: &[String]) -> Result<TlsMaterial, TlsError> {
         .with_single_cert(chain, key_der)
         .map_err(TlsError::Rustls)?;
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    Ok(TlsMaterial { ca_pem, server_config: Arc::new(config) })
+    Ok(TlsMaterial {
+        ca_pem,
+        server_config: Arc::new(config),
+    })
 }

@@ -62,7 +62,8 @@ fn bookmark(rt: &ResourceType, rv: u64, initial_end: bool) -> Vec<u8> {
         md["annotations"] = json!({ "k8s.io/initial-events-end": "true" });
     }
     let obj = json!({ "kind": rt.kind, "apiVersion": rt.api_version(), "metadata": md });
-    let mut line = serde_json::to_vec(&json!({ "type": "BOOKMARK", "object": obj })).unwrap_or_default();
+    let mut line =
+        serde_json::to_vec(&json!({ "type": "BOOKMARK", "object": obj })).unwrap_or_default();
     line.push(b'\n');
     line
 }
@@ -75,7 +76,8 @@ fn error_line(e: &ApiError) -> Vec<u8> {
         o.insert("kind".into(), json!("Status"));
         o.insert("apiVersion".into(), json!("v1"));
     }
-    let mut line = serde_json::to_vec(&json!({ "type": "ERROR", "object": status })).unwrap_or_default();
+    let mut line =
+        serde_json::to_vec(&json!({ "type": "ERROR", "object": status })).unwrap_or_default();
     line.push(b'\n');
     line
 }
@@ -89,12 +91,16 @@ pub(crate) fn serve(
     query: &Query,
 ) -> Result<Response, ApiError> {
     let bookmarks = query.flag("allowWatchBookmarks");
-    let send_initial = query.get("sendInitialEvents").map(|_| query.flag("sendInitialEvents"));
+    let send_initial = query
+        .get("sendInitialEvents")
+        .map(|_| query.flag("sendInitialEvents"));
     let timeout = timeout_param(query).unwrap_or(DEFAULT_TIMEOUT);
     let from = match query.get("resourceVersion") {
         None | Some("") | Some("0") => None,
         Some(s) => Some(s.parse::<u64>().map_err(|_| {
-            ApiError::bad_request(format!("resourceVersion: Invalid value: \"{s}\": must be a non-negative integer"))
+            ApiError::bad_request(format!(
+                "resourceVersion: Invalid value: \"{s}\": must be a non-negative integer"
+            ))
         })?),
     };
     let (tx, rx) = mpsc::channel::<Bytes>(64);
@@ -104,8 +110,20 @@ pub(crate) fn serve(
     let mut last = match (from, send_initial) {
         (Some(rv), Some(false) | None) => rv,
         _ => {
-            let list = shared.store.list(rt, ns.as_deref(), &ListQuery { labels: None, fields: None, limit: 0, continue_token: None })?;
-            let rv = list["metadata"]["resourceVersion"].as_str().and_then(|s| s.parse().ok()).unwrap_or(0);
+            let list = shared.store.list(
+                rt,
+                ns.as_deref(),
+                &ListQuery {
+                    labels: None,
+                    fields: None,
+                    limit: 0,
+                    continue_token: None,
+                },
+            )?;
+            let rv = list["metadata"]["resourceVersion"]
+                .as_str()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0);
             for item in list["items"].as_array().into_iter().flatten() {
                 if selected(item, ns.as_deref(), &q) {
                     initial.push(event_line(EventType::Added, item));
@@ -140,7 +158,10 @@ pub(crate) fn serve(
                             continue;
                         }
                         if let Some(kind) = translate(&e, ns.as_deref(), &q)
-                            && tx.send(Bytes::from(event_line(kind, &e.object))).await.is_err()
+                            && tx
+                                .send(Bytes::from(event_line(kind, &e.object)))
+                                .await
+                                .is_err()
                         {
                             return;
                         }
@@ -161,11 +182,16 @@ pub(crate) fn serve(
         }
     });
     let stream = futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|b| (Ok::<Bytes, std::io::Error>(b), rx))
+        rx.recv()
+            .await
+            .map(|b| (Ok::<Bytes, std::io::Error>(b), rx))
     });
     let mut resp = Response::new(Body::from_stream(stream));
     *resp.status_mut() = StatusCode::OK;
-    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     let _ = json_response;
     Ok(resp)
 }
@@ -178,17 +204,46 @@ mod tests {
 
     fn event(kind: EventType, now: Value, prev: Option<Value>) -> Event {
         let rt = resources::find("", "v1", "pods").expect("pods served");
-        Event { rv: 1, rt, kind, object: Arc::new(now), prev: prev.map(Arc::new) }
+        Event {
+            rv: 1,
+            rt,
+            kind,
+            object: Arc::new(now),
+            prev: prev.map(Arc::new),
+        }
     }
 
     #[test]
     fn an_object_leaving_the_selector_is_seen_as_deleted() {
-        let q = ListQuery { labels: LabelSelector::parse("app=a").ok(), ..Default::default() };
+        let q = ListQuery {
+            labels: LabelSelector::parse("app=a").ok(),
+            ..Default::default()
+        };
         let a = json!({ "metadata": { "namespace": "d", "labels": { "app": "a" } } });
         let b = json!({ "metadata": { "namespace": "d", "labels": { "app": "b" } } });
-        assert_eq!(translate(&event(EventType::Modified, b.clone(), Some(a.clone())), None, &q), Some(EventType::Deleted));
-        assert_eq!(translate(&event(EventType::Modified, a.clone(), Some(b.clone())), None, &q), Some(EventType::Added));
-        assert_eq!(translate(&event(EventType::Modified, b.clone(), Some(b)), None, &q), None);
-        assert_eq!(translate(&event(EventType::Added, a.clone(), None), Some("other"), &q), None);
+        assert_eq!(
+            translate(
+                &event(EventType::Modified, b.clone(), Some(a.clone())),
+                None,
+                &q
+            ),
+            Some(EventType::Deleted)
+        );
+        assert_eq!(
+            translate(
+                &event(EventType::Modified, a.clone(), Some(b.clone())),
+                None,
+                &q
+            ),
+            Some(EventType::Added)
+        );
+        assert_eq!(
+            translate(&event(EventType::Modified, b.clone(), Some(b)), None, &q),
+            None
+        );
+        assert_eq!(
+            translate(&event(EventType::Added, a.clone(), None), Some("other"), &q),
+            None
+        );
     }
 }

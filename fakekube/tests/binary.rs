@@ -16,20 +16,33 @@ fn spawn(dir: &std::path::Path, extra: &[&str]) -> (std::process::Child, String)
         .expect("fakekube starts");
     let stdout = child.stdout.take().expect("stdout");
     let mut first = String::new();
-    BufReader::new(stdout).read_line(&mut first).expect("first line");
+    BufReader::new(stdout)
+        .read_line(&mut first)
+        .expect("first line");
     (child, first)
 }
 
 fn signal(child: &std::process::Child, sig: &str) {
-    let ok = Command::new("kill").arg(format!("-{sig}")).arg(child.id().to_string()).status().expect("kill runs");
+    let ok = Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(child.id().to_string())
+        .status()
+        .expect("kill runs");
     assert!(ok.success());
 }
 
 #[test]
 fn fakekube_prints_its_url_first_writes_a_kubeconfig_and_exits_zero_on_sigterm() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (mut child, first) = spawn(dir.path(), &["--token", "abc123", "--namespace", "sandboxes"]);
-    let url = first.trim().strip_prefix("fakekube listening on ").expect("first line names the URL").to_string();
+    let (mut child, first) = spawn(
+        dir.path(),
+        &["--token", "abc123", "--namespace", "sandboxes"],
+    );
+    let url = first
+        .trim()
+        .strip_prefix("fakekube listening on ")
+        .expect("first line names the URL")
+        .to_string();
     assert!(url.starts_with("https://127.0.0.1:"), "{url}");
     let kc = std::fs::read_to_string(dir.path().join("kubeconfig")).expect("kubeconfig written");
     assert!(kc.contains(&format!("server: {url}")), "{kc}");
@@ -51,10 +64,21 @@ fn fakekube_exits_zero_on_sigint() {
 
 #[test]
 fn fakekube_help_documents_every_flag() {
-    let out = Command::new(env!("CARGO_BIN_EXE_fakekube")).arg("--help").output().expect("runs");
+    let out = Command::new(env!("CARGO_BIN_EXE_fakekube"))
+        .arg("--help")
+        .output()
+        .expect("runs");
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
-    for flag in ["--kubeconfig", "--port", "--address", "--token", "--kubernetes-minor", "--namespace", "--compaction-window-secs"] {
+    for flag in [
+        "--kubeconfig",
+        "--port",
+        "--address",
+        "--token",
+        "--kubernetes-minor",
+        "--namespace",
+        "--compaction-window-secs",
+    ] {
         assert!(text.contains(flag), "--help lacks {flag}:\n{text}");
     }
 }
@@ -63,8 +87,14 @@ fn fakekube_help_documents_every_flag() {
 fn fakekube_fails_clearly_when_its_port_is_taken() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = taken.local_addr().expect("addr").port().to_string();
-    let out = Command::new(env!("CARGO_BIN_EXE_fakekube")).args(["--port", &port]).output().expect("runs");
+    let out = Command::new(env!("CARGO_BIN_EXE_fakekube"))
+        .args(["--port", &port])
+        .output()
+        .expect("runs");
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("binding 127.0.0.1:") && err.contains("in use"), "{err}");
+    assert!(
+        err.contains("binding 127.0.0.1:") && err.contains("in use"),
+        "{err}"
+    );
 }

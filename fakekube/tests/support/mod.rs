@@ -47,7 +47,9 @@ pub struct Client {
 fn tls_config(ca_pem: &str, alpn: &[&[u8]]) -> Arc<rustls::ClientConfig> {
     let mut roots = RootCertStore::empty();
     for cert in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
-        roots.add(cert.expect("CA PEM parses")).expect("CA is a valid trust anchor");
+        roots
+            .add(cert.expect("CA PEM parses"))
+            .expect("CA is a valid trust anchor");
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ClientConfig::builder_with_provider(provider)
@@ -62,24 +64,37 @@ fn tls_config(ca_pem: &str, alpn: &[&[u8]]) -> Arc<rustls::ClientConfig> {
 impl Client {
     /// A client for `kube` with its admin token.
     pub fn new(kube: &fakekube::FakeKube) -> Self {
-        Client { addr: kube.addr(), config: tls_config(kube.ca_pem(), &[b"http/1.1"]), token: Some(kube.token().to_string()) }
+        Client {
+            addr: kube.addr(),
+            config: tls_config(kube.ca_pem(), &[b"http/1.1"]),
+            token: Some(kube.token().to_string()),
+        }
     }
 
     /// The same client with another token (or none).
     pub fn with_token(&self, token: Option<&str>) -> Self {
-        Client { token: token.map(str::to_string), ..self.clone() }
+        Client {
+            token: token.map(str::to_string),
+            ..self.clone()
+        }
     }
 
     /// The same client negotiating HTTP/2 through ALPN.
     pub fn h2(&self, ca_pem: &str) -> Self {
-        Client { config: tls_config(ca_pem, &[b"h2"]), ..self.clone() }
+        Client {
+            config: tls_config(ca_pem, &[b"h2"]),
+            ..self.clone()
+        }
     }
 
     /// Opens a TLS connection and returns it with the negotiated ALPN protocol.
     pub async fn connect(&self) -> (tokio_rustls::client::TlsStream<TcpStream>, Proto) {
         let tcp = TcpStream::connect(self.addr).await.expect("connect");
         let name = ServerName::try_from("127.0.0.1").expect("server name");
-        let tls = TlsConnector::from(self.config.clone()).connect(name, tcp).await.expect("TLS handshake");
+        let tls = TlsConnector::from(self.config.clone())
+            .connect(name, tcp)
+            .await
+            .expect("TLS handshake");
         let proto = match tls.get_ref().1.alpn_protocol() {
             Some(b"h2") => Proto::H2,
             _ => Proto::H1,
@@ -87,8 +102,17 @@ impl Client {
         (tls, proto)
     }
 
-    fn request(&self, method: Method, path: &str, content_type: Option<&str>, body: Vec<u8>) -> Request<Full<Bytes>> {
-        let mut b = Request::builder().method(method).uri(path).header("host", self.addr.to_string());
+    fn request(
+        &self,
+        method: Method,
+        path: &str,
+        content_type: Option<&str>,
+        body: Vec<u8>,
+    ) -> Request<Full<Bytes>> {
+        let mut b = Request::builder()
+            .method(method)
+            .uri(path)
+            .header("host", self.addr.to_string());
         if let Some(ct) = content_type {
             b = b.header("content-type", ct);
         }
@@ -110,14 +134,19 @@ impl Client {
         let req = self.request(method, path, content_type, body);
         match proto {
             Proto::H1 => {
-                let (mut send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls)).await.expect("h1 handshake");
+                let (mut send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+                    .await
+                    .expect("h1 handshake");
                 tokio::spawn(conn);
                 send.send_request(req).await.expect("h1 request")
             }
             Proto::H2 => {
-                let (mut send, conn) = hyper::client::conn::http2::handshake(hyper_util::rt::TokioExecutor::new(), TokioIo::new(tls))
-                    .await
-                    .expect("h2 handshake");
+                let (mut send, conn) = hyper::client::conn::http2::handshake(
+                    hyper_util::rt::TokioExecutor::new(),
+                    TokioIo::new(tls),
+                )
+                .await
+                .expect("h2 handshake");
                 tokio::spawn(conn);
                 send.send_request(req).await.expect("h2 request")
             }
@@ -125,11 +154,21 @@ impl Client {
     }
 
     /// Sends a request and reads the whole response.
-    pub async fn call(&self, method: Method, path: &str, content_type: Option<&str>, body: Vec<u8>) -> Reply {
+    pub async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        content_type: Option<&str>,
+        body: Vec<u8>,
+    ) -> Reply {
         let resp = self.send(method, path, content_type, body).await;
         let (parts, body) = resp.into_parts();
         let body = body.collect().await.expect("body").to_bytes();
-        Reply { status: parts.status, headers: parts.headers, body }
+        Reply {
+            status: parts.status,
+            headers: parts.headers,
+            body,
+        }
     }
 
     /// GET.
@@ -139,17 +178,33 @@ impl Client {
 
     /// A method with a JSON body.
     pub async fn json(&self, method: Method, path: &str, body: &Value) -> Reply {
-        self.call(method, path, Some("application/json"), serde_json::to_vec(body).expect("json")).await
+        self.call(
+            method,
+            path,
+            Some("application/json"),
+            serde_json::to_vec(body).expect("json"),
+        )
+        .await
     }
 
     /// PATCH with a content type.
     pub async fn patch(&self, path: &str, content_type: &str, body: &Value) -> Reply {
-        self.call(Method::PATCH, path, Some(content_type), serde_json::to_vec(body).expect("json")).await
+        self.call(
+            Method::PATCH,
+            path,
+            Some(content_type),
+            serde_json::to_vec(body).expect("json"),
+        )
+        .await
     }
 }
 
 /// Reads newline-delimited JSON from a streaming body until `n` lines arrived or the stream ends.
-pub async fn read_lines(body: &mut hyper::body::Incoming, n: usize, buf: &mut Vec<u8>) -> Vec<Value> {
+pub async fn read_lines(
+    body: &mut hyper::body::Incoming,
+    n: usize,
+    buf: &mut Vec<u8>,
+) -> Vec<Value> {
     let mut out = Vec::new();
     loop {
         while let Some(pos) = buf.iter().position(|b| *b == b'\n') {
