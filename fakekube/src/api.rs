@@ -295,14 +295,22 @@ fn decode(headers: &HeaderMap, bytes: &[u8]) -> Result<Value, ApiError> {
     }
     if essence == "application/vnd.kubernetes.protobuf" {
         return crate::protobuf::decode(bytes).map_err(|e| match e {
-            crate::protobuf::ProtobufError::UnsupportedKind(_) => {
-                ApiError::unsupported_media_type(&essence)
-            }
+            crate::protobuf::ProtobufError::UnsupportedKind(kind) => ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "UnsupportedMediaType",
+                format!("fakekube reads protobuf bodies only for the kinds kubectl sends that way, not {kind}; send application/json"),
+            ),
             other => ApiError::bad_request(other.to_string()),
         });
     }
     if essence.contains("protobuf") {
-        return Err(ApiError::unsupported_media_type(&essence));
+        return Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml; got {essence}"
+            ),
+        ));
     }
     if essence.ends_with("yaml") {
         let text = std::str::from_utf8(bytes)
@@ -341,6 +349,7 @@ fn write_options(query: &Query) -> Result<WriteOptions, ApiError> {
     Ok(WriteOptions {
         field_validation,
         dry_run,
+        patch: false,
     })
 }
 
@@ -413,6 +422,11 @@ async fn resource(
         return Err(ApiError::path_not_found());
     }
     let verb = verb_of(method, rp, query)?;
+    if rt.create_only && verb == "create" {
+        // Every authenticated user may ask what it may do (system:basic-user).
+        let body = decode(headers, &read_body(body).await?)?;
+        return Ok(crate::reviews::review(rt, caller, body));
+    }
     caller.authorize(&Attributes {
         verb,
         group: rt.group,

@@ -160,6 +160,13 @@ pub(crate) fn resource_list(group: &str, version: &str) -> Option<Value> {
     )
 }
 
+/// The component name of a kind's schema: the reversed group, version and kind
+/// (`io.x-k8s.agents.v1beta1.Sandbox`), as the API server names CRD schemas.
+fn schema_name(r: &ResourceType) -> String {
+    let group: Vec<&str> = r.group.split('.').rev().collect();
+    format!("{}.{}.{}", group.join("."), r.version, r.kind)
+}
+
 fn openapi_key(group: &str, version: &str) -> String {
     if group.is_empty() {
         format!("api/{version}")
@@ -198,6 +205,7 @@ pub(crate) fn openapi_doc(key: &str, v: &Version) -> Option<Value> {
         .into_iter()
         .find(|(g, ver)| openapi_key(g, ver) == key)?;
     let mut paths = serde_json::Map::new();
+    let mut schemas = serde_json::Map::new();
     let param = |name: &str| json!({ "name": name, "in": "query", "schema": { "type": "string", "uniqueItems": true } });
     for r in RESOURCES
         .iter()
@@ -224,12 +232,19 @@ pub(crate) fn openapi_doc(key: &str, v: &Version) -> Option<Value> {
             })
         };
         paths.insert(path, json!({ "patch": op("patch"), "put": op("put") }));
+        if let Some(schema) = r.schema() {
+            let mut doc = schema.root().clone();
+            if let Some(o) = doc.as_object_mut() {
+                o.insert("x-kubernetes-group-version-kind".into(), json!([gvk]));
+            }
+            schemas.insert(schema_name(r), doc);
+        }
     }
     Some(json!({
         "openapi": "3.0.0",
         "info": { "title": "Kubernetes", "version": v.git_version() },
         "paths": paths,
-        "components": { "schemas": {} },
+        "components": { "schemas": schemas },
     }))
 }
 

@@ -1,8 +1,10 @@
 //! Just enough of Kubernetes' protobuf encoding to read the request bodies client-go sends as
-//! protobuf even when it talks JSON everywhere else: TokenRequest (`kubectl create token`) and
-//! the self-subject reviews (`kubectl auth can-i`). Responses are always JSON, which client-go
+//! protobuf even when it talks JSON everywhere else: TokenRequest (`kubectl create token`), the
+//! self-subject reviews (`kubectl auth can-i`), and the kinds `kubectl create <kind>` builds
+//! (Namespace, Secret, ServiceAccount, Service; only the fields those commands set). Responses are always JSON, which client-go
 //! decodes by the response's content type.
 
+use base64::Engine;
 use serde_json::{Value, json};
 
 /// The four bytes before every Kubernetes protobuf body.
@@ -18,7 +20,7 @@ pub(crate) enum ProtobufError {
     #[error("malformed protobuf data")]
     Malformed,
     /// The kind in the envelope is not one fakekube reads as protobuf.
-    #[error("protobuf bodies are accepted only for TokenRequest and self-subject reviews, not {0}")]
+    #[error("fakekube reads protobuf bodies only for the kinds kubectl sends that way, not {0}")]
     UnsupportedKind(String),
 }
 
@@ -102,16 +104,102 @@ fn varint_of(fs: &[(u64, Field<'_>)], num: u64) -> Option<u64> {
     })
 }
 
+fn string_map(
+    fs: &[(u64, Field<'_>)],
+    num: u64,
+) -> Result<serde_json::Map<String, Value>, ProtobufError> {
+    let mut out = serde_json::Map::new();
+    for (n, f) in fs {
+        if let Field::Bytes(entry) = f
+            && *n == num
+        {
+            let e = fields(entry)?;
+            out.insert(
+                string_of(&e, 1).unwrap_or_default(),
+                json!(string_of(&e, 2).unwrap_or_default()),
+            );
+        }
+    }
+    Ok(out)
+}
+
+fn messages<'a>(fs: &[(u64, Field<'a>)], num: u64) -> Vec<&'a [u8]> {
+    fs.iter()
+        .filter_map(|(n, f)| match f {
+            Field::Bytes(b) if *n == num => Some(*b),
+            _ => None,
+        })
+        .collect()
+}
+
 fn object_meta(raw: Option<&[u8]>) -> Result<Value, ProtobufError> {
     let fs = fields(raw.unwrap_or_default())?;
     let mut md = json!({});
-    if let Some(name) = string_of(&fs, 1) {
-        md["name"] = json!(name);
+    for (num, key) in [
+        (1, "name"),
+        (2, "generateName"),
+        (3, "namespace"),
+        (6, "resourceVersion"),
+    ] {
+        if let Some(v) = string_of(&fs, num) {
+            md[key] = json!(v);
+        }
     }
-    if let Some(ns) = string_of(&fs, 3) {
-        md["namespace"] = json!(ns);
+    for (num, key) in [(11, "labels"), (12, "annotations")] {
+        let m = string_map(&fs, num)?;
+        if !m.is_empty() {
+            md[key] = Value::Object(m);
+        }
+    }
+    let finalizers = strings_of(&fs, 14);
+    if !finalizers.is_empty() {
+        md["finalizers"] = json!(finalizers);
     }
     Ok(md)
+}
+
+fn int_or_string(raw: &[u8]) -> Result<Value, ProtobufError> {
+    let fs = fields(raw)?;
+    Ok(match varint_of(&fs, 1) {
+        Some(1) => json!(string_of(&fs, 3).unwrap_or_default()),
+        _ => json!(varint_of(&fs, 2).map(|v| v as i64).unwrap_or(0)),
+    })
+}
+
+fn service_spec(fs: &[(u64, Field<'_>)]) -> Result<Value, ProtobufError> {
+    let mut spec = json!({});
+    let mut ports = Vec::new();
+    for p in messages(fs, 1) {
+        let pf = fields(p)?;
+        let mut port = json!({});
+        if let Some(n) = string_of(&pf, 1) {
+            port["name"] = json!(n);
+        }
+        if let Some(proto) = string_of(&pf, 2) {
+            port["protocol"] = json!(proto);
+        }
+        if let Some(n) = varint_of(&pf, 3) {
+            port["port"] = json!(n);
+        }
+        if let Some(t) = bytes_of(&pf, 4) {
+            port["targetPort"] = int_or_string(t)?;
+        }
+        ports.push(port);
+    }
+    if !ports.is_empty() {
+        spec["ports"] = json!(ports);
+    }
+    let selector = string_map(fs, 2)?;
+    if !selector.is_empty() {
+        spec["selector"] = Value::Object(selector);
+    }
+    if let Some(ip) = string_of(fs, 3) {
+        spec["clusterIP"] = json!(ip);
+    }
+    if let Some(t) = string_of(fs, 4) {
+        spec["type"] = json!(t);
+    }
+    Ok(spec)
 }
 
 /// Decodes a protobuf request body into the JSON object it stands for.
@@ -163,6 +251,42 @@ pub(crate) fn decode(body: &[u8]) -> Result<Value, ProtobufError> {
             s
         }
         "SelfSubjectRulesReview" => json!({ "namespace": string_of(&spec, 1).unwrap_or_default() }),
+        "Namespace" => json!({}),
+        "Service" => service_spec(&spec)?,
+        "Secret" => {
+            // Secret has no spec: data (2), type (3), stringData (4), immutable (5).
+            let mut data = serde_json::Map::new();
+            for entry in messages(&raw, 2) {
+                let e = fields(entry)?;
+                let value = bytes_of(&e, 2).unwrap_or_default();
+                data.insert(
+                    string_of(&e, 1).unwrap_or_default(),
+                    json!(base64::engine::general_purpose::STANDARD.encode(value)),
+                );
+            }
+            let mut obj = json!({ "apiVersion": api_version, "kind": kind, "metadata": metadata });
+            if !data.is_empty() {
+                obj["data"] = Value::Object(data);
+            }
+            if let Some(t) = string_of(&raw, 3) {
+                obj["type"] = json!(t);
+            }
+            let string_data = string_map(&raw, 4)?;
+            if !string_data.is_empty() {
+                obj["stringData"] = Value::Object(string_data);
+            }
+            if let Some(i) = varint_of(&raw, 5) {
+                obj["immutable"] = json!(i != 0);
+            }
+            return Ok(obj);
+        }
+        "ServiceAccount" => {
+            let mut obj = json!({ "apiVersion": api_version, "kind": kind, "metadata": metadata });
+            if let Some(a) = varint_of(&raw, 4) {
+                obj["automountServiceAccountToken"] = json!(a != 0);
+            }
+            return Ok(obj);
+        }
         other => return Err(ProtobufError::UnsupportedKind(other.to_string())),
     };
     Ok(json!({ "apiVersion": api_version, "kind": kind, "metadata": metadata, "spec": spec_json }))
@@ -209,6 +333,66 @@ mod tests {
             v["spec"]["resourceAttributes"],
             json!({"namespace": "ns", "verb": "create", "resource": "pods", "subresource": "exec"})
         );
+    }
+
+    #[test]
+    fn a_service_and_a_secret_from_kubectl_create_are_read() {
+        let port = [
+            ld(1, b"80-8080"),
+            ld(2, b"TCP"),
+            vec![3 << 3, 80],
+            ld(4, &[vec![1 << 3, 0], vec![2 << 3, 0x90, 0x3f]].concat()),
+        ]
+        .concat();
+        let spec = [
+            ld(1, &port),
+            ld(2, &[ld(1, b"app"), ld(2, b"sv")].concat()),
+            ld(4, b"ClusterIP"),
+        ]
+        .concat();
+        let raw = [
+            ld(
+                1,
+                &[
+                    ld(1, b"sv"),
+                    ld(11, &[ld(1, b"app"), ld(2, b"sv")].concat()),
+                ]
+                .concat(),
+            ),
+            ld(2, &spec),
+        ]
+        .concat();
+        let body = [
+            MAGIC.to_vec(),
+            ld(1, &[ld(1, b"v1"), ld(2, b"Service")].concat()),
+            ld(2, &raw),
+        ]
+        .concat();
+        let v = decode(&body).expect("decodes");
+        assert_eq!(
+            v["metadata"],
+            json!({"name": "sv", "labels": {"app": "sv"}})
+        );
+        assert_eq!(
+            v["spec"]["ports"][0],
+            json!({"name": "80-8080", "protocol": "TCP", "port": 80, "targetPort": 8080})
+        );
+        assert_eq!(v["spec"]["selector"], json!({"app": "sv"}));
+        let secret = [
+            ld(1, &ld(1, b"s")),
+            ld(2, &[ld(1, b"a"), ld(2, b"b")].concat()),
+            ld(3, b"Opaque"),
+        ]
+        .concat();
+        let body = [
+            MAGIC.to_vec(),
+            ld(1, &[ld(1, b"v1"), ld(2, b"Secret")].concat()),
+            ld(2, &secret),
+        ]
+        .concat();
+        let v = decode(&body).expect("decodes");
+        assert_eq!(v["data"], json!({"a": "Yg=="}));
+        assert_eq!(v["type"], "Opaque");
     }
 
     #[test]

@@ -156,6 +156,13 @@ pub(crate) struct Schema {
 
 /// Loading, and the four steps the store runs on every write.
 impl Schema {
+    /// The schema document, for `/openapi/v3`.
+    pub(crate) fn root(&self) -> &Value {
+        &self.root
+    }
+}
+
+impl Schema {
     /// Parses one `openAPIV3Schema` from JSON.
     pub(crate) fn from_json(s: &str) -> Result<Self, SchemaError> {
         let root: Value = serde_json::from_str(s).map_err(SchemaError::ParseJson)?;

@@ -82,6 +82,8 @@ pub(crate) struct WriteOptions {
     pub(crate) field_validation: FieldValidation,
     /// Validate and answer without storing.
     pub(crate) dry_run: bool,
+    /// The write is a patch (its strict-decoding errors are worded without the decoder prefix).
+    pub(crate) patch: bool,
 }
 
 /// Which part of an object a write targets.
@@ -610,8 +612,16 @@ impl Inner {
                             .iter()
                             .map(|f| format!("unknown field \"{f}\""))
                             .collect();
+                        let prefix = if opts.patch {
+                            String::new()
+                        } else {
+                            format!(
+                                "{} in version \"{}\" cannot be handled as a {}: ",
+                                rt.kind, rt.version, rt.kind
+                            )
+                        };
                         return Err(ApiError::bad_request(format!(
-                            "strict decoding error: {}",
+                            "{prefix}strict decoding error: {}",
                             list.join(", ")
                         )));
                     }
@@ -955,6 +965,10 @@ impl Inner {
             MergeKeys::none()
         } else {
             MergeKeys::for_core_kind(rt.kind)
+        };
+        let opts = WriteOptions {
+            patch: true,
+            ..opts
         };
         let mut patched = patch::apply_patch(kind, &old, body, &keys).map_err(patch_error)?;
         // A resourceVersion in the patch is a precondition; otherwise the patch applies to the

@@ -427,7 +427,7 @@ async fn defaults_are_stored_and_unknown_fields_follow_field_validation() {
     assert_status(&strict, 400, "BadRequest");
     assert_eq!(
         strict.json()["message"],
-        "strict decoding error: unknown field \"spec.bogus\""
+        "Sandbox in version \"v1beta1\" cannot be handled as a Sandbox: strict decoding error: unknown field \"spec.bogus\""
     );
     let warned = c.json(Method::POST, &sandboxes("sb"), &extra).await;
     assert_eq!(warned.status, StatusCode::CREATED);
