@@ -1,6 +1,71 @@
 //! The capability conformance suite any sandbox provider adapter runs.
 //!
-//! Not built yet (issue 5). One trial per normative rule of the contract, grouped by capability
-//! and run through libtest-mimic; coherence trials for undeclared capabilities; a reference
-//! provider and mutants that prove every trial can fail; and the `conformance` binary, the
-//! project's main job.
+//! A provider declares capabilities in [`ProviderInfo`](sandbox_contract::ProviderInfo); each
+//! declared one is a promise this suite checks with one trial per normative rule of the
+//! contract, and each undeclared one must answer `unsupported_operation` without half-working,
+//! which a *coherence* trial checks instead. Every trial that does not run says why.
+//!
+//! Trials are named `group::rule` (`exec::nonzero_exit_is_data`,
+//! `lifecycle.stop-start::volume_survives_only_under_volume_path`), prefixed with the pool's
+//! name when the suite runs several pools. They run through libtest-mimic, so `--list`, name
+//! filters, `--exact`, `--ignored`, `--test-threads`, `--format json` and cargo-nextest work as
+//! for `cargo test`.
+//!
+//! # Example: a provider's conformance test
+//!
+//! In `tests/conformance.rs`, declared with `harness = false`:
+//!
+//! ```no_run
+//! use std::process::ExitCode;
+//! use std::sync::Arc;
+//!
+//! use sandbox_conformance::{Arguments, Fixtures, ReferenceProvider, Suite};
+//!
+//! fn main() -> ExitCode {
+//!     // Your provider here; the reference provider stands in for it.
+//!     let provider = ReferenceProvider::new();
+//!     let fixtures = provider.fixtures();
+//!     Suite::new()
+//!         .pool("reference", Arc::new(provider), fixtures)
+//!         .run(&Arguments::from_args())
+//!         .exit_code()
+//! }
+//! ```
+//!
+//! # Layout
+//!
+//! - [`Suite`]: pools, trials and running them; [`Report`] with the capability table, JSON and
+//!   JUnit.
+//! - [`Fixtures`] and [`Faults`]: what a provider tells the suite beyond its info.
+//! - [`ReferenceProvider`]: an in-memory provider that passes every trial, and its mutants
+//!   ([`Bug`]), each failing the trial named for its bug.
+//!
+//! # Known limitations
+//!
+//! - Trials that need the backend to misbehave (a dropped exec connection, a failing list page)
+//!   run only when the fixtures give [`Faults`].
+//! - `isolation.*` are declared, not checked. Memory snapshots and pause are checked through
+//!   files only: the portable command set has no background processes to observe.
+//! - Snapshots cannot be deleted through the contract, so snapshot trials leave their snapshots.
+
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod fixtures;
+mod reference;
+mod report;
+mod suite;
+mod trials;
+
+/// Compiles the README's examples as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
+// The public interface is:
+pub use fixtures::{Fault, Faults, Fixtures};
+pub use libtest_mimic::{Arguments, Conclusion, Trial};
+pub use reference::{Bug, ReferenceProvider, VOLUME_PATH};
+pub use report::{Counts, Outcome, PoolSummary, Report, TrialRecord};
+pub use suite::{JSON_ENV, JUNIT_ENV, Suite};
+pub use trials::{Group, TrialKind};

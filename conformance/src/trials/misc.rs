@@ -1,0 +1,195 @@
+//! Templates, resources and concurrency.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use sandbox_contract::{Capability, ErrorCode, ExecRequest, Resources, SandboxState};
+
+use super::{Ctx, TrialResult, ensure, fail, seconds, show};
+
+/// Each listed template creates a sandbox that reports it.
+pub(super) async fn listed_templates_are_recorded(cx: Ctx) -> TrialResult {
+    for template in cx.info.templates.iter().take(3) {
+        let id = cx.new_id()?;
+        let request = cx.request(id).with_template(template.name.clone());
+        let sandbox = cx.create_with(request).await?;
+        ensure!(
+            sandbox.template.as_deref() == Some(template.name.as_str()),
+            "a sandbox created from template {} reports {:?}",
+            template.name,
+            sandbox.template
+        );
+    }
+    Ok(())
+}
+
+/// A template (or image) that does not exist answers `invalid_request` and leaves nothing.
+pub(super) async fn unknown_template_is_invalid_request_leaving_nothing(cx: Ctx) -> TrialResult {
+    let name = if cx.info.accepts_unlisted_templates {
+        cx.fx.missing_image.clone().unwrap_or_default()
+    } else {
+        "cf-no-such-template".to_owned()
+    };
+    let id = cx.new_id()?;
+    let request = cx.request(id.clone()).with_template(name.clone());
+    cx.fails_with(
+        &format!("create from {name}"),
+        ErrorCode::InvalidRequest,
+        cx.p.create(request),
+    )
+    .await?;
+    cx.wait_gone(&id, cx.fx.delete_wait).await
+}
+
+/// Resources are applied or ignored, never a reason to fail.
+pub(super) async fn requested_resources_never_fail_create(cx: Ctx) -> TrialResult {
+    let id = cx.new_id()?;
+    let request = cx.request(id).with_resources(cx.fx.resources);
+    let sandbox = cx.create_with(request).await?;
+    ensure!(
+        sandbox.state == SandboxState::Running,
+        "create with resources returned {}",
+        sandbox.state
+    );
+    Ok(())
+}
+
+/// A zero resource answers `invalid_request` and leaves nothing.
+pub(super) async fn zero_resource_is_invalid_request(cx: Ctx) -> TrialResult {
+    for resources in [
+        Resources {
+            cpu_millis: Some(0),
+            ..Resources::default()
+        },
+        Resources {
+            memory_mib: Some(0),
+            ..Resources::default()
+        },
+        Resources {
+            disk_gib: Some(0),
+            ..Resources::default()
+        },
+    ] {
+        let id = cx.new_id()?;
+        let request = cx.request(id.clone()).with_resources(resources);
+        cx.fails_with(
+            &format!("create with {resources:?}"),
+            ErrorCode::InvalidRequest,
+            cx.p.create(request),
+        )
+        .await?;
+        cx.fails_with(
+            "get after a refused create",
+            ErrorCode::NotFound,
+            cx.p.get(&id),
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// Many sandboxes created, used and deleted at once are all distinct and all go.
+pub(super) async fn many_sandboxes_at_once(cx: Ctx) -> TrialResult {
+    let count = cx.fx.concurrency.max(2);
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..count {
+        let id = cx.new_id()?;
+        let request = cx.request(id.clone());
+        let provider = cx.p.clone();
+        let exec = cx.declares(Capability::Exec);
+        tasks.spawn(async move {
+            let sandbox = provider.create(request).await?;
+            if exec {
+                let output = provider
+                    .exec(&id, ExecRequest::new(["echo", id.as_str()]))
+                    .await?;
+                if output.stdout != format!("{id}\n").as_bytes() {
+                    return Ok(Err(format!(
+                        "exec in {id} printed {}",
+                        show(&output.stdout)
+                    )));
+                }
+            }
+            Ok::<_, sandbox_contract::Error>(Ok(sandbox))
+        });
+    }
+    let mut sandboxes = Vec::new();
+    while let Some(joined) = tasks.join_next().await {
+        match joined {
+            Ok(Ok(Ok(sandbox))) => sandboxes.push(sandbox),
+            Ok(Ok(Err(message))) => fail!("{message}"),
+            Ok(Err(error)) => fail!("a concurrent create or exec failed: {error}"),
+            Err(error) => fail!("a concurrent task failed: {error}"),
+        }
+    }
+    let refs: BTreeSet<&str> = sandboxes.iter().map(|s| s.provider_ref.as_str()).collect();
+    ensure!(
+        refs.len() == count,
+        "{count} sandboxes created at once share provider names: only {} distinct",
+        refs.len()
+    );
+    let listed = cx.ok("list", cx.p.list()).await?;
+    for sandbox in &sandboxes {
+        ensure!(
+            listed.iter().any(|s| s.id == sandbox.id),
+            "list leaves out {}",
+            sandbox.id
+        );
+    }
+    let mut deletes = tokio::task::JoinSet::new();
+    for sandbox in &sandboxes {
+        let provider = cx.p.clone();
+        let id = sandbox.id.clone();
+        deletes.spawn(async move { provider.delete(&id).await });
+    }
+    while let Some(joined) = deletes.join_next().await {
+        match joined {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => fail!("a concurrent delete failed: {error}"),
+            Err(error) => fail!("a concurrent delete task failed: {error}"),
+        }
+    }
+    for sandbox in &sandboxes {
+        cx.wait_gone(&sandbox.id, cx.fx.delete_wait).await?;
+    }
+    Ok(())
+}
+
+/// Many commands at once in one sandbox each get their own output.
+pub(super) async fn many_execs_at_once_keep_their_output(cx: Ctx) -> TrialResult {
+    let sandbox = cx.create().await?;
+    let count = cx.fx.concurrency.max(2);
+    let pause = seconds(cx.fx.stream_gap.min(Duration::from_secs(1)));
+    let mut tasks = tokio::task::JoinSet::new();
+    for n in 0..count {
+        let provider = cx.p.clone();
+        let id = sandbox.id.clone();
+        let script = format!(
+            "sleep {pause}; echo token-{n}; echo err-{n} >&2; exit {}",
+            n % 5
+        );
+        tasks.spawn(async move {
+            let output = provider
+                .exec(&id, ExecRequest::new(["sh", "-c", &script]))
+                .await;
+            (n, output)
+        });
+    }
+    while let Some(joined) = tasks.join_next().await {
+        let (n, output) = match joined {
+            Ok((n, Ok(output))) => (n, output),
+            Ok((n, Err(error))) => fail!("concurrent exec {n} failed: {error}"),
+            Err(error) => fail!("a concurrent exec task failed: {error}"),
+        };
+        ensure!(
+            output.stdout == format!("token-{n}\n").as_bytes()
+                && output.stderr == format!("err-{n}\n").as_bytes()
+                && output.exit_code == i32::try_from(n % 5).unwrap_or(-1),
+            "concurrent exec {n} got stdout {}, stderr {}, exit {}",
+            show(&output.stdout),
+            show(&output.stderr),
+            output.exit_code
+        );
+    }
+    Ok(())
+}

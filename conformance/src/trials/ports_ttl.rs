@@ -1,0 +1,177 @@
+//! `ports.expose` and `ttl`.
+
+use std::time::{Duration, SystemTime};
+
+use sandbox_contract::ErrorCode;
+
+use super::{Ctx, TrialResult, ensure};
+
+/// How far an expiry may be from what the suite computed: clocks and call times differ.
+const CLOCK_SLACK: Duration = Duration::from_secs(60);
+
+/// Exposing the same port twice gives the same URL.
+pub(super) async fn same_port_gives_the_same_url(cx: Ctx) -> TrialResult {
+    let sandbox = cx.create().await?;
+    let first = cx
+        .ok("expose_port", cx.p.expose_port(&sandbox.id, cx.fx.port))
+        .await?;
+    let second = cx
+        .ok(
+            "expose_port again",
+            cx.p.expose_port(&sandbox.id, cx.fx.port),
+        )
+        .await?;
+    ensure!(first == second, "the same port gave {first} then {second}");
+    ensure!(first.contains("://"), "the URL {first} has no scheme");
+    Ok(())
+}
+
+/// Different ports give different URLs.
+pub(super) async fn different_ports_give_different_urls(cx: Ctx) -> TrialResult {
+    let sandbox = cx.create().await?;
+    let other = if cx.fx.port == u16::MAX {
+        cx.fx.port - 1
+    } else {
+        cx.fx.port + 1
+    };
+    let first = cx
+        .ok("expose_port", cx.p.expose_port(&sandbox.id, cx.fx.port))
+        .await?;
+    let second = cx
+        .ok("expose_port", cx.p.expose_port(&sandbox.id, other))
+        .await?;
+    ensure!(
+        first != second,
+        "ports {} and {other} both gave {first}",
+        cx.fx.port
+    );
+    Ok(())
+}
+
+/// Port 0 answers `invalid_request`.
+pub(super) async fn port_zero_is_invalid_request(cx: Ctx) -> TrialResult {
+    let sandbox = cx.create().await?;
+    cx.fails_with(
+        "expose_port 0",
+        ErrorCode::InvalidRequest,
+        cx.p.expose_port(&sandbox.id, 0),
+    )
+    .await?;
+    Ok(())
+}
+
+/// Checks that `expires_at` is `ttl` after a moment between `before` and now.
+fn expires_near(
+    expires_at: Option<SystemTime>,
+    before: SystemTime,
+    ttl: Duration,
+    what: &str,
+) -> TrialResult {
+    let Some(expires_at) = expires_at else {
+        return Err(super::Failure::new(format!(
+            "{what}: expires_at is not set"
+        )));
+    };
+    let earliest = before + ttl - CLOCK_SLACK;
+    let latest = SystemTime::now() + ttl + CLOCK_SLACK;
+    ensure!(
+        expires_at >= earliest && expires_at <= latest,
+        "{what}: expires_at is {expires_at:?}, not {ttl:?} from now"
+    );
+    Ok(())
+}
+
+/// Create with a TTL reports the expiry it sets.
+pub(super) async fn create_sets_expires_at_from_ttl(cx: Ctx) -> TrialResult {
+    let ttl = Duration::from_secs(3600);
+    let before = SystemTime::now();
+    let id = cx.new_id()?;
+    let sandbox = cx.create_with(cx.request(id.clone()).with_ttl(ttl)).await?;
+    expires_near(sandbox.expires_at, before, ttl, "create")?;
+    let got = cx.ok("get", cx.p.get(&id)).await?;
+    expires_near(got.expires_at, before, ttl, "get after create")
+}
+
+/// set_ttl moves the expiry later and earlier, and get agrees.
+pub(super) async fn set_ttl_moves_the_reported_expiry(cx: Ctx) -> TrialResult {
+    let id = cx.new_id()?;
+    cx.create_with(cx.request(id.clone()).with_ttl(Duration::from_secs(3600)))
+        .await?;
+    for ttl in [Duration::from_secs(7200), Duration::from_secs(1800)] {
+        let before = SystemTime::now();
+        let moved = cx.ok("set_ttl", cx.p.set_ttl(&id, Some(ttl))).await?;
+        expires_near(moved.expires_at, before, ttl, "set_ttl")?;
+        let got = cx.ok("get", cx.p.get(&id)).await?;
+        expires_near(got.expires_at, before, ttl, "get after set_ttl")?;
+    }
+    Ok(())
+}
+
+/// set_ttl with no TTL clears the expiry.
+pub(super) async fn set_ttl_none_clears_the_expiry(cx: Ctx) -> TrialResult {
+    let id = cx.new_id()?;
+    cx.create_with(cx.request(id.clone()).with_ttl(Duration::from_secs(3600)))
+        .await?;
+    let cleared = cx.ok("set_ttl none", cx.p.set_ttl(&id, None)).await?;
+    ensure!(
+        cleared.expires_at.is_none(),
+        "set_ttl none left expires_at {:?}",
+        cleared.expires_at
+    );
+    let got = cx.ok("get", cx.p.get(&id)).await?;
+    ensure!(
+        got.expires_at.is_none(),
+        "get after set_ttl none shows {:?}",
+        got.expires_at
+    );
+    Ok(())
+}
+
+/// A zero TTL answers `invalid_request` and leaves the sandbox alone.
+pub(super) async fn zero_ttl_is_invalid_request(cx: Ctx) -> TrialResult {
+    let sandbox = cx.create().await?;
+    cx.fails_with(
+        "set_ttl 0",
+        ErrorCode::InvalidRequest,
+        cx.p.set_ttl(&sandbox.id, Some(Duration::ZERO)),
+    )
+    .await?;
+    cx.ok("get after a refused set_ttl", cx.p.get(&sandbox.id))
+        .await?;
+    Ok(())
+}
+
+/// Once its TTL passes, the provider removes the sandbox on its own.
+pub(super) async fn backstop_removes_the_sandbox(cx: Ctx) -> TrialResult {
+    let sandbox = cx.create().await?;
+    cx.ok("set_ttl", cx.p.set_ttl(&sandbox.id, Some(cx.fx.ttl)))
+        .await?;
+    let wait = cx.fx.ttl + cx.fx.ttl_backstop_wait.unwrap_or_default();
+    cx.wait_gone(&sandbox.id, wait).await
+}
+
+/// A TTL moved later is the one the backstop honours.
+pub(super) async fn moved_expiry_is_what_the_backstop_uses(cx: Ctx) -> TrialResult {
+    let id = cx.new_id()?;
+    cx.create_with(cx.request(id.clone()).with_ttl(cx.fx.ttl))
+        .await?;
+    cx.ok(
+        "set_ttl",
+        cx.p.set_ttl(&id, Some(Duration::from_secs(3600))),
+    )
+    .await?;
+    tokio::time::sleep(cx.fx.ttl + cx.fx.ttl_backstop_wait.unwrap_or_default()).await;
+    match cx.call("get", cx.p.get(&id)).await? {
+        Ok(sandbox) => ensure!(
+            sandbox.state != sandbox_contract::SandboxState::Deleting,
+            "the sandbox is being deleted at its original expiry, though its TTL was moved"
+        ),
+        Err(error) if error.is_not_found() => {
+            return Err(super::Failure::new(
+                "the sandbox was deleted at its original expiry, though its TTL was moved",
+            ));
+        }
+        Err(error) => return Err(super::Failure::new(format!("get answered {error}"))),
+    }
+    Ok(())
+}
