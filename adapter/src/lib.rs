@@ -1,5 +1,61 @@
-//! The provider adapter for kubernetes-sigs/agent-sandbox.
+//! The provider adapter for [kubernetes-sigs/agent-sandbox](https://github.com/kubernetes-sigs/agent-sandbox):
+//! sandboxes as `Sandbox` objects (or `SandboxClaim`s on a warm pool), commands and files
+//! through `pods/exec` over WebSocket, implementing [`sandbox_contract::Provider`].
 //!
-//! Not built yet (issue 4). It will create Sandboxes (or SandboxClaims on a warm pool) through the
-//! Kubernetes API with hyper + rustls, and run commands and file operations through `pods/exec`
-//! over WebSocket (v5, then v4), implementing `sandbox_contract::Provider`.
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use agentsandbox::{AgentSandbox, ConnectOptions, PoolConfig};
+//! use sandbox_contract::{CreateRequest, ExecRequest, Provider, SandboxId};
+//!
+//! let pool = PoolConfig::from_yaml(
+//!     "name: k8s\ntrust: private\nconfig:\n  namespace: sandboxes\n  volumeSize: 1Gi\n",
+//! )?;
+//! // The API server, its CA and the token come from KUBECONFIG or the in-cluster service account.
+//! let provider = AgentSandbox::connect(pool, ConnectOptions::from_env()).await?;
+//! let id = SandboxId::new("sb-1")?;
+//! provider.create(CreateRequest::new(id.clone())).await?;
+//! let out = provider.exec(&id, ExecRequest::new(["echo", "hello"])).await?;
+//! assert_eq!(out.stdout, "hello\n");
+//! provider.delete(&id).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! # Layout
+//!
+//! - [`config`]: the pool config ([`PoolConfig`]), read from YAML or JSON, errors naming keys.
+//! - `credentials`, `kubeconfig`: where the token comes from and how it is re-read.
+//! - `client`: the REST client (hyper + rustls with ring) and the Status → error mapping.
+//! - `manifest`: the objects sent and the rules reading the objects back.
+//! - `exec`, `files`: the exec WebSocket protocol, and files on top of it.
+//! - `provider`: [`AgentSandbox`], the [`Provider`](sandbox_contract::Provider).
+//!
+//! # Known limitations
+//!
+//! - Stdin (and so `write_file`) needs the `v5.channel.k8s.io` exec protocol (Kubernetes 1.30
+//!   or later); against a v4-only server they answer `unsupported_operation`.
+//! - Readiness is polled with GET (the Role has no `watch`), from 5 ms up to every 250 ms.
+//! - Kubeconfigs with client certificates or exec plugins are refused; tokens only.
+//! - `list_dir` cannot represent names holding a newline.
+
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod client;
+pub mod config;
+mod credentials;
+mod exec;
+mod files;
+mod kubeconfig;
+mod manifest;
+mod provider;
+
+// The public interface is:
+pub use config::{AdapterConfig, ConfigError, CredentialSource, Isolation, PoolConfig, Trust};
+pub use credentials::{CredentialError, EnvLookup, SecretResolver};
+pub use files::MAX_READ_BYTES;
+pub use kubeconfig::KubeconfigError;
+pub use manifest::{ID_LABEL, POOL_LABEL, REQUEST_LABEL_PREFIX, TEMPLATE_ANNOTATION};
+pub use provider::{
+    AgentSandbox, ConnectOptions, CreatedKind, CreatedObject, DEFAULT_READY_TIMEOUT,
+    SERVICE_ACCOUNT_DIR, SetupError,
+};

@@ -1,0 +1,609 @@
+//! The Kubernetes REST client: hyper over tokio-rustls (ring), bearer tokens from
+//! [`Credentials`], JSON in and out, and `metav1.Status` bodies turned into [`KubeError`]s that
+//! map onto the contract's error codes.
+//!
+//! It speaks HTTP/1.1 with a connection pool. The same client upgrades a request to a WebSocket
+//! for `pods/exec`; see [`crate::exec`].
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, Uri, header};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::{Connected, Connection};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use rustls::ClientConfig;
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, ServerName};
+use sandbox_contract::Error;
+use secrecy::ExposeSecret;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+
+use crate::credentials::{CredentialError, Credentials};
+
+/// The largest response body read, in bytes (a page of a list is far smaller).
+const MAX_BODY: usize = 64 << 20;
+
+/// The User-Agent sent with every request.
+const USER_AGENT: &str = concat!("agentsandbox/", env!("CARGO_PKG_VERSION"));
+
+/// A failed call to the API server.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum KubeError {
+    /// The server answered with an error status (its `metav1.Status`, when it sent one).
+    #[error("{message} ({code} {reason})")]
+    Api {
+        /// The HTTP status.
+        code: u16,
+        /// The Status `reason` (`NotFound`, `Forbidden`...), or the HTTP reason phrase.
+        reason: String,
+        /// The Status `message`, or a sentence saying what failed.
+        message: String,
+        /// The delay the server asked for (Retry-After), if any.
+        retry_after: Option<Duration>,
+    },
+    /// The server could not be reached or the connection broke.
+    #[error("cannot reach the API server: {0}")]
+    Transport(String),
+    /// The answer was not what the API promises.
+    #[error("the API server's answer could not be read: {0}")]
+    Decode(String),
+    /// No token could be had.
+    #[error("no credentials: {0}")]
+    Credentials(#[from] CredentialError),
+}
+
+impl KubeError {
+    /// Returns the HTTP status of an API error.
+    pub(crate) fn code(&self) -> Option<u16> {
+        match self {
+            KubeError::Api { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+
+    /// Returns whether the server said the object does not exist.
+    pub(crate) fn is_not_found(&self) -> bool {
+        self.code() == Some(404)
+    }
+
+    /// Returns whether the server said the object already exists or changed meanwhile.
+    pub(crate) fn is_conflict(&self) -> bool {
+        self.code() == Some(409)
+    }
+}
+
+impl From<KubeError> for Error {
+    fn from(error: KubeError) -> Self {
+        match error {
+            KubeError::Api {
+                code,
+                message,
+                retry_after,
+                ..
+            } => match code {
+                400 | 422 => Error::invalid_request(message),
+                401 => Error::unauthenticated(
+                    "the API server refused the token (401), also after reading it again",
+                ),
+                403 => Error::permission_denied(message),
+                404 => Error::not_found(message),
+                409 => Error::conflict(message),
+                410 => Error::unavailable(format!(
+                    "{message} (410: the list changed too much while paging; retry)"
+                )),
+                429 => Error::rate_limited(message, retry_after),
+                500 => Error::internal(message),
+                _ if code >= 500 => Error::unavailable(message),
+                _ => Error::internal(format!("unexpected status {code}: {message}")),
+            },
+            KubeError::Transport(message) => {
+                Error::unavailable(format!("cannot reach the API server: {message}"))
+            }
+            KubeError::Decode(message) => {
+                Error::internal(format!("unexpected answer from the API server: {message}"))
+            }
+            KubeError::Credentials(e) => Error::unauthenticated(e.to_string()),
+        }
+    }
+}
+
+/// Builds the rustls configuration trusting exactly the PEM certificates in `ca_pem`.
+pub(crate) fn tls_config(ca_pem: &[u8]) -> Result<Arc<ClientConfig>, String> {
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(ca_pem) {
+        let cert = cert.map_err(|e| format!("the CA file is not PEM: {e}"))?;
+        roots
+            .add(cert)
+            .map_err(|e| format!("the CA certificate is not usable: {e}"))?;
+    }
+    if roots.is_empty() {
+        return Err("the CA file holds no certificate".to_owned());
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS setup: {e}"))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(Arc::new(config))
+}
+
+/// Opens TLS connections to the API server for hyper's pool.
+#[derive(Clone)]
+pub(crate) struct Connector {
+    /// The TLS client.
+    tls: tokio_rustls::TlsConnector,
+    /// The name the certificate must carry.
+    server_name: ServerName<'static>,
+    /// `host:port` to connect to.
+    addr: String,
+}
+
+impl tower::Service<Uri> for Connector {
+    type Response = TokioIo<TlsConn>;
+    type Error = std::io::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, _uri: Uri) -> Self::Future {
+        let this = self.clone();
+        Box::pin(async move {
+            let tcp = TcpStream::connect(&this.addr).await?;
+            tcp.set_nodelay(true)?;
+            let tls = this.tls.connect(this.server_name.clone(), tcp).await?;
+            Ok(TokioIo::new(TlsConn(tls)))
+        })
+    }
+}
+
+/// A TLS connection to the API server.
+pub(crate) struct TlsConn(tokio_rustls::client::TlsStream<TcpStream>);
+
+impl AsyncRead for TlsConn {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.0).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for TlsConn {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.0).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.0).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.0).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.0).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.0.is_write_vectored()
+    }
+}
+
+impl Connection for TlsConn {
+    fn connected(&self) -> Connected {
+        Connected::new()
+    }
+}
+
+/// A client of one API server with one token source.
+#[derive(Clone)]
+pub(crate) struct KubeClient {
+    /// The server URL without a trailing `/` (it may carry a path prefix).
+    base: String,
+    /// The pooled HTTP client.
+    http: Client<Connector, Full<Bytes>>,
+    /// Where the token comes from.
+    credentials: Arc<Credentials>,
+}
+
+impl std::fmt::Debug for KubeClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KubeClient")
+            .field("base", &self.base)
+            .field("credentials", &self.credentials)
+            .finish_non_exhaustive()
+    }
+}
+
+impl KubeClient {
+    /// Builds a client of `server` (an `https://` URL) trusting `tls`.
+    pub(crate) fn new(
+        server: &str,
+        tls: Arc<ClientConfig>,
+        credentials: Arc<Credentials>,
+    ) -> Result<Self, String> {
+        let uri: Uri = server
+            .parse()
+            .map_err(|_| format!("`{server}` is not a URL"))?;
+        if uri.scheme_str() != Some("https") {
+            return Err(format!("`{server}` is not an https:// URL"));
+        }
+        let host = uri
+            .host()
+            .ok_or_else(|| format!("`{server}` has no host"))?;
+        let port = uri.port_u16().unwrap_or(443);
+        let bare_host = host.trim_start_matches('[').trim_end_matches(']');
+        let server_name = ServerName::try_from(bare_host.to_owned())
+            .map_err(|_| format!("`{host}` is not a valid server name"))?;
+        let addr = if bare_host.contains(':') {
+            format!("[{bare_host}]:{port}")
+        } else {
+            format!("{bare_host}:{port}")
+        };
+        let connector = Connector {
+            tls: tokio_rustls::TlsConnector::from(tls),
+            server_name,
+            addr,
+        };
+        let http = Client::builder(TokioExecutor::new())
+            .pool_timer(TokioTimer::new())
+            .pool_idle_timeout(Duration::from_secs(60))
+            .build(connector);
+        Ok(KubeClient {
+            base: server.trim_end_matches('/').to_owned(),
+            http,
+            credentials,
+        })
+    }
+
+    /// Builds the full URI of `path_and_query` (which starts with `/`).
+    fn uri(&self, path_and_query: &str) -> Result<Uri, KubeError> {
+        format!("{}{path_and_query}", self.base)
+            .parse()
+            .map_err(|_| KubeError::Decode("a request path is not a valid URI".to_owned()))
+    }
+
+    /// Sends one request with the current token; after a 401 it reads the token again and
+    /// retries once. Returns the response of the last attempt.
+    pub(crate) async fn send(
+        &self,
+        method: Method,
+        path_and_query: &str,
+        headers: &HeaderMap,
+        body: Option<(&'static str, Bytes)>,
+    ) -> Result<Response<Incoming>, KubeError> {
+        let uri = self.uri(path_and_query)?;
+        for attempt in 0..2 {
+            let token = if attempt == 0 {
+                self.credentials.token().await?
+            } else {
+                tracing::debug!("the API server answered 401; reading the token again");
+                self.credentials.refresh().await?
+            };
+            let mut auth = HeaderValue::from_str(&format!("Bearer {}", token.expose_secret()))
+                .map_err(|_| KubeError::Decode("the token is not a valid header value".into()))?;
+            auth.set_sensitive(true);
+            let mut request = Request::builder()
+                .method(method.clone())
+                .uri(uri.clone())
+                .header(header::AUTHORIZATION, auth)
+                .header(header::ACCEPT, "application/json")
+                .header(header::USER_AGENT, USER_AGENT);
+            for (name, value) in headers {
+                request = request.header(name, value);
+            }
+            let full = match &body {
+                Some((content_type, bytes)) => {
+                    request = request.header(header::CONTENT_TYPE, *content_type);
+                    Full::new(bytes.clone())
+                }
+                None => Full::new(Bytes::new()),
+            };
+            let request = request
+                .body(full)
+                .map_err(|_| KubeError::Decode("a request could not be built".to_owned()))?;
+            let response = self
+                .http
+                .request(request)
+                .await
+                .map_err(|e| KubeError::Transport(transport_message(&e)))?;
+            if response.status() == StatusCode::UNAUTHORIZED && attempt == 0 {
+                continue;
+            }
+            return Ok(response);
+        }
+        Err(KubeError::Api {
+            code: 401,
+            reason: "Unauthorized".to_owned(),
+            message: "the API server refused the token".to_owned(),
+            retry_after: None,
+        })
+    }
+
+    /// Sends a request and returns the body of a successful answer, or the Status as an error.
+    pub(crate) async fn call(
+        &self,
+        method: Method,
+        path_and_query: &str,
+        body: Option<(&'static str, Bytes)>,
+    ) -> Result<Bytes, KubeError> {
+        tracing::debug!(%method, path = path_only(path_and_query), "API request");
+        let response = self
+            .send(method, path_and_query, &HeaderMap::new(), body)
+            .await?;
+        let status = response.status();
+        let headers = response.headers().clone();
+        let body = read_body(response.into_body()).await?;
+        if status.is_success() {
+            Ok(body)
+        } else {
+            let error = status_error(status, &headers, &body);
+            tracing::debug!(code = status.as_u16(), "API request failed");
+            Err(error)
+        }
+    }
+
+    /// GETs `path` and decodes the JSON answer.
+    pub(crate) async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, KubeError> {
+        decode(&self.call(Method::GET, path, None).await?)
+    }
+
+    /// POSTs `object` as JSON to `path` and decodes the answer.
+    pub(crate) async fn create<B: Serialize, T: DeserializeOwned>(
+        &self,
+        path: &str,
+        object: &B,
+    ) -> Result<T, KubeError> {
+        let body = encode(object)?;
+        decode(
+            &self
+                .call(Method::POST, path, Some(("application/json", body)))
+                .await?,
+        )
+    }
+
+    /// Sends a JSON merge patch to `path` and decodes the answer.
+    pub(crate) async fn merge_patch<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        patch: &serde_json::Value,
+    ) -> Result<T, KubeError> {
+        let body = encode(patch)?;
+        decode(
+            &self
+                .call(
+                    Method::PATCH,
+                    path,
+                    Some(("application/merge-patch+json", body)),
+                )
+                .await?,
+        )
+    }
+
+    /// DELETEs `path` (background propagation); a missing object is success.
+    pub(crate) async fn delete(&self, path: &str) -> Result<(), KubeError> {
+        let body = Bytes::from_static(
+            br#"{"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Background"}"#,
+        );
+        match self
+            .call(Method::DELETE, path, Some(("application/json", body)))
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(e) if e.is_not_found() => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Reads a response body, refusing more than [`MAX_BODY`] bytes.
+pub(crate) async fn read_body(body: Incoming) -> Result<Bytes, KubeError> {
+    Limited::new(body, MAX_BODY)
+        .collect()
+        .await
+        .map(|collected| collected.to_bytes())
+        .map_err(|e| KubeError::Transport(format!("reading the answer: {e}")))
+}
+
+/// Encodes a request body.
+fn encode<B: Serialize>(object: &B) -> Result<Bytes, KubeError> {
+    serde_json::to_vec(object)
+        .map(Bytes::from)
+        .map_err(|e| KubeError::Decode(format!("encoding a request: {e}")))
+}
+
+/// Decodes a JSON answer.
+fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T, KubeError> {
+    serde_json::from_slice(body).map_err(|e| KubeError::Decode(e.to_string()))
+}
+
+/// Returns the path of a request without its query (which may hold exec arguments).
+pub(crate) fn path_only(path_and_query: &str) -> &str {
+    path_and_query
+        .split_once('?')
+        .map_or(path_and_query, |(path, _)| path)
+}
+
+/// Describes a transport failure without echoing anything the request carried.
+fn transport_message(error: &hyper_util::client::legacy::Error) -> String {
+    let mut message = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        message.push_str(": ");
+        message.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    message
+}
+
+/// Turns an error answer into a [`KubeError::Api`], from its `metav1.Status` when it has one.
+pub(crate) fn status_error(status: StatusCode, headers: &HeaderMap, body: &[u8]) -> KubeError {
+    let parsed: Option<serde_json::Value> = serde_json::from_slice(body).ok();
+    let field = |name: &str| {
+        parsed
+            .as_ref()
+            .and_then(|v| v.get(name))
+            .and_then(serde_json::Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+    };
+    let reason = field("reason").unwrap_or_else(|| {
+        status
+            .canonical_reason()
+            .unwrap_or("Unknown")
+            .replace(' ', "")
+    });
+    let message = field("message").unwrap_or_else(|| {
+        format!(
+            "the API server answered {} {}",
+            status.as_u16(),
+            status.canonical_reason().unwrap_or("")
+        )
+        .trim_end()
+        .to_owned()
+    });
+    let retry_after = headers
+        .get(header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .or_else(|| {
+            parsed
+                .as_ref()
+                .and_then(|v| v.pointer("/details/retryAfterSeconds"))
+                .and_then(serde_json::Value::as_u64)
+        })
+        .map(Duration::from_secs);
+    KubeError::Api {
+        code: status.as_u16(),
+        reason,
+        message: cut(&message, 1024),
+        retry_after,
+    }
+}
+
+/// Cuts `text` to at most `max` characters.
+pub(crate) fn cut(text: &str, max: usize) -> String {
+    text.chars().take(max).collect()
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    reason = "a failed unwrap is the test's assertion"
+)]
+mod tests {
+    use super::*;
+    use sandbox_contract::ErrorCode;
+
+    fn api(code: u16) -> KubeError {
+        KubeError::Api {
+            code,
+            reason: "R".into(),
+            message: "m".into(),
+            retry_after: None,
+        }
+    }
+
+    #[test]
+    fn status_codes_map_to_the_contract_codes() {
+        let table: Vec<(u16, ErrorCode)> = [400, 401, 403, 404, 409, 410, 422, 429, 500, 503, 504]
+            .into_iter()
+            .map(|code| (code, Error::from(api(code)).code()))
+            .collect();
+        assert_eq!(
+            table,
+            [
+                (400, ErrorCode::InvalidRequest),
+                (401, ErrorCode::Unauthenticated),
+                (403, ErrorCode::PermissionDenied),
+                (404, ErrorCode::NotFound),
+                (409, ErrorCode::Conflict),
+                (410, ErrorCode::Unavailable),
+                (422, ErrorCode::InvalidRequest),
+                (429, ErrorCode::RateLimited),
+                (500, ErrorCode::Internal),
+                (503, ErrorCode::Unavailable),
+                (504, ErrorCode::Unavailable),
+            ]
+        );
+    }
+
+    #[test]
+    fn forbidden_status_message_names_what_was_refused() {
+        let body = br#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"sandboxes.agents.x-k8s.io is forbidden: User \"u\" cannot list resource \"sandboxes\"","reason":"Forbidden","code":403}"#;
+        let error = Error::from(status_error(StatusCode::FORBIDDEN, &HeaderMap::new(), body));
+        assert!(error.is_permission_denied());
+        assert!(
+            error
+                .message()
+                .contains("cannot list resource \"sandboxes\"")
+        );
+    }
+
+    #[test]
+    fn retry_after_comes_from_the_header_or_the_details() {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::RETRY_AFTER, HeaderValue::from_static("3"));
+        let error = Error::from(status_error(StatusCode::TOO_MANY_REQUESTS, &headers, b""));
+        assert_eq!(error.retry_after(), Some(Duration::from_secs(3)));
+        let body = br#"{"kind":"Status","reason":"TooManyRequests","message":"slow down","details":{"retryAfterSeconds":7},"code":429}"#;
+        let error = Error::from(status_error(
+            StatusCode::TOO_MANY_REQUESTS,
+            &HeaderMap::new(),
+            body,
+        ));
+        assert_eq!(error.retry_after(), Some(Duration::from_secs(7)));
+        assert_eq!(error.message(), "slow down");
+    }
+
+    #[test]
+    fn a_body_that_is_not_a_status_still_gives_a_message() {
+        let error = status_error(StatusCode::BAD_GATEWAY, &HeaderMap::new(), b"<html>");
+        assert_eq!(
+            error,
+            KubeError::Api {
+                code: 502,
+                reason: "BadGateway".into(),
+                message: "the API server answered 502 Bad Gateway".into(),
+                retry_after: None,
+            }
+        );
+    }
+
+    #[test]
+    fn path_only_drops_the_query() {
+        assert_eq!(
+            path_only("/api/v1/pods/x/exec?command=env"),
+            "/api/v1/pods/x/exec"
+        );
+        assert_eq!(path_only("/api"), "/api");
+    }
+
+    #[test]
+    fn tls_config_refuses_text_that_holds_no_certificate() {
+        assert!(tls_config(b"not a pem").is_err());
+    }
+}

@@ -1,0 +1,1551 @@
+//! [`AgentSandbox`]: the [`Provider`] implementation, and how it connects (the API server, its
+//! CA and the token, from the pool config, a kubeconfig or the in-cluster service account).
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use bytes::{Bytes, BytesMut};
+use sandbox_contract::{
+    Capabilities, Capability, CreateRequest, Error, ErrorCode, ExecEvent, ExecOutput, ExecRequest,
+    ExecSession, FileInfo, Health, Limits, Provider, ProviderInfo, Sandbox, SandboxId,
+    SandboxState, Stdin, Template, async_trait, validate_path,
+};
+use serde_json::json;
+
+use crate::client::{KubeClient, KubeError, tls_config};
+use crate::config::{ADAPTER_NAME, CredentialSource, DEFAULT_NAMESPACE, PoolConfig};
+use crate::credentials::{Credentials, EnvLookup, SecretResolver, TokenSource};
+use crate::exec::{self, OpenError, Protocol, StdinPlan, Target};
+use crate::files::{self, MAX_READ_BYTES};
+use crate::kubeconfig::{KubeToken, Kubeconfig, KubeconfigError};
+use crate::manifest::{
+    self, ClaimReadiness, ClaimView, ID_LABEL, ListView, POOL_LABEL, PodProblem, PodView,
+    Readiness, SandboxView, TEMPLATE_ANNOTATION,
+};
+
+/// Where an in-cluster pod finds its service account token, CA and namespace.
+pub const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+/// How long create and start wait for readiness by default.
+pub const DEFAULT_READY_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The page size of lists by default.
+const PAGE_SIZE: u32 = 100;
+
+/// Why a provider could not be set up.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SetupError {
+    /// A pool key is wrong.
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    /// The kubeconfig cannot be used.
+    #[error(transparent)]
+    Kubeconfig(#[from] KubeconfigError),
+}
+
+/// Which kubeconfig to consider when the pool sets no `apiServer`.
+#[derive(Debug, Clone)]
+enum KubeconfigChoice {
+    /// The first file named by the `KUBECONFIG` environment variable, if set.
+    FromEnv,
+    /// This file.
+    Path(PathBuf),
+    /// This text (for tests and embedding).
+    Text(String),
+    /// None: only `apiServer` or in-cluster.
+    Disabled,
+}
+
+/// How [`AgentSandbox::connect`] finds what the pool config does not say: the kubeconfig, the
+/// environment, the host's secret resolver, the in-cluster service account, timeouts.
+#[derive(Clone)]
+pub struct ConnectOptions {
+    /// Which kubeconfig.
+    kubeconfig: KubeconfigChoice,
+    /// How environment variables are read.
+    env: EnvLookup,
+    /// The host's secret resolver.
+    secrets: Option<Arc<dyn SecretResolver>>,
+    /// The service account directory.
+    service_account_dir: PathBuf,
+    /// How long create and start wait for readiness.
+    ready_timeout: Duration,
+    /// How many objects a list asks for per page.
+    page_size: u32,
+}
+
+impl std::fmt::Debug for ConnectOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectOptions")
+            .field(
+                "kubeconfig",
+                &matches!(self.kubeconfig, KubeconfigChoice::Text(_)),
+            )
+            .field("service_account_dir", &self.service_account_dir)
+            .field("ready_timeout", &self.ready_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for ConnectOptions {
+    fn default() -> Self {
+        ConnectOptions {
+            kubeconfig: KubeconfigChoice::FromEnv,
+            env: Arc::new(|name| std::env::var(name).ok()),
+            secrets: None,
+            service_account_dir: PathBuf::from(SERVICE_ACCOUNT_DIR),
+            ready_timeout: DEFAULT_READY_TIMEOUT,
+            page_size: PAGE_SIZE,
+        }
+    }
+}
+
+impl ConnectOptions {
+    /// Options reading the process environment (`KUBECONFIG`, `KUBERNETES_SERVICE_HOST`, and
+    /// `credentials.env` variables) and the standard service account directory.
+    pub fn from_env() -> Self {
+        ConnectOptions::default()
+    }
+
+    /// Uses the kubeconfig at `path` when the pool sets no `apiServer`.
+    pub fn with_kubeconfig_path(mut self, path: impl Into<PathBuf>) -> Self {
+        self.kubeconfig = KubeconfigChoice::Path(path.into());
+        self
+    }
+
+    /// Uses this kubeconfig text when the pool sets no `apiServer`.
+    pub fn with_kubeconfig_yaml(mut self, text: impl Into<String>) -> Self {
+        self.kubeconfig = KubeconfigChoice::Text(text.into());
+        self
+    }
+
+    /// Ignores any kubeconfig.
+    pub fn without_kubeconfig(mut self) -> Self {
+        self.kubeconfig = KubeconfigChoice::Disabled;
+        self
+    }
+
+    /// Reads environment variables through `lookup` instead of the process environment.
+    pub fn with_env(
+        mut self,
+        lookup: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
+        self.env = Arc::new(lookup);
+        self
+    }
+
+    /// Resolves `credentials: {secret: <name>}` through `resolver`.
+    pub fn with_secret_resolver(mut self, resolver: Arc<dyn SecretResolver>) -> Self {
+        self.secrets = Some(resolver);
+        self
+    }
+
+    /// Looks for the in-cluster token, `ca.crt` and namespace in `dir`.
+    pub fn with_service_account_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.service_account_dir = dir.into();
+        self
+    }
+
+    /// Waits at most `timeout` for a sandbox to become ready in create and start.
+    pub fn with_ready_timeout(mut self, timeout: Duration) -> Self {
+        self.ready_timeout = timeout;
+        self
+    }
+
+    /// Lists `size` objects per page (100 by default; at least 1).
+    pub fn with_page_size(mut self, size: u32) -> Self {
+        self.page_size = size.max(1);
+        self
+    }
+}
+
+/// The server, CA, token source and namespace a pool resolves to.
+struct Endpoint {
+    /// The API server URL.
+    server: String,
+    /// Its CA, PEM.
+    ca_pem: Vec<u8>,
+    /// Where the token comes from.
+    token: TokenSource,
+    /// The namespace when the pool sets none.
+    namespace: Option<String>,
+}
+
+/// Reads a file the pool names, with an error naming `key`.
+fn read_named(key: &str, path: &Path) -> Result<Vec<u8>, SetupError> {
+    std::fs::read(path).map_err(|e| {
+        crate::config::ConfigError::new(
+            key,
+            format!("cannot read {}: {}", path.display(), e.kind()),
+        )
+        .into()
+    })
+}
+
+/// The token source of the pool's `credentials`, if it has them.
+fn pool_token(pool: &PoolConfig, options: &ConnectOptions) -> Option<TokenSource> {
+    pool.credentials.as_ref().map(|source| match source {
+        CredentialSource::Env(var) => TokenSource::Env {
+            var: var.clone(),
+            lookup: options.env.clone(),
+        },
+        CredentialSource::File(path) => TokenSource::File(path.clone()),
+        CredentialSource::Secret(name) => TokenSource::Secret {
+            name: name.clone(),
+            resolver: options.secrets.clone(),
+        },
+    })
+}
+
+/// Works out the endpoint: `apiServer`, else a kubeconfig, else the in-cluster service account.
+fn resolve_endpoint(pool: &PoolConfig, options: &ConnectOptions) -> Result<Endpoint, SetupError> {
+    let config = &pool.config;
+    let sa = &options.service_account_dir;
+    let sa_token = || {
+        let path = sa.join("token");
+        path.exists().then_some(TokenSource::File(path))
+    };
+    let ca_from_pool = || -> Result<Option<Vec<u8>>, SetupError> {
+        config
+            .ca_file
+            .as_deref()
+            .map(|path| read_named("config.caFile", path))
+            .transpose()
+    };
+    let no_token = || -> SetupError {
+        crate::config::ConfigError::new(
+            "credentials",
+            "no token: set credentials ({env|file|secret}), or run in a cluster with a service account",
+        )
+        .into()
+    };
+    if let Some(server) = &config.api_server {
+        let ca_pem = match ca_from_pool()? {
+            Some(pem) => pem,
+            None if sa.join("ca.crt").exists() => read_named("config.caFile", &sa.join("ca.crt"))?,
+            None => {
+                return Err(crate::config::ConfigError::new(
+                    "config.caFile",
+                    "required with apiServer outside a cluster (TLS is always verified)",
+                )
+                .into());
+            }
+        };
+        let token = pool_token(pool, options)
+            .or_else(sa_token)
+            .ok_or_else(no_token)?;
+        return Ok(Endpoint {
+            server: server.clone(),
+            ca_pem,
+            token,
+            namespace: None,
+        });
+    }
+    let kubeconfig = match &options.kubeconfig {
+        KubeconfigChoice::FromEnv => match (options.env)("KUBECONFIG") {
+            Some(list) => list
+                .split(':')
+                .find(|p| !p.is_empty())
+                .map(|p| Kubeconfig::from_path(Path::new(p)))
+                .transpose()?,
+            None => None,
+        },
+        KubeconfigChoice::Path(path) => Some(Kubeconfig::from_path(path)?),
+        KubeconfigChoice::Text(text) => Some(Kubeconfig::parse(text, "(inline)", None)?),
+        KubeconfigChoice::Disabled => None,
+    };
+    if let Some(kc) = kubeconfig {
+        let ca_pem = match ca_from_pool()? {
+            Some(pem) => pem,
+            None => kc.ca_pem.clone().ok_or_else(|| {
+                crate::config::ConfigError::new(
+                    "config.caFile",
+                    "the kubeconfig's cluster has no certificate-authority; set caFile",
+                )
+            })?,
+        };
+        let token = match pool_token(pool, options) {
+            Some(token) => token,
+            None => match kc.token.clone() {
+                Some(KubeToken::Inline(token)) => TokenSource::Static(token),
+                Some(KubeToken::File(path)) => TokenSource::File(path),
+                None => return Err(no_token()),
+            },
+        };
+        return Ok(Endpoint {
+            server: kc.server.clone(),
+            ca_pem,
+            token,
+            namespace: kc.namespace.clone(),
+        });
+    }
+    if let Some(host) = (options.env)("KUBERNETES_SERVICE_HOST").filter(|h| !h.is_empty()) {
+        let port = (options.env)("KUBERNETES_SERVICE_PORT").unwrap_or_else(|| "443".to_owned());
+        let host = if host.contains(':') {
+            format!("[{host}]")
+        } else {
+            host
+        };
+        let ca_pem = match ca_from_pool()? {
+            Some(pem) => pem,
+            None => read_named("config.caFile", &sa.join("ca.crt"))?,
+        };
+        let token = pool_token(pool, options)
+            .or_else(sa_token)
+            .ok_or_else(no_token)?;
+        return Ok(Endpoint {
+            server: format!("https://{host}:{port}"),
+            ca_pem,
+            token,
+            namespace: None,
+        });
+    }
+    Err(crate::config::ConfigError::new(
+        "config.apiServer",
+        "not set, and there is neither a KUBECONFIG nor an in-cluster service account \
+         (KUBERNETES_SERVICE_HOST)",
+    )
+    .into())
+}
+
+/// The mode of a pool.
+#[derive(Debug, Clone)]
+enum Mode {
+    /// Sandboxes created directly.
+    Direct,
+    /// Claims on a warm pool.
+    Warm {
+        /// The SandboxWarmPool's name.
+        pool: String,
+    },
+}
+
+/// Which kind of object the pool created for a sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum CreatedKind {
+    /// A Sandbox (direct mode).
+    Sandbox,
+    /// A SandboxClaim (warm-pool mode).
+    SandboxClaim,
+}
+
+/// An object the pool created, as [`AgentSandbox::list_created`] finds it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CreatedObject {
+    /// Its kind.
+    pub kind: CreatedKind,
+    /// Its name in the pool's namespace.
+    pub name: String,
+    /// The sandbox id it was created for (from its id label, else its name).
+    pub id: String,
+}
+
+/// The agent-sandbox provider of one pool.
+///
+/// Cheap to clone; clones share the connection pool and the state.
+#[derive(Clone)]
+pub struct AgentSandbox {
+    /// The shared state.
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for AgentSandbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentSandbox")
+            .field("pool", &self.inner.pool.name)
+            .field("namespace", &self.inner.namespace)
+            .field("mode", &self.inner.mode)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What every clone shares.
+struct Inner {
+    /// The pool.
+    pool: PoolConfig,
+    /// Where its objects live.
+    namespace: String,
+    /// Direct or warm pool.
+    mode: Mode,
+    /// The REST client.
+    client: KubeClient,
+    /// The declared capabilities.
+    capabilities: Capabilities,
+    /// The exec protocol the server chose last time.
+    protocol: Mutex<Option<Protocol>>,
+    /// How long create and start wait.
+    ready_timeout: Duration,
+    /// Objects per list page.
+    page_size: u32,
+}
+
+impl AgentSandbox {
+    /// Sets up the provider of `pool`: checks the config and works out the API server, its CA
+    /// and the token (nothing is sent yet; [`Provider::health`] checks the connection).
+    pub async fn connect(pool: PoolConfig, options: ConnectOptions) -> Result<Self, SetupError> {
+        pool.validate()?;
+        let endpoint = resolve_endpoint(&pool, &options)?;
+        let tls = tls_config(&endpoint.ca_pem)
+            .map_err(|message| crate::config::ConfigError::new("config.caFile", message))?;
+        let credentials = Arc::new(Credentials::new(endpoint.token));
+        let client = KubeClient::new(&endpoint.server, tls, credentials)
+            .map_err(|message| crate::config::ConfigError::new("config.apiServer", message))?;
+        let namespace = pool
+            .config
+            .namespace
+            .clone()
+            .or(endpoint.namespace)
+            .unwrap_or_else(|| DEFAULT_NAMESPACE.to_owned());
+        let mode = match &pool.config.warm_pool {
+            Some(name) => Mode::Warm { pool: name.clone() },
+            None => Mode::Direct,
+        };
+        let capabilities = pool.config.capabilities();
+        tracing::debug!(pool = %pool.name, %namespace, "agent-sandbox provider set up");
+        Ok(AgentSandbox {
+            inner: Arc::new(Inner {
+                pool,
+                namespace,
+                mode,
+                client,
+                capabilities,
+                protocol: Mutex::new(None),
+                ready_timeout: options.ready_timeout,
+                page_size: options.page_size,
+            }),
+        })
+    }
+
+    /// Returns the namespace the pool works in.
+    pub fn namespace(&self) -> &str {
+        &self.inner.namespace
+    }
+
+    /// Returns the pool's config.
+    pub fn pool(&self) -> &PoolConfig {
+        &self.inner.pool
+    }
+
+    /// Lists every Sandbox and SandboxClaim this pool created (by its pool label), whatever
+    /// the host knows, so it can remove what it no longer knows.
+    pub async fn list_created(&self) -> Result<Vec<CreatedObject>, Error> {
+        let mut created = Vec::new();
+        for (kind, path) in [
+            (CreatedKind::Sandbox, self.sandboxes_path()),
+            (CreatedKind::SandboxClaim, self.claims_path()),
+        ] {
+            let items: Vec<manifest::ObjectMetaOnly> = self.list_all(&path).await?;
+            for item in items {
+                let id = item
+                    .metadata
+                    .labels
+                    .get(ID_LABEL)
+                    .cloned()
+                    .unwrap_or_else(|| item.metadata.name.clone());
+                created.push(CreatedObject {
+                    kind,
+                    name: item.metadata.name,
+                    id,
+                });
+            }
+        }
+        created.sort();
+        Ok(created)
+    }
+
+    /// Deletes every object this pool created whose sandbox id is not in `known`; returns what
+    /// it deleted.
+    pub async fn reconcile(
+        &self,
+        known: &BTreeSet<SandboxId>,
+    ) -> Result<Vec<CreatedObject>, Error> {
+        let known: BTreeSet<&str> = known.iter().map(SandboxId::as_str).collect();
+        let mut removed = Vec::new();
+        for object in self.list_created().await? {
+            if known.contains(object.id.as_str()) {
+                continue;
+            }
+            let path = match object.kind {
+                CreatedKind::Sandbox => format!("{}/{}", self.sandboxes_path(), object.name),
+                CreatedKind::SandboxClaim => format!("{}/{}", self.claims_path(), object.name),
+            };
+            self.inner.client.delete(&path).await?;
+            tracing::debug!(name = %object.name, "reconcile removed an object the host no longer knows");
+            removed.push(object);
+        }
+        Ok(removed)
+    }
+
+    /// The Sandboxes collection of the namespace.
+    fn sandboxes_path(&self) -> String {
+        format!(
+            "/apis/agents.x-k8s.io/v1beta1/namespaces/{}/sandboxes",
+            self.inner.namespace
+        )
+    }
+
+    /// The SandboxClaims collection of the namespace.
+    fn claims_path(&self) -> String {
+        format!(
+            "/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/{}/sandboxclaims",
+            self.inner.namespace
+        )
+    }
+
+    /// A pod's path.
+    fn pod_path(&self, name: &str) -> String {
+        format!("/api/v1/namespaces/{}/pods/{name}", self.inner.namespace)
+    }
+
+    /// Answers `unsupported_operation` for `operation` unless `capability` is declared.
+    fn require(&self, capability: Capability, operation: &str) -> Result<(), Error> {
+        if self.inner.capabilities.contains(capability) {
+            Ok(())
+        } else {
+            Err(Error::unsupported(operation))
+        }
+    }
+
+    /// Lists every item of a collection with this pool's label, page by page; a failing page
+    /// fails the whole list.
+    async fn list_all<T: serde::de::DeserializeOwned>(
+        &self,
+        collection: &str,
+    ) -> Result<Vec<T>, Error> {
+        let selector: String = form_urlencoded::byte_serialize(
+            format!("{POOL_LABEL}={}", self.inner.pool.name).as_bytes(),
+        )
+        .collect();
+        let mut items = Vec::new();
+        let mut continue_token: Option<String> = None;
+        loop {
+            let mut path = format!(
+                "{collection}?labelSelector={selector}&limit={}",
+                self.inner.page_size
+            );
+            if let Some(token) = &continue_token {
+                let token: String = form_urlencoded::byte_serialize(token.as_bytes()).collect();
+                path.push_str("&continue=");
+                path.push_str(&token);
+            }
+            let page: ListView<T> = self.inner.client.get(&path).await.map_err(|e| {
+                let error = Error::from(e);
+                Error::new(
+                    error.code(),
+                    format!("listing {collection} failed on a page: {}", error.message()),
+                )
+            })?;
+            items.extend(page.items);
+            match page.metadata.continue_token.filter(|t| !t.is_empty()) {
+                Some(token) => continue_token = Some(token),
+                None => return Ok(items),
+            }
+        }
+    }
+
+    /// GETs this pool's Sandbox `name`; `not_found` when it is missing or another pool's.
+    async fn get_sandbox(&self, name: &str) -> Result<SandboxView, Error> {
+        let path = format!("{}/{name}", self.sandboxes_path());
+        match self.inner.client.get::<SandboxView>(&path).await {
+            Ok(sandbox) if self.is_ours(&sandbox.metadata.labels) => Ok(sandbox),
+            Ok(_) => Err(Error::not_found(format!(
+                "sandbox {name} does not exist in pool {}",
+                self.inner.pool.name
+            ))),
+            Err(e) if e.is_not_found() => {
+                Err(Error::not_found(format!("sandbox {name} does not exist")))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// GETs this pool's claim `name`; `not_found` when it is missing or another pool's.
+    async fn get_claim(&self, name: &str) -> Result<ClaimView, Error> {
+        let path = format!("{}/{name}", self.claims_path());
+        match self.inner.client.get::<ClaimView>(&path).await {
+            Ok(claim) if self.is_ours(&claim.metadata.labels) => Ok(claim),
+            Ok(_) => Err(Error::not_found(format!(
+                "sandbox {name} does not exist in pool {}",
+                self.inner.pool.name
+            ))),
+            Err(e) if e.is_not_found() => {
+                Err(Error::not_found(format!("sandbox {name} does not exist")))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// GETs a pod, `None` when it does not exist.
+    async fn get_pod(&self, name: &str) -> Result<Option<PodView>, Error> {
+        match self.inner.client.get::<PodView>(&self.pod_path(name)).await {
+            Ok(pod) => Ok(Some(pod)),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Returns whether an object carries this pool's label.
+    fn is_ours(&self, labels: &std::collections::BTreeMap<String, String>) -> bool {
+        labels.get(POOL_LABEL) == Some(&self.inner.pool.name)
+    }
+
+    /// Builds the contract view of a Sandbox, reading its pod when it is not ready.
+    async fn sandbox_from_direct(&self, view: &SandboxView) -> Result<Sandbox, Error> {
+        let pending = matches!(manifest::sandbox_readiness(view), Readiness::Pending(_))
+            && view.metadata.deletion_timestamp.is_none();
+        let pod = if pending {
+            self.get_pod(view.pod_name()).await?
+        } else {
+            None
+        };
+        let (state, reason) = manifest::sandbox_state(view, pod.as_ref());
+        self.contract_sandbox(
+            &view.metadata,
+            state,
+            reason,
+            view.spec.shutdown_time.as_deref(),
+        )
+    }
+
+    /// Builds the contract view of a claim.
+    fn sandbox_from_claim(&self, view: &ClaimView) -> Result<Sandbox, Error> {
+        let (state, reason) = if view.metadata.deletion_timestamp.is_some() {
+            (SandboxState::Deleting, None)
+        } else {
+            match manifest::claim_readiness(view) {
+                ClaimReadiness::Ready(_) => (SandboxState::Running, None),
+                ClaimReadiness::Refused { reason, .. }
+                    if reason == "ClaimExpired" || reason == "SandboxExpired" =>
+                {
+                    (SandboxState::Deleting, Some(reason))
+                }
+                ClaimReadiness::Refused { reason, message } => {
+                    (SandboxState::Failed, Some(format!("{reason}: {message}")))
+                }
+                ClaimReadiness::Pending(why) => (SandboxState::Creating, Some(why)),
+            }
+        };
+        let shutdown = view
+            .spec
+            .lifecycle
+            .as_ref()
+            .and_then(|l| l.shutdown_time.as_deref());
+        self.contract_sandbox(&view.metadata, state, reason, shutdown)
+    }
+
+    /// Builds a contract [`Sandbox`] from an object's metadata.
+    fn contract_sandbox(
+        &self,
+        meta: &manifest::ObjectMeta,
+        state: SandboxState,
+        reason: Option<String>,
+        shutdown_time: Option<&str>,
+    ) -> Result<Sandbox, Error> {
+        let id = meta
+            .labels
+            .get(ID_LABEL)
+            .unwrap_or(&meta.name)
+            .parse::<SandboxId>()
+            .or_else(|_| meta.name.parse::<SandboxId>())
+            .map_err(|_| {
+                Error::internal(format!(
+                    "the object {} of pool {} is not named after a sandbox id",
+                    meta.name, self.inner.pool.name
+                ))
+            })?;
+        Ok(Sandbox {
+            id,
+            state,
+            template: meta.annotations.get(TEMPLATE_ANNOTATION).cloned(),
+            created_at: meta
+                .creation_timestamp
+                .as_deref()
+                .and_then(manifest::parse_time),
+            expires_at: shutdown_time.and_then(manifest::parse_time),
+            provider_ref: format!("{}/{}", self.inner.namespace, meta.name),
+            labels: manifest::request_labels(&meta.labels),
+            reason,
+        })
+    }
+
+    /// Polls until `probe` says done, with a backoff from 5 ms to 250 ms and the readiness
+    /// timeout; transient errors are retried until then.
+    async fn poll<T>(&self, what: &str, mut probe: impl AsyncProbe<T>) -> Result<T, Error> {
+        let deadline = tokio::time::Instant::now() + self.inner.ready_timeout;
+        let mut delay = Duration::from_millis(5);
+        loop {
+            let last = match probe.step().await {
+                Ok(Step::Done(value)) => return Ok(value),
+                Ok(Step::Wait(why)) => why,
+                Err(e) if e.is_transient() => {
+                    if let Some(after) = e.retry_after() {
+                        delay = delay.max(after);
+                    }
+                    e.to_string()
+                }
+                Err(e) => return Err(e),
+            };
+            let now = tokio::time::Instant::now();
+            if now >= deadline {
+                return Err(Error::unavailable(format!(
+                    "{what} was not ready after {}s: {last}",
+                    self.inner.ready_timeout.as_secs()
+                )));
+            }
+            tokio::time::sleep(delay.min(deadline - now)).await;
+            delay = (delay * 3 / 2).min(Duration::from_millis(250));
+        }
+    }
+
+    /// Waits until the Sandbox `name` is ready for its current generation, failing fast on a
+    /// missing image (the Sandbox is then deleted) or a crash loop.
+    async fn wait_sandbox_ready(&self, name: &str) -> Result<SandboxView, Error> {
+        self.poll(
+            &format!("sandbox {name}"),
+            SandboxProbe {
+                provider: self,
+                name,
+            },
+        )
+        .await
+    }
+
+    /// Waits until the claim `name` is ready, failing fast on reasons that will not change.
+    async fn wait_claim_ready(&self, name: &str) -> Result<ClaimView, Error> {
+        self.poll(
+            &format!("sandbox {name}"),
+            ClaimProbe {
+                provider: self,
+                name,
+            },
+        )
+        .await
+    }
+
+    /// Reads the pod of a not-yet-ready Sandbox for a problem waiting will not fix.
+    async fn check_pod(&self, sandbox: &str, pod: &str) -> Result<(), Error> {
+        let Some(pod) = self.get_pod(pod).await? else {
+            return Ok(());
+        };
+        match manifest::pod_problem(&pod) {
+            None => Ok(()),
+            Some(PodProblem::MissingImage(detail)) => {
+                tracing::debug!(sandbox, "image cannot be pulled; removing the sandbox");
+                self.remove(sandbox).await?;
+                Err(Error::invalid_request(format!(
+                    "the image cannot be pulled ({detail}); sandbox {sandbox} was removed"
+                )))
+            }
+            Some(PodProblem::CrashLoop(detail) | PodProblem::Ended(detail)) => Err(
+                Error::sandbox_failed(format!("sandbox {sandbox} cannot run: {detail}")),
+            ),
+        }
+    }
+
+    /// Deletes the object of sandbox `name` (Sandbox or claim, by mode).
+    async fn remove(&self, name: &str) -> Result<(), Error> {
+        let path = match self.inner.mode {
+            Mode::Direct => format!("{}/{name}", self.sandboxes_path()),
+            Mode::Warm { .. } => format!("{}/{name}", self.claims_path()),
+        };
+        self.inner.client.delete(&path).await.map_err(Error::from)
+    }
+
+    /// Returns the shutdown time for `ttl` when the pool offers the TTL backstop.
+    fn shutdown_for(&self, ttl: Option<Duration>) -> Option<String> {
+        if !self.inner.capabilities.contains(Capability::Ttl) {
+            return None;
+        }
+        ttl.and_then(|ttl| manifest::shutdown_time(SystemTime::now(), ttl))
+    }
+
+    /// Creates (or adopts) a Sandbox in direct mode and waits for it.
+    async fn create_direct(&self, request: &CreateRequest) -> Result<Sandbox, Error> {
+        let expose = self.inner.capabilities.contains(Capability::PortsExpose);
+        let manifest = manifest::sandbox_manifest(
+            &self.inner.pool.name,
+            &self.inner.pool.config,
+            request,
+            expose,
+            self.shutdown_for(request.ttl),
+        );
+        let name = request.id.as_str();
+        match self
+            .inner
+            .client
+            .create::<_, SandboxView>(&self.sandboxes_path(), &manifest)
+            .await
+        {
+            Ok(_) => tracing::debug!(sandbox = name, "Sandbox created"),
+            Err(e) if e.is_conflict() => {
+                let existing = self.get_sandbox(name).await.map_err(|error| {
+                    if error.is_not_found() {
+                        Error::conflict(format!(
+                            "an object named {name} exists but is not this pool's sandbox"
+                        ))
+                    } else {
+                        error
+                    }
+                })?;
+                if existing.metadata.deletion_timestamp.is_some() {
+                    return Err(Error::conflict(format!("sandbox {name} is being deleted")));
+                }
+                if existing.is_suspended_mode() {
+                    return self.sandbox_from_direct(&existing).await;
+                }
+                tracing::debug!(sandbox = name, "Sandbox exists; adopting it");
+            }
+            Err(e) => return Err(e.into()),
+        }
+        let ready = self.wait_sandbox_ready(name).await?;
+        self.sandbox_from_direct(&ready).await
+    }
+
+    /// Creates (or adopts) a claim in warm-pool mode and waits for it.
+    async fn create_warm(
+        &self,
+        request: &CreateRequest,
+        warm_pool: &str,
+    ) -> Result<Sandbox, Error> {
+        if let Some(template) = &request.template
+            && template != warm_pool
+        {
+            return Err(Error::invalid_request(format!(
+                "template {template} is not offered; this pool offers only {warm_pool}"
+            )));
+        }
+        let manifest = manifest::claim_manifest(
+            &self.inner.pool.name,
+            warm_pool,
+            self.inner.pool.config.container.as_deref(),
+            request,
+            self.shutdown_for(request.ttl),
+        );
+        let name = request.id.as_str();
+        match self
+            .inner
+            .client
+            .create::<_, ClaimView>(&self.claims_path(), &manifest)
+            .await
+        {
+            Ok(_) => tracing::debug!(sandbox = name, "SandboxClaim created"),
+            Err(e) if e.is_conflict() => {
+                let existing = self.get_claim(name).await.map_err(|error| {
+                    if error.is_not_found() {
+                        Error::conflict(format!(
+                            "an object named {name} exists but is not this pool's sandbox"
+                        ))
+                    } else {
+                        error
+                    }
+                })?;
+                if existing.metadata.deletion_timestamp.is_some() {
+                    return Err(Error::conflict(format!("sandbox {name} is being deleted")));
+                }
+            }
+            Err(e) => return Err(e.into()),
+        }
+        let ready = self.wait_claim_ready(name).await?;
+        self.sandbox_from_claim(&ready)
+    }
+
+    /// Finds where to exec in sandbox `id`, checking that it is running.
+    async fn target(&self, id: &SandboxId) -> Result<Target, Error> {
+        match &self.inner.mode {
+            Mode::Direct => {
+                let view = self.get_sandbox(id.as_str()).await?;
+                let sandbox = self.sandbox_from_direct(&view).await?;
+                check_running(&sandbox)?;
+                Ok(Target {
+                    namespace: self.inner.namespace.clone(),
+                    pod: view.pod_name().to_owned(),
+                    container: Some(
+                        self.inner
+                            .pool
+                            .config
+                            .container
+                            .clone()
+                            .unwrap_or_else(|| manifest::CONTAINER_NAME.to_owned()),
+                    ),
+                })
+            }
+            Mode::Warm { .. } => {
+                let view = self.get_claim(id.as_str()).await?;
+                let sandbox = self.sandbox_from_claim(&view)?;
+                check_running(&sandbox)?;
+                let pod = view
+                    .status
+                    .sandbox
+                    .as_ref()
+                    .map(|s| s.name.clone())
+                    .filter(|n| !n.is_empty())
+                    .ok_or_else(|| Error::invalid_state(format!("sandbox {id} has no pod yet")))?;
+                Ok(Target {
+                    namespace: self.inner.namespace.clone(),
+                    pod,
+                    container: self.inner.pool.config.container.clone(),
+                })
+            }
+        }
+    }
+
+    /// Returns the protocol the server chose last, probing with `true` if unknown.
+    async fn protocol(&self, target: &Target) -> Result<Protocol, Error> {
+        if let Some(protocol) = self.cached_protocol() {
+            return Ok(protocol);
+        }
+        let (socket, protocol) = self.open(target, &["true".to_owned()], false).await?;
+        let _ = exec::session(socket, protocol, StdinPlan::None, None)
+            .wait_with_output()
+            .await;
+        Ok(protocol)
+    }
+
+    /// The protocol the server chose last.
+    fn cached_protocol(&self) -> Option<Protocol> {
+        self.inner.protocol.lock().ok().and_then(|p| *p)
+    }
+
+    /// Opens an exec, remembering the protocol and mapping failures to contract errors.
+    async fn open(
+        &self,
+        target: &Target,
+        command: &[String],
+        stdin: bool,
+    ) -> Result<(exec::Socket, Protocol), Error> {
+        match exec::open(&self.inner.client, target, command, stdin).await {
+            Ok((socket, protocol)) => {
+                if let Ok(mut cached) = self.inner.protocol.lock() {
+                    *cached = Some(protocol);
+                }
+                Ok((socket, protocol))
+            }
+            Err(OpenError::Status { code: 404, .. }) => Err(Error::invalid_state(format!(
+                "the pod {} of the sandbox is gone (stopped or being replaced)",
+                target.pod
+            ))),
+            Err(OpenError::Status {
+                code: 400, error, ..
+            }) => Err(Error::invalid_state(format!(
+                "the sandbox cannot run commands now: {}",
+                error.message()
+            ))),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Starts `argv` in `target` with `stdin` and returns its session.
+    async fn start_exec(
+        &self,
+        target: &Target,
+        argv: &[String],
+        stdin: StdinPlan,
+        timeout: Option<Duration>,
+    ) -> Result<ExecSession, Error> {
+        let wants_stdin = !matches!(stdin, StdinPlan::None);
+        if wants_stdin {
+            let protocol = self.protocol(target).await?;
+            if !protocol.can_close_stdin() {
+                return Err(exec::stdin_unsupported(protocol));
+            }
+        }
+        let (socket, protocol) = self.open(target, argv, wants_stdin).await?;
+        if wants_stdin && !protocol.can_close_stdin() {
+            drop(socket);
+            return Err(exec::stdin_unsupported(protocol));
+        }
+        Ok(exec::session(socket, protocol, stdin, timeout))
+    }
+
+    /// Checks an exec request and builds its stdin plan.
+    fn exec_plan(&self, request: &ExecRequest, streaming: bool) -> Result<StdinPlan, Error> {
+        request.validate()?;
+        match &request.stdin {
+            Stdin::Empty => Ok(StdinPlan::None),
+            Stdin::Streamed if !streaming => Err(Error::invalid_request(
+                "streamed stdin needs exec_stream; exec takes Stdin::Bytes",
+            )),
+            Stdin::Bytes(data) => {
+                self.require(Capability::Stdin, "stdin")?;
+                Ok(StdinPlan::Bytes(data.clone()))
+            }
+            Stdin::Streamed => {
+                self.require(Capability::Stdin, "stdin")?;
+                Ok(StdinPlan::Streamed)
+            }
+        }
+    }
+
+    /// Runs a file script in sandbox `id` and returns its exit code and output, refusing more
+    /// than `max_stdout` bytes of stdout without keeping them.
+    async fn run_script(
+        &self,
+        id: &SandboxId,
+        argv: Vec<String>,
+        stdin: StdinPlan,
+        max_stdout: u64,
+    ) -> Result<Option<ExecOutput>, Error> {
+        let target = self.target(id).await?;
+        let mut session = self.start_exec(&target, &argv, stdin, None).await?;
+        let mut stdout = BytesMut::new();
+        let mut stderr = BytesMut::new();
+        while let Some(event) = session.next_event().await {
+            match event? {
+                ExecEvent::Stdout(chunk) => {
+                    if (stdout.len() + chunk.len()) as u64 > max_stdout {
+                        return Ok(None);
+                    }
+                    stdout.extend_from_slice(&chunk);
+                }
+                ExecEvent::Stderr(chunk) => {
+                    if stderr.len() < 64 * 1024 {
+                        stderr.extend_from_slice(&chunk);
+                    }
+                }
+                ExecEvent::Exit(exit_code) => {
+                    return Ok(Some(ExecOutput {
+                        exit_code,
+                        stdout: stdout.freeze(),
+                        stderr: stderr.freeze(),
+                    }));
+                }
+            }
+        }
+        Err(Error::unavailable(
+            "the exec stream ended before the command's exit code arrived",
+        ))
+    }
+
+    /// Runs a file script whose output is small, mapping its exit codes to errors.
+    async fn file_script(
+        &self,
+        id: &SandboxId,
+        path: &str,
+        argv: Vec<String>,
+        stdin: StdinPlan,
+    ) -> Result<Bytes, Error> {
+        let output = self
+            .run_script(id, argv, stdin, 16 << 20)
+            .await?
+            .ok_or_else(|| Error::internal("a file operation printed too much"))?;
+        if output.exit_code == 0 {
+            Ok(output.stdout)
+        } else {
+            Err(files::script_error(
+                path,
+                output.exit_code,
+                &output.stdout,
+                &output.stderr,
+            ))
+        }
+    }
+
+    /// Changes a Sandbox's `operatingMode`.
+    async fn set_mode(&self, name: &str, mode: &str) -> Result<(), Error> {
+        let path = format!("{}/{name}", self.sandboxes_path());
+        self.inner
+            .client
+            .merge_patch::<SandboxView>(&path, &json!({"spec": {"operatingMode": mode}}))
+            .await
+            .map(|_| ())
+            .map_err(|e| not_found_as(e, name))
+    }
+}
+
+/// Maps a 404 to this sandbox's `not_found`.
+fn not_found_as(error: KubeError, name: &str) -> Error {
+    if error.is_not_found() {
+        Error::not_found(format!("sandbox {name} does not exist"))
+    } else {
+        error.into()
+    }
+}
+
+/// Answers `sandbox_failed` for a failed sandbox and `invalid_state` for any other not running.
+fn check_running(sandbox: &Sandbox) -> Result<(), Error> {
+    match sandbox.state {
+        SandboxState::Running => Ok(()),
+        SandboxState::Failed => Err(Error::sandbox_failed(format!(
+            "sandbox {} has failed: {}",
+            sandbox.id,
+            sandbox.reason.as_deref().unwrap_or("unknown reason")
+        ))),
+        state => Err(Error::invalid_state(format!(
+            "sandbox {} is {state}, not running",
+            sandbox.id
+        ))),
+    }
+}
+
+/// One step of a readiness poll.
+enum Step<T> {
+    /// Ready, with the value.
+    Done(T),
+    /// Not yet, and why.
+    Wait(String),
+}
+
+/// Something [`AgentSandbox::poll`] can ask whether it is done.
+trait AsyncProbe<T> {
+    /// Checks once.
+    fn step(&mut self) -> impl std::future::Future<Output = Result<Step<T>, Error>> + Send;
+}
+
+/// Polls a Sandbox's readiness.
+struct SandboxProbe<'a> {
+    /// The provider.
+    provider: &'a AgentSandbox,
+    /// The Sandbox.
+    name: &'a str,
+}
+
+impl AsyncProbe<SandboxView> for SandboxProbe<'_> {
+    async fn step(&mut self) -> Result<Step<SandboxView>, Error> {
+        let view = self.provider.get_sandbox(self.name).await.map_err(|e| {
+            if e.is_not_found() {
+                Error::unavailable(format!("sandbox {} was deleted while starting", self.name))
+            } else {
+                e
+            }
+        })?;
+        if view.metadata.deletion_timestamp.is_some() {
+            return Err(Error::conflict(format!(
+                "sandbox {} is being deleted",
+                self.name
+            )));
+        }
+        match manifest::sandbox_readiness(&view) {
+            Readiness::Ready => Ok(Step::Done(view)),
+            Readiness::Expired => Err(Error::invalid_state(format!(
+                "sandbox {} reached its shutdown time",
+                self.name
+            ))),
+            Readiness::Failed(why) => Err(Error::sandbox_failed(format!(
+                "sandbox {} cannot run: {why}",
+                self.name
+            ))),
+            Readiness::Suspended { .. } => Ok(Step::Wait("the sandbox is suspended".into())),
+            Readiness::Pending(why) => {
+                self.provider.check_pod(self.name, view.pod_name()).await?;
+                Ok(Step::Wait(why))
+            }
+        }
+    }
+}
+
+/// Polls a claim's readiness.
+struct ClaimProbe<'a> {
+    /// The provider.
+    provider: &'a AgentSandbox,
+    /// The claim.
+    name: &'a str,
+}
+
+impl AsyncProbe<ClaimView> for ClaimProbe<'_> {
+    async fn step(&mut self) -> Result<Step<ClaimView>, Error> {
+        let view = self.provider.get_claim(self.name).await.map_err(|e| {
+            if e.is_not_found() {
+                Error::unavailable(format!("sandbox {} was deleted while starting", self.name))
+            } else {
+                e
+            }
+        })?;
+        if view.metadata.deletion_timestamp.is_some() {
+            return Err(Error::conflict(format!(
+                "sandbox {} is being deleted",
+                self.name
+            )));
+        }
+        match manifest::claim_readiness(&view) {
+            ClaimReadiness::Ready(_) => Ok(Step::Done(view)),
+            ClaimReadiness::Refused { reason, message } => {
+                let code = match reason.as_str() {
+                    "EnvVarsInjectionRejected"
+                    | "InvalidMetadata"
+                    | "VolumeClaimTemplatesError" => ErrorCode::InvalidRequest,
+                    "WarmPoolNotFound" | "TemplateNotFound" => ErrorCode::Unavailable,
+                    "ClaimExpired" | "SandboxExpired" => ErrorCode::InvalidState,
+                    _ => ErrorCode::SandboxFailed,
+                };
+                let hint = if reason == "EnvVarsInjectionRejected" {
+                    " (request env needs the SandboxTemplate's envVarsInjectionPolicy: Allowed)"
+                } else {
+                    ""
+                };
+                if code != ErrorCode::SandboxFailed {
+                    self.provider.remove(self.name).await?;
+                }
+                Err(Error::new(
+                    code,
+                    format!(
+                        "the claim for sandbox {} was refused: {reason}: {message}{hint}",
+                        self.name
+                    ),
+                ))
+            }
+            ClaimReadiness::Pending(why) => {
+                if let Some(sandbox) = view.status.sandbox.as_ref().filter(|s| !s.name.is_empty()) {
+                    self.provider.check_pod(self.name, &sandbox.name).await?;
+                }
+                Ok(Step::Wait(why))
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Provider for AgentSandbox {
+    async fn info(&self) -> Result<ProviderInfo, Error> {
+        let (templates, accepts_unlisted_templates) = match &self.inner.mode {
+            Mode::Direct => (
+                vec![Template {
+                    name: self.inner.pool.config.image.clone(),
+                    description: Some(
+                        "the default image; any image name is accepted as a template".to_owned(),
+                    ),
+                }],
+                true,
+            ),
+            Mode::Warm { pool } => (
+                vec![Template {
+                    name: pool.clone(),
+                    description: Some("the SandboxWarmPool this pool claims from".to_owned()),
+                }],
+                false,
+            ),
+        };
+        Ok(ProviderInfo {
+            name: ADAPTER_NAME.to_owned(),
+            capabilities: self.inner.capabilities.clone(),
+            templates,
+            accepts_unlisted_templates,
+            limits: Limits {
+                max_read_bytes: Some(MAX_READ_BYTES),
+                max_write_bytes: None,
+                max_sandboxes: None,
+            },
+        })
+    }
+
+    async fn health(&self) -> Result<Health, Error> {
+        let result = match &self.inner.mode {
+            Mode::Direct => {
+                let path = format!("{}?limit=1", self.sandboxes_path());
+                self.inner
+                    .client
+                    .get::<serde_json::Value>(&path)
+                    .await
+                    .map(|_| Health::healthy())
+            }
+            Mode::Warm { pool } => {
+                let path = format!(
+                    "/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/{}/sandboxwarmpools/{pool}",
+                    self.inner.namespace
+                );
+                match self.inner.client.get::<serde_json::Value>(&path).await {
+                    Ok(_) => Ok(Health::healthy()),
+                    Err(e) if e.is_not_found() => Ok(Health::unhealthy(format!(
+                        "the SandboxWarmPool {pool} does not exist in namespace {}",
+                        self.inner.namespace
+                    ))),
+                    Err(e) => Err(e),
+                }
+            }
+        };
+        Ok(result.unwrap_or_else(|e| Health::unhealthy(Error::from(e).to_string())))
+    }
+
+    async fn create(&self, request: CreateRequest) -> Result<Sandbox, Error> {
+        request.validate()?;
+        match &self.inner.mode {
+            Mode::Direct => self.create_direct(&request).await,
+            Mode::Warm { pool } => {
+                let pool = pool.clone();
+                self.create_warm(&request, &pool).await
+            }
+        }
+    }
+
+    async fn get(&self, id: &SandboxId) -> Result<Sandbox, Error> {
+        match &self.inner.mode {
+            Mode::Direct => {
+                let view = self.get_sandbox(id.as_str()).await?;
+                self.sandbox_from_direct(&view).await
+            }
+            Mode::Warm { .. } => {
+                let view = self.get_claim(id.as_str()).await?;
+                self.sandbox_from_claim(&view)
+            }
+        }
+    }
+
+    async fn list(&self) -> Result<Vec<Sandbox>, Error> {
+        match &self.inner.mode {
+            Mode::Direct => {
+                let views: Vec<SandboxView> = self.list_all(&self.sandboxes_path()).await?;
+                let mut sandboxes = Vec::with_capacity(views.len());
+                for view in &views {
+                    sandboxes.push(self.sandbox_from_direct(view).await?);
+                }
+                Ok(sandboxes)
+            }
+            Mode::Warm { .. } => {
+                let views: Vec<ClaimView> = self.list_all(&self.claims_path()).await?;
+                views.iter().map(|v| self.sandbox_from_claim(v)).collect()
+            }
+        }
+    }
+
+    async fn delete(&self, id: &SandboxId) -> Result<(), Error> {
+        let exists = match &self.inner.mode {
+            Mode::Direct => self.get_sandbox(id.as_str()).await.map(|_| ()),
+            Mode::Warm { .. } => self.get_claim(id.as_str()).await.map(|_| ()),
+        };
+        match exists {
+            Ok(()) => {
+                self.remove(id.as_str()).await?;
+                tracing::debug!(sandbox = %id, "deleted");
+                Ok(())
+            }
+            Err(e) if e.is_not_found() => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn exec(&self, id: &SandboxId, request: ExecRequest) -> Result<ExecOutput, Error> {
+        self.require(Capability::Exec, "exec")?;
+        let plan = self.exec_plan(&request, false)?;
+        let target = self.target(id).await?;
+        let argv = exec::command_line(&request);
+        self.start_exec(&target, &argv, plan, request.timeout)
+            .await?
+            .wait_with_output()
+            .await
+    }
+
+    async fn exec_stream(
+        &self,
+        id: &SandboxId,
+        request: ExecRequest,
+    ) -> Result<ExecSession, Error> {
+        self.require(Capability::ExecStream, "exec_stream")?;
+        let plan = self.exec_plan(&request, true)?;
+        let target = self.target(id).await?;
+        let argv = exec::command_line(&request);
+        self.start_exec(&target, &argv, plan, request.timeout).await
+    }
+
+    async fn write_file(&self, id: &SandboxId, path: &str, data: Bytes) -> Result<(), Error> {
+        self.require(Capability::Files, "write_file")?;
+        validate_path(path)?;
+        let argv = files::script(files::WRITE, &[path]);
+        self.file_script(id, path, argv, StdinPlan::Bytes(data))
+            .await
+            .map(|_| ())
+    }
+
+    async fn read_file(&self, id: &SandboxId, path: &str, max_bytes: u64) -> Result<Bytes, Error> {
+        self.require(Capability::Files, "read_file")?;
+        validate_path(path)?;
+        let cap = max_bytes.min(MAX_READ_BYTES);
+        let argv = files::script(files::READ, &[path, &cap.to_string()]);
+        let output = self
+            .run_script(id, argv, StdinPlan::None, cap)
+            .await?
+            .ok_or_else(|| {
+                Error::invalid_request(format!("{path} has more than {cap} bytes, the cap"))
+            })?;
+        if output.exit_code == 0 {
+            Ok(output.stdout)
+        } else {
+            Err(files::script_error(
+                path,
+                output.exit_code,
+                &output.stdout,
+                &output.stderr,
+            ))
+        }
+    }
+
+    async fn list_dir(&self, id: &SandboxId, path: &str) -> Result<Vec<FileInfo>, Error> {
+        self.require(Capability::Files, "list_dir")?;
+        validate_path(path)?;
+        let argv = files::script(files::LIST, &[path]);
+        let output = self.file_script(id, path, argv, StdinPlan::None).await?;
+        files::parse_list(path, &output)
+    }
+
+    async fn stat(&self, id: &SandboxId, path: &str) -> Result<FileInfo, Error> {
+        self.require(Capability::Files, "stat")?;
+        validate_path(path)?;
+        let argv = files::script(files::STAT, &[path]);
+        let output = self.file_script(id, path, argv, StdinPlan::None).await?;
+        files::parse_stat(path, &output)
+    }
+
+    async fn mkdir(&self, id: &SandboxId, path: &str) -> Result<(), Error> {
+        self.require(Capability::Files, "mkdir")?;
+        validate_path(path)?;
+        let argv = files::script(files::MKDIR, &[path]);
+        self.file_script(id, path, argv, StdinPlan::None)
+            .await
+            .map(|_| ())
+    }
+
+    async fn stop(&self, id: &SandboxId) -> Result<Sandbox, Error> {
+        self.require(Capability::LifecycleStopStart, "stop")?;
+        let name = id.as_str();
+        let view = self.get_sandbox(name).await?;
+        let sandbox = self.sandbox_from_direct(&view).await?;
+        match sandbox.state {
+            SandboxState::Stopped => return Ok(sandbox),
+            SandboxState::Running | SandboxState::Stopping => {}
+            SandboxState::Failed => return check_running(&sandbox).map(|()| sandbox),
+            state => {
+                return Err(Error::invalid_state(format!(
+                    "sandbox {id} is {state}; only a running sandbox can be stopped"
+                )));
+            }
+        }
+        if !view.is_suspended_mode() {
+            self.set_mode(name, "Suspended").await?;
+        }
+        let stopped = self
+            .poll(
+                &format!("sandbox {name}"),
+                StoppedProbe {
+                    provider: self,
+                    name,
+                },
+            )
+            .await?;
+        self.sandbox_from_direct(&stopped).await
+    }
+
+    async fn start(&self, id: &SandboxId) -> Result<Sandbox, Error> {
+        self.require(Capability::LifecycleStopStart, "start")?;
+        let name = id.as_str();
+        let view = self.get_sandbox(name).await?;
+        let sandbox = self.sandbox_from_direct(&view).await?;
+        match sandbox.state {
+            SandboxState::Running => return Ok(sandbox),
+            SandboxState::Stopped | SandboxState::Stopping => {}
+            SandboxState::Failed => return check_running(&sandbox).map(|()| sandbox),
+            state => {
+                return Err(Error::invalid_state(format!(
+                    "sandbox {id} is {state}; only a stopped sandbox can be started"
+                )));
+            }
+        }
+        self.set_mode(name, "Running").await?;
+        let ready = self.wait_sandbox_ready(name).await?;
+        self.sandbox_from_direct(&ready).await
+    }
+
+    async fn expose_port(&self, id: &SandboxId, port: u16) -> Result<String, Error> {
+        self.require(Capability::PortsExpose, "expose_port")?;
+        if port == 0 {
+            return Err(Error::invalid_request("port 0 cannot be exposed"));
+        }
+        match &self.inner.mode {
+            Mode::Direct => {
+                let view = self.get_sandbox(id.as_str()).await?;
+                let sandbox = self.sandbox_from_direct(&view).await?;
+                if sandbox.state == SandboxState::Failed {
+                    check_running(&sandbox)?;
+                }
+                Ok(format!(
+                    "http://{}.{}.svc.cluster.local:{port}",
+                    view.metadata.name, self.inner.namespace
+                ))
+            }
+            Mode::Warm { .. } => {
+                let view = self.get_claim(id.as_str()).await?;
+                check_running(&self.sandbox_from_claim(&view)?)?;
+                let ip = view
+                    .status
+                    .sandbox
+                    .as_ref()
+                    .and_then(|s| s.pod_ips.first())
+                    .filter(|ip| !ip.is_empty())
+                    .ok_or_else(|| {
+                        Error::invalid_state(format!("sandbox {id} has no pod IP yet"))
+                    })?;
+                Ok(if ip.contains(':') {
+                    format!("http://[{ip}]:{port}")
+                } else {
+                    format!("http://{ip}:{port}")
+                })
+            }
+        }
+    }
+
+    async fn set_ttl(&self, id: &SandboxId, ttl: Option<Duration>) -> Result<Sandbox, Error> {
+        self.require(Capability::Ttl, "set_ttl")?;
+        if ttl == Some(Duration::ZERO) {
+            return Err(Error::invalid_request("ttl must be positive"));
+        }
+        let shutdown = match ttl {
+            Some(ttl) => Some(
+                manifest::shutdown_time(SystemTime::now(), ttl)
+                    .ok_or_else(|| Error::invalid_request("ttl is too large"))?,
+            ),
+            None => None,
+        };
+        let name = id.as_str();
+        match &self.inner.mode {
+            Mode::Direct => {
+                self.get_sandbox(name).await?;
+                let patch = match &shutdown {
+                    Some(at) => json!({"spec": {"shutdownTime": at, "shutdownPolicy": "Delete"}}),
+                    None => json!({"spec": {"shutdownTime": null}}),
+                };
+                let path = format!("{}/{name}", self.sandboxes_path());
+                let view: SandboxView = self
+                    .inner
+                    .client
+                    .merge_patch(&path, &patch)
+                    .await
+                    .map_err(|e| not_found_as(e, name))?;
+                self.sandbox_from_direct(&view).await
+            }
+            Mode::Warm { .. } => {
+                self.get_claim(name).await?;
+                let patch = match &shutdown {
+                    Some(at) => {
+                        json!({"spec": {"lifecycle": {"shutdownTime": at, "shutdownPolicy": "Delete"}}})
+                    }
+                    None => json!({"spec": {"lifecycle": {"shutdownTime": null}}}),
+                };
+                let path = format!("{}/{name}", self.claims_path());
+                let view: ClaimView = self
+                    .inner
+                    .client
+                    .merge_patch(&path, &patch)
+                    .await
+                    .map_err(|e| not_found_as(e, name))?;
+                self.sandbox_from_claim(&view)
+            }
+        }
+    }
+}
+
+/// Polls a Sandbox until its pod is gone after a stop.
+struct StoppedProbe<'a> {
+    /// The provider.
+    provider: &'a AgentSandbox,
+    /// The Sandbox.
+    name: &'a str,
+}
+
+impl AsyncProbe<SandboxView> for StoppedProbe<'_> {
+    async fn step(&mut self) -> Result<Step<SandboxView>, Error> {
+        let view = self.provider.get_sandbox(self.name).await?;
+        match manifest::sandbox_readiness(&view) {
+            Readiness::Suspended { done: true } => Ok(Step::Done(view)),
+            _ => Ok(Step::Wait("the pod is still terminating".to_owned())),
+        }
+    }
+}
