@@ -187,10 +187,10 @@ pub(crate) async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> R
         return resp;
     }
     let public = matches!(route, Route::Health | Route::Version);
-    let caller = match shared
-        .tokens
-        .authenticate(auth::bearer(parts.headers.get(header::AUTHORIZATION)))
-    {
+    let protocol_token = crate::exec::protocol_token(&parts.headers);
+    let bearer =
+        auth::bearer(parts.headers.get(header::AUTHORIZATION)).or(protocol_token.as_deref());
+    let caller = match shared.tokens.authenticate(bearer) {
         Ok(c) => Some(c),
         Err(_) if public && parts.headers.get(header::AUTHORIZATION).is_none() => None,
         Err(e) => return e.into_response(),
@@ -209,6 +209,9 @@ pub(crate) async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> R
             Ok(r)
         }
         (_, None) => Err(ApiError::unauthorized()),
+        (Route::Resource(rp), Some(caller)) if let Some(kind) = crate::exec::kind_of(rp) => {
+            crate::exec::serve(&shared, &caller, parts, rp, kind).await
+        }
         (Route::Resource(rp), Some(caller)) => {
             resource(
                 &shared,
@@ -224,6 +227,22 @@ pub(crate) async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> R
         (other, Some(_)) if parts.method != Method::GET => {
             let _ = other;
             Err(ApiError::method_not_allowed(parts.method.as_str(), &path))
+        }
+        (Route::CoreVersions | Route::Groups, Some(_))
+            if let Some(v) = parts
+                .headers
+                .get(header::ACCEPT)
+                .and_then(|a| a.to_str().ok())
+                .and_then(discovery::wants_aggregated) =>
+        {
+            let doc = discovery::aggregated(route == Route::CoreVersions, v);
+            let mut resp = json_response(StatusCode::OK, &doc);
+            let ct =
+                format!("application/json;g=apidiscovery.k8s.io;v={v};as=APIGroupDiscoveryList");
+            if let Ok(h) = HeaderValue::from_str(&ct) {
+                resp.headers_mut().insert(header::CONTENT_TYPE, h);
+            }
+            Ok(resp)
         }
         (Route::CoreVersions, Some(_)) => Ok(json_response(
             StatusCode::OK,

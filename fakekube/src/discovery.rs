@@ -167,6 +167,99 @@ fn schema_name(r: &ResourceType) -> String {
     format!("{}.{}.{}", group.join("."), r.version, r.kind)
 }
 
+/// The aggregated discovery document (`apidiscovery.k8s.io`, `v2` or `v2beta1`) of the core
+/// group (`/api`) or of every named group (`/apis`), as 1.30+ servers answer clients that ask
+/// for it in their `Accept` header.
+pub(crate) fn aggregated(core: bool, api_version: &str) -> Value {
+    let mut items = Vec::new();
+    for (g, v) in resources::group_versions() {
+        if g.is_empty() != core {
+            continue;
+        }
+        let kind = |k: &str, group: &str, version: &str| json!({ "group": group, "version": version, "kind": k });
+        let list: Vec<Value> = RESOURCES
+            .iter()
+            .filter(|r| r.group == g && r.version == v)
+            .map(|r| {
+                let mut subs = Vec::new();
+                if r.status == resources::StatusMode::Subresource {
+                    subs.push(json!({ "subresource": "status", "responseKind": kind(r.kind, g, v), "verbs": ["get", "patch", "update"] }));
+                }
+                if r.scale {
+                    subs.push(json!({ "subresource": "scale", "responseKind": kind("Scale", "autoscaling", "v1"), "verbs": ["get", "patch", "update"] }));
+                }
+                for (sub, verbs) in r.extra_subresources {
+                    let rk = match *sub {
+                        "exec" => kind("PodExecOptions", "", "v1"),
+                        "attach" => kind("PodAttachOptions", "", "v1"),
+                        "token" => kind("TokenRequest", "authentication.k8s.io", "v1"),
+                        _ => kind(r.kind, g, v),
+                    };
+                    subs.push(json!({ "subresource": sub, "responseKind": rk, "verbs": verbs }));
+                }
+                let mut res = json!({
+                    "resource": r.plural,
+                    "responseKind": kind(r.kind, g, v),
+                    "scope": if r.namespaced { "Namespaced" } else { "Cluster" },
+                    "singularResource": r.singular,
+                    "verbs": r.verbs,
+                });
+                if !r.short_names.is_empty() {
+                    res["shortNames"] = json!(r.short_names);
+                }
+                if !r.categories.is_empty() {
+                    res["categories"] = json!(r.categories);
+                }
+                if !subs.is_empty() {
+                    res["subresources"] = json!(subs);
+                }
+                res
+            })
+            .collect();
+        items.push(json!({
+            "metadata": { "name": g, "creationTimestamp": null },
+            "versions": [ { "version": v, "resources": list, "freshness": "Current" } ],
+        }));
+    }
+    json!({
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": format!("apidiscovery.k8s.io/{api_version}"),
+        "metadata": {},
+        "items": items,
+    })
+}
+
+/// Which aggregated discovery version an `Accept` header asks for first, if any: `v2` or
+/// `v2beta1`. A plain `application/json` earlier in the list wins over both.
+pub(crate) fn wants_aggregated(accept: &str) -> Option<&'static str> {
+    for media in accept.split(',') {
+        let parts: Vec<&str> = media.split(';').map(str::trim).collect();
+        let Some(essence) = parts.first() else {
+            continue;
+        };
+        if *essence != "application/json" && *essence != "*/*" {
+            continue;
+        }
+        let param = |k: &str| {
+            parts
+                .iter()
+                .find_map(|p| p.strip_prefix(k))
+                .map(|v| v.trim_matches('"'))
+        };
+        match (param("g="), param("v="), param("as=")) {
+            (Some("apidiscovery.k8s.io"), Some("v2"), Some("APIGroupDiscoveryList")) => {
+                return Some("v2");
+            }
+            (Some("apidiscovery.k8s.io"), Some("v2beta1"), Some("APIGroupDiscoveryList")) => {
+                return Some("v2beta1");
+            }
+            (None, None, None) => return None,
+            _ => {}
+        }
+    }
+    None
+}
+
 fn openapi_key(group: &str, version: &str) -> String {
     if group.is_empty() {
         format!("api/{version}")
@@ -274,6 +367,40 @@ mod tests {
                 .as_array()
                 .is_some_and(|g| g.iter().any(|g| g["name"] == "agents.x-k8s.io"))
         );
+    }
+
+    #[test]
+    fn aggregated_discovery_is_chosen_in_accept_order() {
+        let kubectl_130 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
+        assert_eq!(wants_aggregated(kubectl_130), Some("v2"));
+        let kubectl_127 = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
+        assert_eq!(wants_aggregated(kubectl_127), Some("v2beta1"));
+        assert_eq!(wants_aggregated("application/json, */*"), None);
+        assert_eq!(wants_aggregated(""), None);
+    }
+
+    #[test]
+    fn aggregated_discovery_lists_resources_with_scope_and_subresources() {
+        let doc = aggregated(false, "v2");
+        let sandbox = doc["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|g| g["metadata"]["name"] == "agents.x-k8s.io")
+            .flat_map(|g| {
+                g["versions"][0]["resources"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .find(|r| r["resource"] == "sandboxes");
+        let sandbox = sandbox.expect("sandboxes listed");
+        assert_eq!(sandbox["scope"], "Namespaced");
+        assert_eq!(sandbox["responseKind"]["kind"], "Sandbox");
+        assert_eq!(sandbox["subresources"][0]["subresource"], "status");
+        let core = aggregated(true, "v2beta1");
+        assert_eq!(core["apiVersion"], "apidiscovery.k8s.io/v2beta1");
+        assert_eq!(core["items"][0]["metadata"]["name"], "");
     }
 
     #[test]

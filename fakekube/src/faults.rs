@@ -1,5 +1,5 @@
 //! Faults a test can switch on while the server runs: throttling, slow responses, failing list
-//! pages.
+//! pages, exec without v5, exec connections dropped mid-output.
 
 use crate::api::Route;
 use crate::status::ApiError;
@@ -16,6 +16,8 @@ pub struct Faults {
     counter: AtomicU32,
     delay: Mutex<Duration>,
     fail_continued_lists: AtomicBool,
+    v4_only_exec: AtomicBool,
+    drop_exec_after_bytes: Mutex<Option<usize>>,
 }
 
 impl Faults {
@@ -38,6 +40,31 @@ impl Faults {
     /// Makes every list page after the first (a request with `continue`) fail with a 500.
     pub fn fail_continued_lists(&self, on: bool) {
         self.fail_continued_lists.store(on, Ordering::SeqCst);
+    }
+
+    /// Refuses the v5 exec subprotocol as an API server older than 1.30 does: a client that
+    /// also offers v4 gets v4; one that offers only v5 (kubectl 1.30+) gets the handshake's 403
+    /// and falls back to SPDY.
+    pub fn v4_only_exec(&self, on: bool) {
+        self.v4_only_exec.store(on, Ordering::SeqCst);
+    }
+
+    /// Drops the TCP connection of every exec and attach session after `bytes` bytes of output,
+    /// with no status and no Close frame (`None` switches it off).
+    pub fn drop_exec_after_bytes(&self, bytes: Option<usize>) {
+        if let Ok(mut d) = self.drop_exec_after_bytes.lock() {
+            *d = bytes;
+        }
+    }
+
+    /// Whether v5 is refused in exec negotiation.
+    pub(crate) fn exec_v4_only(&self) -> bool {
+        self.v4_only_exec.load(Ordering::SeqCst)
+    }
+
+    /// After how many output bytes exec sessions are dropped.
+    pub(crate) fn exec_drop_after(&self) -> Option<usize> {
+        self.drop_exec_after_bytes.lock().map(|d| *d).unwrap_or(None)
     }
 
     /// Applies the request-level faults; `Some` is the response to send instead.

@@ -34,14 +34,18 @@
 
 mod api;
 mod auth;
+mod controllers;
 mod defaults;
 mod discovery;
+mod exec;
 mod faults;
+mod kubelet;
 mod meta;
 mod patch;
 mod protobuf;
 mod resources;
 mod reviews;
+mod runtime;
 mod schema;
 mod selector;
 mod server;
@@ -52,7 +56,9 @@ mod tls;
 mod watch;
 
 pub use auth::{Rule, Token};
+pub use controllers::WaitTimeout;
 pub use faults::Faults;
+pub use kubelet::{CommandCall, CommandError, Images};
 pub use tls::TlsError;
 
 use base64::Engine;
@@ -60,6 +66,24 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use tokio_util::sync::CancellationToken;
+
+/// A request the server refused, as its `metav1.Status` says.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason} ({code}): {message}")]
+pub struct StatusError {
+    /// The HTTP status code.
+    pub code: u16,
+    /// The Status reason (`AlreadyExists`, `Invalid`, ...).
+    pub reason: String,
+    /// The Status message.
+    pub message: String,
+}
+
+impl From<status::ApiError> for StatusError {
+    fn from(e: status::ApiError) -> Self {
+        StatusError { code: e.code.as_u16(), reason: e.reason.to_string(), message: e.message }
+    }
+}
 
 /// Why a server could not start.
 #[derive(Debug, thiserror::Error)]
@@ -90,6 +114,10 @@ pub struct Builder {
     event_log_capacity: usize,
     bookmark_interval: Duration,
     shutdown_grace: Duration,
+    kubelet: bool,
+    controllers: bool,
+    pod_start_delay: Duration,
+    crash_backoff: Duration,
 }
 
 impl Default for Builder {
@@ -104,6 +132,10 @@ impl Default for Builder {
             event_log_capacity: 20_000,
             bookmark_interval: Duration::from_secs(1),
             shutdown_grace: Duration::from_secs(5),
+            kubelet: true,
+            controllers: true,
+            pod_start_delay: Duration::from_millis(2),
+            crash_backoff: Duration::from_millis(10),
         }
     }
 }
@@ -159,6 +191,35 @@ impl Builder {
         self
     }
 
+    /// Runs the agent-sandbox controllers (on by default). Without them the server is only an
+    /// API server, as envtest is: objects stay exactly as clients write them.
+    pub fn controllers(mut self, on: bool) -> Self {
+        self.controllers = on;
+        self
+    }
+
+    /// Runs the fake kubelet (on by default). Without it pods stay as created, so a test can
+    /// play the kubelet itself by writing pod status, as on a cluster with no nodes.
+    pub fn kubelet(mut self, on: bool) -> Self {
+        self.kubelet = on;
+        self
+    }
+
+    /// How long the kubelet takes from admitting a pod to starting its containers (2 ms by
+    /// default); until then the pod is Pending with its containers `ContainerCreating`.
+    pub fn pod_start_delay(mut self, delay: Duration) -> Self {
+        self.pod_start_delay = delay;
+        self
+    }
+
+    /// The kubelet's first back-off before restarting a container or pulling a missing image
+    /// again (10 ms by default; a real kubelet waits 10 s). Each next back-off doubles, up to 30
+    /// times this; the status messages still print the real durations.
+    pub fn crash_backoff(mut self, backoff: Duration) -> Self {
+        self.crash_backoff = backoff;
+        self
+    }
+
     /// Starts the server: makes the TLS material, binds, and serves in the background.
     pub async fn start(self) -> Result<FakeKube, Error> {
         let material = tls::generate(&[])?;
@@ -202,6 +263,16 @@ impl Builder {
         }
         let shutdown = CancellationToken::new();
         let faults = Arc::new(Faults::default());
+        let kubelet = Arc::new(kubelet::Kubelet::new(
+            store.clone(),
+            kubelet::Config {
+                start_delay: self.pod_start_delay,
+                backoff: self.crash_backoff,
+            },
+        ));
+        if self.kubelet {
+            kubelet.spawn(shutdown.clone());
+        }
         let shared = Arc::new(server::Shared {
             store: store.clone(),
             tokens: tokens.clone(),
@@ -213,9 +284,17 @@ impl Builder {
             faults: faults.clone(),
             shutdown: shutdown.clone(),
             bookmark_interval: self.bookmark_interval,
+            kubelet: self.kubelet.then(|| kubelet.clone()),
         });
         let router = server::router(shared);
         let acceptor = tokio_rustls::TlsAcceptor::from(material.server_config.clone());
+        if self.controllers {
+            controllers::spawn(
+                store.clone(),
+                controllers::Config::default(),
+                shutdown.clone(),
+            );
+        }
         let task = tokio::spawn(server::serve(
             listener,
             acceptor,
@@ -230,6 +309,7 @@ impl Builder {
             tokens,
             store,
             faults,
+            kubelet,
             shutdown,
             task: Some(task),
         })
@@ -246,6 +326,7 @@ pub struct FakeKube {
     tokens: Arc<auth::Tokens>,
     store: Arc<store::Store>,
     faults: Arc<Faults>,
+    kubelet: Arc<kubelet::Kubelet>,
     shutdown: CancellationToken,
     task: Option<tokio::task::JoinHandle<()>>,
 }
@@ -326,9 +407,106 @@ impl FakeKube {
         &self.faults
     }
 
+    /// The kubelet's image registry: mark images missing or crashing.
+    pub fn images(&self) -> &Images {
+        self.kubelet.images()
+    }
+
+    /// Adds a program every container can run (by `exec`, from the shell, or as a container's
+    /// `command`), found before any built-in or file of that name. The handler gets a
+    /// [`CommandCall`] (arguments, environment, streams, the pod's files) and returns the exit
+    /// status; it is dropped when the call is killed. Registering a name again replaces it.
+    pub fn register_command<F, Fut>(&self, name: &str, handler: F)
+    where
+        F: Fn(CommandCall) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = i32> + Send + 'static,
+    {
+        self.kubelet.register_command(name, handler);
+    }
+
+    /// What the main process of a pod's container printed (stdout and stderr, the last 64 KiB
+    /// of its current or last run); `None` when the container never ran. An empty `container`
+    /// means the pod's only container.
+    pub fn container_log(&self, namespace: &str, pod: &str, container: &str) -> Option<String> {
+        self.kubelet
+            .logs(namespace, pod, container, false)
+            .ok()
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+    }
+
     /// The current cluster-wide resourceVersion.
     pub fn resource_version(&self) -> u64 {
         self.store.resource_version()
+    }
+
+    /// One object by plural resource name (`sandboxes`, `pods`...), namespace and name, as
+    /// stored; `None` when absent or the resource is not served.
+    pub fn get(&self, resource: &str, namespace: &str, name: &str) -> Option<serde_json::Value> {
+        controllers::get(&self.store, resource, namespace, name)
+    }
+
+    /// Waits until `pred` holds for an object (given `None` while it is absent), re-checking
+    /// after every change to the store rather than at fixed intervals; returns the object as
+    /// it was when `pred` held.
+    pub async fn wait_for(
+        &self,
+        resource: &str,
+        namespace: &str,
+        name: &str,
+        timeout: Duration,
+        pred: impl Fn(Option<&serde_json::Value>) -> bool,
+    ) -> Result<Option<serde_json::Value>, WaitTimeout> {
+        controllers::wait_for(&self.store, resource, namespace, name, timeout, pred).await
+    }
+
+    /// The leak check: every Sandbox, SandboxClaim, Pod, Service and PVC still present, as
+    /// `"<plural>/<namespace>/<name>"` (empty when a run cleaned up after itself).
+    pub fn leaks(&self) -> Vec<String> {
+        controllers::leaks(&self.store)
+    }
+
+    /// Creates an object in-process, as `kubectl create -f` would: its `apiVersion` and `kind`
+    /// pick the resource, `metadata.namespace` the namespace (`default` when unset). The object
+    /// is validated and defaulted like any create; a refusal carries the Status the API would
+    /// have answered.
+    pub fn create(&self, object: serde_json::Value) -> Result<serde_json::Value, StatusError> {
+        let api_version = object.get("apiVersion").and_then(serde_json::Value::as_str).unwrap_or("");
+        let kind = object.get("kind").and_then(serde_json::Value::as_str).unwrap_or("");
+        let rt = resources::RESOURCES
+            .iter()
+            .find(|r| r.api_version() == api_version && r.kind == kind && !r.create_only)
+            .ok_or_else(|| StatusError {
+                code: 404,
+                reason: "NotFound".into(),
+                message: format!("fakekube serves no kind {kind} in {api_version}"),
+            })?;
+        let ns = if rt.namespaced {
+            meta::meta_str(&object, "namespace").unwrap_or("default").to_string()
+        } else {
+            String::new()
+        };
+        self.store
+            .create(rt, &ns, object, store::WriteOptions::default())
+            .map(|(obj, _)| serde_json::Value::clone(&obj))
+            .map_err(StatusError::from)
+    }
+
+    /// Deletes an object in-process (background propagation), as `kubectl delete` would.
+    /// `resource` is the plural (`sandboxwarmpools`); `namespace` is empty for cluster-scoped
+    /// kinds.
+    pub fn delete(&self, resource: &str, namespace: &str, name: &str) -> Result<(), StatusError> {
+        let rt = resources::RESOURCES
+            .iter()
+            .find(|r| r.plural == resource && !r.create_only)
+            .ok_or_else(|| StatusError {
+                code: 404,
+                reason: "NotFound".into(),
+                message: format!("fakekube serves no resource {resource}"),
+            })?;
+        self.store
+            .delete(rt, namespace, name, &store::DeleteOptions::default())
+            .map(|_| ())
+            .map_err(StatusError::from)
     }
 
     /// Stops accepting connections, ends watches, waits for open requests, and returns.

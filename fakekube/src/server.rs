@@ -25,6 +25,9 @@ pub(crate) struct Shared {
     pub(crate) faults: Arc<Faults>,
     pub(crate) shutdown: CancellationToken,
     pub(crate) bookmark_interval: Duration,
+    /// The fake kubelet, when the server runs one (`pods/exec` and `pods/attach` ask it where
+    /// a container runs).
+    pub(crate) kubelet: Option<Arc<crate::kubelet::Kubelet>>,
 }
 
 /// The router of every path.
@@ -54,6 +57,10 @@ pub(crate) async fn serve(
                 }
             },
         };
+        // Without this, a response split across segments waits on the peer's delayed ACK.
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(%peer, error = %e, "TCP_NODELAY");
+        }
         let acceptor = acceptor.clone();
         let router = router.clone();
         let watcher = graceful.watcher();

@@ -747,6 +747,15 @@ impl Inner {
         if rt.plural == "namespaces" {
             self.on_namespace_created(&name);
         }
+        // An object whose every owner is already gone is garbage from birth: the garbage
+        // collector deletes dependents of absent owners, so do it now (a controller acting on
+        // an owner that was deleted meanwhile would otherwise leak it).
+        let owners = owner_uids(&obj);
+        if !owners.is_empty() && !owners.iter().any(|u| self.uid_exists(u)) {
+            if let Err(e) = self.delete(rt, ns, &name, &DeleteOptions::default()) {
+                tracing::debug!(error = %e.message, "collecting an object born without owners");
+            }
+        }
         Ok((obj, warnings))
     }
 
@@ -781,12 +790,18 @@ impl Inner {
         let old_rv = meta_str(&old, "resourceVersion").unwrap_or("").to_string();
         let given_rv = meta_str(&obj, "resourceVersion").unwrap_or("").to_string();
         if given_rv.is_empty() {
-            if require_rv {
+            // Core kinds allow unconditional updates; custom resources do not, and the API
+            // server names them by their resource in that error.
+            if require_rv && rt.custom {
+                let by_resource = Target {
+                    kind: rt.plural,
+                    ..target(rt, name)
+                };
                 return Err(ApiError::invalid(
-                    target(rt, name),
+                    by_resource,
                     vec![Cause {
                         reason: "FieldValueInvalid".into(),
-                        message: "Invalid value: 0: must be specified for an update".into(),
+                        message: "Invalid value: 0x0: must be specified for an update".into(),
                         field: Some("metadata.resourceVersion".into()),
                     }],
                 ));

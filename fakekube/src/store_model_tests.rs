@@ -285,6 +285,21 @@ fn sandbox_owner_chain(store: &Store) -> (String, String) {
 }
 
 #[test]
+fn an_object_created_after_its_owner_was_deleted_is_collected() {
+    let store = fresh_store();
+    let refs = json!([{ "apiVersion": "v1", "kind": "Secret", "name": "gone", "uid": "no-such-uid" }]);
+    store
+        .create(
+            secrets(),
+            "m",
+            json!({ "metadata": { "name": "orphan", "ownerReferences": refs } }),
+            WriteOptions::default(),
+        )
+        .expect("create answers as the API server does");
+    assert!(store.get_opt(secrets(), "m", "orphan").is_none());
+}
+
+#[test]
 fn background_deletion_collects_dependents() {
     let store = fresh_store();
     sandbox_owner_chain(&store);

@@ -140,6 +140,9 @@ pub(crate) fn serve(
     tokio::spawn(async move {
         let deadline = tokio::time::sleep(timeout);
         tokio::pin!(deadline);
+        // One bookmark timer for the whole watch, pushed back whenever this watch sends
+        // something: writes to other kinds must not keep postponing it.
+        let mut next_bookmark = tokio::time::Instant::now() + bookmark_every;
         for line in initial {
             if tx.send(Bytes::from(line)).await.is_err() {
                 return;
@@ -157,13 +160,15 @@ pub(crate) fn serve(
                         if !std::ptr::eq(e.rt, rt) {
                             continue;
                         }
-                        if let Some(kind) = translate(&e, ns.as_deref(), &q)
-                            && tx
+                        if let Some(kind) = translate(&e, ns.as_deref(), &q) {
+                            if tx
                                 .send(Bytes::from(event_line(kind, &e.object)))
                                 .await
                                 .is_err()
-                        {
-                            return;
+                            {
+                                return;
+                            }
+                            next_bookmark = tokio::time::Instant::now() + bookmark_every;
                         }
                     }
                 }
@@ -173,10 +178,11 @@ pub(crate) fn serve(
                 () = &mut deadline => return,
                 () = shutdown.cancelled() => return,
                 () = tx.closed() => return,
-                () = tokio::time::sleep(bookmark_every), if bookmarks => {
+                () = tokio::time::sleep_until(next_bookmark), if bookmarks => {
                     if tx.send(Bytes::from(bookmark(rt, last, false))).await.is_err() {
                         return;
                     }
+                    next_bookmark = tokio::time::Instant::now() + bookmark_every;
                 }
             }
         }

@@ -10,8 +10,11 @@ use std::time::{Duration, SystemTime};
 use support::{Client, Proto, read_lines, sandbox, sandboxes};
 
 async fn start() -> (FakeKube, Client) {
+    // The API server alone: these tests check what clients write, not what controllers do.
     let kube = FakeKube::builder()
         .namespace("sb")
+        .controllers(false)
+        .kubelet(false)
         .start()
         .await
         .expect("fakekube starts");
@@ -880,6 +883,8 @@ async fn the_warm_pool_scale_subresource_reads_and_writes_replicas() {
 async fn a_watch_streams_changes_from_a_resource_version_with_bookmarks() {
     let kube = FakeKube::builder()
         .namespace("sb")
+        .controllers(false)
+        .kubelet(false)
         .bookmark_interval(Duration::from_millis(50))
         .start()
         .await
@@ -972,6 +977,8 @@ async fn a_watch_without_a_resource_version_starts_with_the_current_objects_and_
 async fn a_watch_from_a_compacted_resource_version_gets_a_410_error_event() {
     let kube = FakeKube::builder()
         .namespace("sb")
+        .controllers(false)
+        .kubelet(false)
         .event_log_capacity(2)
         .start()
         .await

@@ -68,9 +68,10 @@ struct Server {
 }
 
 impl Server {
-    /// Starts fakekube with its defaults (Kubernetes 1.33).
+    /// Starts fakekube as an API server only (Kubernetes 1.33): these tests check what kubectl
+    /// writes and reads, so no controller or kubelet may change the objects under them.
     fn start() -> Server {
-        Server::start_with(&[])
+        Server::start_with(&["--api-only"])
     }
 
     /// Starts fakekube with extra command-line arguments and waits for its first line.

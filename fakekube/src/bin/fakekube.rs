@@ -30,6 +30,9 @@ struct Args {
     /// Extra namespaces to create at start (repeatable).
     #[arg(long = "namespace", value_name = "NAME")]
     namespaces: Vec<String>,
+    /// Run only the API server: no agent-sandbox controllers and no kubelet (like envtest).
+    #[arg(long)]
+    api_only: bool,
     /// Seconds a list's continue token stays valid.
     #[arg(long, default_value_t = 300)]
     compaction_window_secs: u64,
@@ -48,7 +51,9 @@ async fn main() -> ExitCode {
     let mut builder = fakekube::FakeKube::builder()
         .bind(SocketAddr::new(args.address, args.port))
         .kubernetes_minor(args.kubernetes_minor)
-        .compaction_window(std::time::Duration::from_secs(args.compaction_window_secs));
+        .compaction_window(std::time::Duration::from_secs(args.compaction_window_secs))
+        .controllers(!args.api_only)
+        .kubelet(!args.api_only);
     if let Some(t) = args.token {
         builder = builder.admin_token(t);
     }

@@ -1,0 +1,362 @@
+//! The exec benchmark: how long an exec of `true` takes end to end (TLS connection, WebSocket
+//! upgrade, the session, the status and the closing handshake), and how fast stdout flows from
+//! `head -c 100000000 /dev/zero` through a session, each next to a raw TLS baseline over
+//! loopback measured in the same run: a TLS connection with a one-byte echo, and a plain copy of
+//! the same 100 MB over TLS.
+//!
+//! The client is a minimal WebSocket client (tokio-tungstenite over tokio-rustls, trusting the
+//! server's CA) offering `v5.channel.k8s.io`. Run with `cargo bench -p fakekube --bench exec`;
+//! it prints a table and takes about a minute. Client and server share one process and one
+//! tokio runtime, as in a test suite.
+
+use fakekube::FakeKube;
+use futures_util::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+use rustls::RootCertStore;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName, pem::PemObject};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::{TlsAcceptor, TlsConnector};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+
+/// How many execs of `true` are timed (after [`WARM_UP`] untimed ones).
+const ROUND_TRIPS: usize = 200;
+/// Untimed execs first.
+const WARM_UP: usize = 10;
+/// Bytes of output in the throughput runs.
+const BIG: usize = 100_000_000;
+/// Throughput runs per row (the median is reported).
+const RUNS: usize = 3;
+/// The chunk the raw copy writes in (the runtime's chunk size).
+const CHUNK: usize = 32 * 1024;
+
+/// Anything that can fail in the benchmark, reported and ending the run.
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+fn main() -> Result<(), BoxError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(run())
+}
+
+async fn run() -> Result<(), BoxError> {
+    let began = Instant::now();
+    let kube = FakeKube::builder().start().await?;
+    create_pod(&kube).await?;
+    let tls = client_tls(kube.ca_pem())?;
+    let raw = RawServer::start().await?;
+
+    println!("fakekube exec benchmark ({} cores, client and server in one process)", cores());
+    println!();
+    println!(
+        "{:<44} {:>10} {:>10} {:>10} {:>10}",
+        "round trip", "median", "p90", "min", "max"
+    );
+    let mut execs = Vec::with_capacity(ROUND_TRIPS);
+    for i in 0..WARM_UP + ROUND_TRIPS {
+        let t = Instant::now();
+        let got = exec(&kube, &tls, &["true"]).await?;
+        if got.status != r#"{"metadata":{},"status":"Success"}"# {
+            return Err(format!("exec of true ended with {:?}", got.status).into());
+        }
+        if i >= WARM_UP {
+            execs.push(t.elapsed());
+        }
+    }
+    print_latency(&format!("exec `true` ({ROUND_TRIPS} runs)"), &mut execs);
+    let mut echoes = Vec::with_capacity(ROUND_TRIPS);
+    for i in 0..WARM_UP + ROUND_TRIPS {
+        let t = Instant::now();
+        raw.echo().await?;
+        if i >= WARM_UP {
+            echoes.push(t.elapsed());
+        }
+    }
+    print_latency(
+        &format!("raw TLS connect + 1-byte echo ({ROUND_TRIPS} runs)"),
+        &mut echoes,
+    );
+
+    println!();
+    println!(
+        "{:<44} {:>10} {:>10} {:>10}",
+        "throughput (100 MB)", "median", "best", "time"
+    );
+    let command = ["head", "-c", "100000000", "/dev/zero"];
+    let mut exec_runs = Vec::new();
+    for _ in 0..RUNS {
+        let t = Instant::now();
+        let got = exec(&kube, &tls, &command).await?;
+        let took = t.elapsed();
+        if got.stdout_bytes != BIG {
+            return Err(format!("exec delivered {} bytes", got.stdout_bytes).into());
+        }
+        exec_runs.push(took);
+    }
+    print_throughput("exec stdout, WebSocket v5 over TLS", &mut exec_runs);
+    let mut raw_runs = Vec::new();
+    for _ in 0..RUNS {
+        let t = Instant::now();
+        let n = raw.copy().await?;
+        let took = t.elapsed();
+        if n != BIG {
+            return Err(format!("the raw copy delivered {n} bytes").into());
+        }
+        raw_runs.push(took);
+    }
+    print_throughput("raw TLS copy, 32 KiB writes", &mut raw_runs);
+
+    kube.shutdown().await;
+    println!();
+    println!("total benchmark time {:.1} s", began.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// The number of CPUs the runtime may use.
+fn cores() -> usize {
+    std::thread::available_parallelism()
+        .map(usize::from)
+        .unwrap_or(1)
+}
+
+/// Creates pod `bench` and waits until it runs.
+async fn create_pod(kube: &FakeKube) -> Result<(), BoxError> {
+    let kubeconfig = Kubeconfig::from_yaml(&kube.kubeconfig())?;
+    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
+    let pods: Api<Pod> = Api::default_namespaced(Client::try_from(config)?);
+    let pod: Pod = serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": { "name": "bench" },
+        "spec": { "containers": [ { "name": "main", "image": "busybox:1.36" } ] }
+    }))?;
+    pods.create(&PostParams::default(), &pod).await?;
+    kube.wait_for("pods", "default", "bench", Duration::from_secs(30), |p| {
+        p.and_then(|p| p.pointer("/status/phase"))
+            .and_then(serde_json::Value::as_str)
+            == Some("Running")
+    })
+    .await?;
+    Ok(())
+}
+
+/// A client TLS configuration trusting `ca_pem`.
+fn client_tls(ca_pem: &str) -> Result<TlsConnector, BoxError> {
+    let mut roots = RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
+        roots.add(cert?)?;
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(TlsConnector::from(Arc::new(config)))
+}
+
+/// What one exec returned.
+struct Ran {
+    /// Bytes received on stdout.
+    stdout_bytes: usize,
+    /// The channel-3 payload.
+    status: String,
+}
+
+/// One exec: connect, upgrade, read until the server's Close.
+async fn exec(kube: &FakeKube, tls: &TlsConnector, command: &[&str]) -> Result<Ran, BoxError> {
+    let tcp = TcpStream::connect(kube.addr()).await?;
+    tcp.set_nodelay(true)?;
+    let stream = tls
+        .connect(ServerName::try_from("127.0.0.1")?, tcp)
+        .await?;
+    let mut url = format!(
+        "wss://{}/api/v1/namespaces/default/pods/bench/exec?stdout=true&stderr=true",
+        kube.addr()
+    );
+    for c in command {
+        url.push_str("&command=");
+        url.extend(form_urlencoded::byte_serialize(c.as_bytes()));
+    }
+    let mut req = url.into_client_request()?;
+    req.headers_mut()
+        .insert("sec-websocket-protocol", "v5.channel.k8s.io".parse()?);
+    req.headers_mut()
+        .insert("authorization", format!("Bearer {}", kube.token()).parse()?);
+    let (mut ws, _) = tokio_tungstenite::client_async(req, stream).await?;
+    let mut ran = Ran {
+        stdout_bytes: 0,
+        status: String::new(),
+    };
+    while let Some(m) = ws.next().await {
+        match m? {
+            Message::Binary(b) => match b.split_first() {
+                Some((1, rest)) => ran.stdout_bytes += rest.len(),
+                Some((3, rest)) => ran.status.push_str(&String::from_utf8_lossy(rest)),
+                _ => {}
+            },
+            Message::Close(_) => {}
+            _ => {}
+        }
+    }
+    Ok(ran)
+}
+
+/// A TLS server on loopback that echoes one byte or writes [`BIG`] zero bytes.
+struct RawServer {
+    addr: SocketAddr,
+    connector: TlsConnector,
+}
+
+impl RawServer {
+    /// Binds, makes a self-signed certificate and serves in the background.
+    async fn start() -> Result<RawServer, BoxError> {
+        let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()])?;
+        let cert_der = CertificateDer::from(cert.cert.der().to_vec());
+        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(cert.signing_key.serialize_der()));
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let server = rustls::ServerConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()?
+            .with_no_client_auth()
+            .with_single_cert(vec![cert_der.clone()], key)?;
+        let acceptor = TlsAcceptor::from(Arc::new(server));
+        let mut roots = RootCertStore::empty();
+        roots.add(cert_der)?;
+        let client = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        tokio::spawn(async move {
+            while let Ok((tcp, _)) = listener.accept().await {
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    let _ = tcp.set_nodelay(true);
+                    let Ok(mut tls) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    let mut what = [0u8; 1];
+                    if tls.read_exact(&mut what).await.is_err() {
+                        return;
+                    }
+                    if what[0] == b'e' {
+                        let _ = tls.write_all(b"e").await;
+                    } else {
+                        let zeros = vec![0u8; CHUNK];
+                        let mut left = BIG;
+                        while left > 0 {
+                            let n = left.min(CHUNK);
+                            if tls.write_all(&zeros[..n]).await.is_err() {
+                                return;
+                            }
+                            left -= n;
+                        }
+                    }
+                    let _ = tls.shutdown().await;
+                });
+            }
+        });
+        Ok(RawServer {
+            addr,
+            connector: TlsConnector::from(Arc::new(client)),
+        })
+    }
+
+    /// Connects and sends one request byte.
+    async fn connect(
+        &self,
+        what: u8,
+    ) -> Result<tokio_rustls::client::TlsStream<TcpStream>, BoxError> {
+        let tcp = TcpStream::connect(self.addr).await?;
+        tcp.set_nodelay(true)?;
+        let mut tls = self
+            .connector
+            .connect(ServerName::try_from("127.0.0.1")?, tcp)
+            .await?;
+        tls.write_all(&[what]).await?;
+        tls.flush().await?;
+        Ok(tls)
+    }
+
+    /// A connection and a one-byte round trip.
+    async fn echo(&self) -> Result<(), BoxError> {
+        let mut tls = self.connect(b'e').await?;
+        let mut back = [0u8; 1];
+        tls.read_exact(&mut back).await?;
+        Ok(())
+    }
+
+    /// A connection that receives [`BIG`] bytes; returns how many arrived.
+    async fn copy(&self) -> Result<usize, BoxError> {
+        let mut tls = self.connect(b'c').await?;
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut total = 0;
+        loop {
+            match tls.read(&mut buf).await {
+                Ok(0) => break,
+                Ok(n) => total += n,
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(total)
+    }
+}
+
+/// Prints one latency row.
+fn print_latency(label: &str, times: &mut [Duration]) {
+    times.sort();
+    println!(
+        "{:<44} {:>10} {:>10} {:>10} {:>10}",
+        label,
+        fmt_duration(percentile(times, 50.0)),
+        fmt_duration(percentile(times, 90.0)),
+        fmt_duration(percentile(times, 0.0)),
+        fmt_duration(percentile(times, 100.0)),
+    );
+}
+
+/// Prints one throughput row (MB/s of [`BIG`] bytes).
+fn print_throughput(label: &str, times: &mut [Duration]) {
+    times.sort();
+    let mbps = |d: Duration| BIG as f64 / 1e6 / d.as_secs_f64().max(1e-9);
+    let median = percentile(times, 50.0);
+    let best = percentile(times, 0.0);
+    println!(
+        "{:<44} {:>7.0} MB/s {:>5.0} MB/s {:>10}",
+        label,
+        mbps(median),
+        mbps(best),
+        fmt_duration(median),
+    );
+}
+
+/// The `p`th percentile of sorted `times` (nearest rank).
+fn percentile(times: &[Duration], p: f64) -> Duration {
+    if times.is_empty() {
+        return Duration::ZERO;
+    }
+    let rank = ((p / 100.0) * (times.len() - 1) as f64).round() as usize;
+    times[rank.min(times.len() - 1)]
+}
+
+/// A duration in the unit that reads best.
+fn fmt_duration(d: Duration) -> String {
+    let us = d.as_secs_f64() * 1e6;
+    if us < 1000.0 {
+        format!("{us:.0} µs")
+    } else if us < 1e6 {
+        format!("{:.2} ms", us / 1000.0)
+    } else {
+        format!("{:.2} s", us / 1e6)
+    }
+}

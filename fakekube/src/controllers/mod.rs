@@ -1,0 +1,873 @@
+//! The kubernetes-sigs/agent-sandbox controllers, emulated: the core Sandbox controller and the
+//! extension controllers for SandboxTemplates, SandboxWarmPools and SandboxClaims.
+//!
+//! One task runs them all. It follows the store's change log (the same log watches read), maps
+//! each change to the objects whose controller must look again, and reconciles those. It sleeps
+//! until the next change, the next time-based deadline (a `shutdownTime`, a claim's expiry, the
+//! end of a claim's wait for a warm member, a warm member's readiness grace) or shutdown; there is
+//! no periodic polling. Every write is a read-modify-write of the current object, made only when
+//! something changes, so a quiet cluster stays quiet.
+//!
+//! What each controller emulates is documented in its module: [`sandbox`], [`template`],
+//! [`warmpool`] and [`claim`]. The names, labels, hashes, condition reasons and messages are the
+//! ones the real controllers use (see `docs/agent-sandbox-api.md`).
+//!
+//! Left out everywhere: tracing and observability annotations (`opentelemetry.io/trace-context`,
+//! `controller-first-observed-at`, `claim-first-ready-at`), metrics, core Events, leader
+//! election, and the real controllers' rate limiting, write-behind deferral and
+//! informer-cache "expectations" (the store is read directly, so there is no cache lag to guard).
+
+mod claim;
+mod inspect;
+mod sandbox;
+mod template;
+mod warmpool;
+
+pub use inspect::WaitTimeout;
+pub(crate) use inspect::{get, leaks, wait_for};
+
+use crate::meta::{self, meta_str};
+use crate::resources::{self, ResourceType};
+use crate::status::ApiError;
+use crate::store::{DeleteOptions, Event, Part, Store, WriteOptions};
+use serde_json::{Map, Value, json};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// The label that ties Pods, Services and PVCs to their Sandbox; also the Service selector.
+pub(crate) const NAME_HASH_LABEL: &str = "agents.x-k8s.io/sandbox-name-hash";
+/// Sandbox annotation naming the backing Pod.
+pub(crate) const POD_NAME_ANNOTATION: &str = "agents.x-k8s.io/pod-name";
+/// Pod annotation listing the label keys copied from the pod template.
+pub(crate) const PROPAGATED_LABELS: &str = "agents.x-k8s.io/propagated-labels";
+/// Pod annotation listing the annotation keys copied from the pod template.
+pub(crate) const PROPAGATED_ANNOTATIONS: &str = "agents.x-k8s.io/propagated-annotations";
+/// Label of a warm pool member: the pool's name hash.
+pub(crate) const WARM_POOL_LABEL: &str = "agents.x-k8s.io/warm-pool-sandbox";
+/// Label naming the template by the hash of its name.
+pub(crate) const TEMPLATE_REF_HASH_LABEL: &str = "agents.x-k8s.io/sandbox-template-ref-hash";
+/// Warm member label: hash of the template's blueprint, for staleness.
+pub(crate) const TEMPLATE_HASH_LABEL: &str = "agents.x-k8s.io/sandbox-template-hash";
+/// Warm member label (deprecated): hash of the template's pod template.
+pub(crate) const POD_TEMPLATE_HASH_LABEL: &str = "agents.x-k8s.io/sandbox-pod-template-hash";
+/// Sandbox annotation naming the template it was built from.
+pub(crate) const TEMPLATE_REF_ANNOTATION: &str = "agents.x-k8s.io/sandbox-template-ref";
+/// Sandbox label: `warm` or `cold`.
+pub(crate) const LAUNCH_TYPE_LABEL: &str = "agents.x-k8s.io/launch-type";
+/// Who created a claim, Sandbox or Pod.
+pub(crate) const CREATED_BY_LABEL: &str = "agents.x-k8s.io/created-by";
+/// Sandbox and pod template label: the claim's uid.
+pub(crate) const CLAIM_UID_LABEL: &str = "agents.x-k8s.io/claim-uid";
+/// Claim annotation (and deprecated label) naming the adopted warm Sandbox.
+pub(crate) const SANDBOX_NAME_ANNOTATION: &str = "agents.x-k8s.io/sandbox-name";
+/// Lets the Sandbox controller adopt an unowned Pod, Service or PVC.
+pub(crate) const ADOPTABLE_LABEL: &str = "agents.x-k8s.io/adoptable";
+/// The pool's eviction hint on warm pod templates.
+pub(crate) const SAFE_TO_EVICT: &str = "cluster-autoscaler.kubernetes.io/safe-to-evict";
+/// The trace annotation, filtered out of Pods.
+pub(crate) const TRACE_ANNOTATION: &str = "opentelemetry.io/trace-context";
+/// The API group of the extension kinds.
+pub(crate) const EXTENSIONS_GROUP: &str = "extensions.agents.x-k8s.io";
+
+/// Settings of the emulated controllers (the real controllers' flags).
+#[derive(Debug, Clone)]
+pub(crate) struct Config {
+    /// `--cluster-domain`: the suffix of `status.serviceFQDN`.
+    pub(crate) cluster_domain: String,
+    /// How long a new claim waits for a warm member that has no Pod IP yet before it
+    /// cold-starts (2 s in the real controller).
+    pub(crate) warm_candidate_grace: Duration,
+    /// `--enable-warm-pool-eviction`: the pool marks warm pod templates safe to evict.
+    pub(crate) warm_pool_eviction: bool,
+    /// How long a warm member may stay not Ready before the pool replaces it.
+    pub(crate) warm_pool_ready_grace: Duration,
+    /// Label domains a claim's `additionalPodMetadata` may use.
+    pub(crate) allowed_label_domains: Vec<String>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            cluster_domain: "cluster.local".into(),
+            warm_candidate_grace: Duration::from_secs(1),
+            warm_pool_eviction: true,
+            warm_pool_ready_grace: Duration::from_secs(300),
+            allowed_label_domains: vec!["sandbox.users.io".into()],
+        }
+    }
+}
+
+/// The kinds the controllers read and write, resolved once.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Kinds {
+    /// `agents.x-k8s.io/v1beta1` Sandbox.
+    pub(crate) sandbox: &'static ResourceType,
+    /// SandboxTemplate.
+    pub(crate) template: &'static ResourceType,
+    /// SandboxWarmPool.
+    pub(crate) pool: &'static ResourceType,
+    /// SandboxClaim.
+    pub(crate) claim: &'static ResourceType,
+    /// Pod.
+    pub(crate) pod: &'static ResourceType,
+    /// Service.
+    pub(crate) service: &'static ResourceType,
+    /// PersistentVolumeClaim.
+    pub(crate) pvc: &'static ResourceType,
+    /// NetworkPolicy.
+    pub(crate) network_policy: &'static ResourceType,
+}
+
+impl Kinds {
+    /// Looks every kind up in the resource table.
+    pub(crate) fn resolve() -> Option<Kinds> {
+        Some(Kinds {
+            sandbox: resources::find("agents.x-k8s.io", "v1beta1", "sandboxes")?,
+            template: resources::find(EXTENSIONS_GROUP, "v1beta1", "sandboxtemplates")?,
+            pool: resources::find(EXTENSIONS_GROUP, "v1beta1", "sandboxwarmpools")?,
+            claim: resources::find(EXTENSIONS_GROUP, "v1beta1", "sandboxclaims")?,
+            pod: resources::find("", "v1", "pods")?,
+            service: resources::find("", "v1", "services")?,
+            pvc: resources::find("", "v1", "persistentvolumeclaims")?,
+            network_policy: resources::find("networking.k8s.io", "v1", "networkpolicies")?,
+        })
+    }
+}
+
+/// What a reconcile pass sees: the store, the kinds and the settings.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Cx<'a> {
+    /// The store read and written.
+    pub(crate) store: &'a Store,
+    /// The kinds.
+    pub(crate) kinds: &'a Kinds,
+    /// The settings.
+    pub(crate) config: &'a Config,
+}
+
+/// Which controller a key belongs to; the order is the order keys are reconciled in a batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Controller {
+    /// SandboxTemplate controller.
+    Template,
+    /// SandboxClaim controller.
+    Claim,
+    /// SandboxWarmPool controller.
+    Pool,
+    /// Sandbox controller.
+    Sandbox,
+}
+
+/// One object to reconcile.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Key {
+    /// The controller.
+    pub(crate) controller: Controller,
+    /// Namespace.
+    pub(crate) ns: String,
+    /// Name.
+    pub(crate) name: String,
+}
+
+impl Key {
+    fn new(controller: Controller, ns: &str, name: &str) -> Self {
+        Key {
+            controller,
+            ns: ns.to_string(),
+            name: name.to_string(),
+        }
+    }
+}
+
+/// When a key wants another look without a change: a delay from now.
+pub(crate) type Requeue = Option<Duration>;
+
+/// Starts the controllers as one task that runs until `shutdown`.
+pub(crate) fn spawn(
+    store: Arc<Store>,
+    config: Config,
+    shutdown: CancellationToken,
+) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let Some(kinds) = Kinds::resolve() else {
+            tracing::error!("agent-sandbox kinds missing from the resource table; controllers off");
+            return;
+        };
+        run(store, kinds, config, shutdown).await;
+    })
+}
+
+async fn run(store: Arc<Store>, kinds: Kinds, config: Config, shutdown: CancellationToken) {
+    let mut changes = store.subscribe();
+    changes.borrow_and_update();
+    let mut last = store.resource_version();
+    let mut queue = full_resync(&store, &kinds);
+    let mut deadlines: BTreeMap<Key, Instant> = BTreeMap::new();
+    loop {
+        changes.borrow_and_update();
+        match store.events_since(last) {
+            Ok(events) => {
+                for e in &events {
+                    last = last.max(e.rv);
+                    keys_for_event(&store, &kinds, e, &mut queue);
+                }
+            }
+            Err(_) => {
+                // The log no longer reaches back: look at everything again.
+                last = store.resource_version();
+                queue.extend(full_resync(&store, &kinds));
+            }
+        }
+        let now = Instant::now();
+        let due: Vec<Key> = deadlines
+            .iter()
+            .filter(|(_, at)| **at <= now)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in due {
+            deadlines.remove(&k);
+            queue.insert(k);
+        }
+        let cx = Cx {
+            store: &store,
+            kinds: &kinds,
+            config: &config,
+        };
+        for key in std::mem::take(&mut queue) {
+            let requeue = reconcile(cx, &key);
+            match requeue {
+                Some(after) => {
+                    deadlines.insert(key, Instant::now() + after);
+                }
+                None => {
+                    deadlines.remove(&key);
+                }
+            }
+        }
+        if changes.has_changed().unwrap_or(false) {
+            continue;
+        }
+        let next = deadlines.values().min().copied();
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            r = changes.changed() => {
+                if r.is_err() {
+                    return;
+                }
+            }
+            _ = sleep_until(next) => {}
+        }
+    }
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn reconcile(cx: Cx<'_>, key: &Key) -> Requeue {
+    match key.controller {
+        Controller::Sandbox => sandbox::reconcile(cx, &key.ns, &key.name),
+        Controller::Template => template::reconcile(cx, &key.ns, &key.name),
+        Controller::Pool => warmpool::reconcile(cx, &key.ns, &key.name),
+        Controller::Claim => claim::reconcile(cx, &key.ns, &key.name),
+    }
+}
+
+/// Every object any controller looks after.
+fn full_resync(store: &Store, kinds: &Kinds) -> BTreeSet<Key> {
+    let mut out = BTreeSet::new();
+    for (rt, c) in [
+        (kinds.template, Controller::Template),
+        (kinds.pool, Controller::Pool),
+        (kinds.claim, Controller::Claim),
+        (kinds.sandbox, Controller::Sandbox),
+    ] {
+        for obj in store.list_all(rt, None) {
+            out.insert(Key::new(
+                c,
+                meta_str(&obj, "namespace").unwrap_or(""),
+                meta_str(&obj, "name").unwrap_or(""),
+            ));
+        }
+    }
+    out
+}
+
+/// Maps one change to the keys whose controllers must look again.
+fn keys_for_event(store: &Store, kinds: &Kinds, e: &Event, out: &mut BTreeSet<Key>) {
+    let obj = &e.object;
+    let ns = meta_str(obj, "namespace").unwrap_or("");
+    let name = meta_str(obj, "name").unwrap_or("");
+    let versions = std::iter::once(obj.as_ref()).chain(e.prev.as_deref());
+    let plural = e.rt.plural;
+    let group = e.rt.group;
+    if std::ptr::eq(e.rt, kinds.sandbox) {
+        out.insert(Key::new(Controller::Sandbox, ns, name));
+        let mut pool_member = false;
+        for v in versions {
+            if let Some(owner) = controller_of(v) {
+                match (owner_group(owner), owner_kind(owner)) {
+                    (EXTENSIONS_GROUP, "SandboxWarmPool") => {
+                        out.insert(Key::new(Controller::Pool, ns, owner_name(owner)));
+                    }
+                    (EXTENSIONS_GROUP, "SandboxClaim") => {
+                        out.insert(Key::new(Controller::Claim, ns, owner_name(owner)));
+                    }
+                    _ => {}
+                }
+            }
+            if let Some(hash) = label(v, WARM_POOL_LABEL) {
+                pool_member = true;
+                for pool in store.list_all(kinds.pool, Some(ns)) {
+                    let pname = meta_str(&pool, "name").unwrap_or("");
+                    if name_hash(pname) == hash {
+                        out.insert(Key::new(Controller::Pool, ns, pname));
+                    }
+                }
+            }
+        }
+        if pool_member {
+            // A member changed: claims still waiting for one may now adopt it.
+            for c in store.list_all(kinds.claim, Some(ns)) {
+                if str_at(&c, &["status", "sandbox", "name"]).is_none_or(str::is_empty) {
+                    out.insert(Key::new(
+                        Controller::Claim,
+                        ns,
+                        meta_str(&c, "name").unwrap_or(""),
+                    ));
+                }
+            }
+        }
+    } else if std::ptr::eq(e.rt, kinds.template) {
+        out.insert(Key::new(Controller::Template, ns, name));
+        for pool in store.list_all(kinds.pool, Some(ns)) {
+            if str_at(&pool, &["spec", "sandboxTemplateRef", "name"]) == Some(name) {
+                out.insert(Key::new(
+                    Controller::Pool,
+                    ns,
+                    meta_str(&pool, "name").unwrap_or(""),
+                ));
+            }
+        }
+        for c in store.list_all(kinds.claim, Some(ns)) {
+            out.insert(Key::new(
+                Controller::Claim,
+                ns,
+                meta_str(&c, "name").unwrap_or(""),
+            ));
+        }
+    } else if std::ptr::eq(e.rt, kinds.pool) {
+        out.insert(Key::new(Controller::Pool, ns, name));
+        for c in store.list_all(kinds.claim, Some(ns)) {
+            if str_at(&c, &["spec", "warmPoolRef", "name"]) == Some(name) {
+                out.insert(Key::new(
+                    Controller::Claim,
+                    ns,
+                    meta_str(&c, "name").unwrap_or(""),
+                ));
+            }
+        }
+    } else if std::ptr::eq(e.rt, kinds.claim) {
+        out.insert(Key::new(Controller::Claim, ns, name));
+    } else if group.is_empty() && matches!(plural, "pods" | "services" | "persistentvolumeclaims") {
+        if plural != "persistentvolumeclaims" {
+            // The Pod and the Service are looked up by the Sandbox's name.
+            out.insert(Key::new(Controller::Sandbox, ns, name));
+        }
+        for v in versions {
+            let sandbox_owner = controller_of(v).filter(|o| owner_kind(o) == "Sandbox");
+            if let Some(owner) = sandbox_owner {
+                out.insert(Key::new(Controller::Sandbox, ns, owner_name(owner)));
+            }
+            if plural == "pods"
+                && sandbox_owner.is_none()
+                && let Some(hash) = label(v, NAME_HASH_LABEL)
+            {
+                // An unowned or foreign Pod carrying a Sandbox's tracking label.
+                for sb in store.list_all(kinds.sandbox, Some(ns)) {
+                    let sname = meta_str(&sb, "name").unwrap_or("");
+                    if name_hash(sname) == hash {
+                        out.insert(Key::new(Controller::Sandbox, ns, sname));
+                    }
+                }
+            }
+        }
+    } else if std::ptr::eq(e.rt, kinds.network_policy) {
+        for v in versions {
+            if let Some(owner) = controller_of(v)
+                && owner_kind(owner) == "SandboxTemplate"
+            {
+                out.insert(Key::new(Controller::Template, ns, owner_name(owner)));
+            }
+        }
+    }
+}
+
+/// `NameHash`: FNV-1a (32 bit) of the bytes, as 8 lowercase hex digits.
+pub(crate) fn name_hash(s: &str) -> String {
+    let mut h: u32 = 0x811c_9dc5;
+    for b in s.bytes() {
+        h ^= u32::from(b);
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    format!("{h:08x}")
+}
+
+/// The value at a path of object keys.
+pub(crate) fn at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a Value> {
+    path.iter().try_fold(v, |cur, k| cur.get(*k))
+}
+
+/// The string at a path of object keys.
+pub(crate) fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
+    at(v, path).and_then(Value::as_str)
+}
+
+/// A mutable object at a path, created (and made an object) on the way.
+pub(crate) fn obj_at<'a>(v: &'a mut Value, path: &[&str]) -> Option<&'a mut Map<String, Value>> {
+    let mut cur = v;
+    for k in path {
+        let o = cur.as_object_mut()?;
+        let next = o.entry(k.to_string()).or_insert_with(|| json!({}));
+        if !next.is_object() {
+            *next = json!({});
+        }
+        cur = next;
+    }
+    cur.as_object_mut()
+}
+
+/// A string map (labels, annotations) at a path, as owned pairs.
+pub(crate) fn string_map(v: &Value, path: &[&str]) -> BTreeMap<String, String> {
+    at(v, path)
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// One label of an object.
+pub(crate) fn label<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
+    str_at(obj, &["metadata", "labels", key])
+}
+
+/// One annotation of an object.
+pub(crate) fn annotation<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
+    str_at(obj, &["metadata", "annotations", key])
+}
+
+/// Sets (`Some`) or removes (`None`) a key of the string map at `path`; removes the map when it
+/// becomes empty.
+pub(crate) fn set_map_key(obj: &mut Value, path: &[&str], key: &str, value: Option<&str>) {
+    let Some((last, parent)) = path.split_last() else {
+        return;
+    };
+    match value {
+        Some(v) => {
+            if let Some(m) = obj_at(obj, path) {
+                m.insert(key.to_string(), json!(v));
+            }
+        }
+        None => {
+            let Some(p) = obj_at(obj, parent) else { return };
+            let empty = match p.get_mut(*last).and_then(Value::as_object_mut) {
+                Some(m) => {
+                    m.remove(key);
+                    m.is_empty()
+                }
+                None => false,
+            };
+            if empty {
+                p.remove(*last);
+            }
+        }
+    }
+}
+
+/// Whether the object is marked for deletion.
+pub(crate) fn deleting(obj: &Value) -> bool {
+    at(obj, &["metadata", "deletionTimestamp"]).is_some_and(|v| !v.is_null())
+}
+
+/// The object's controller ownerReference.
+pub(crate) fn controller_of(obj: &Value) -> Option<&Value> {
+    at(obj, &["metadata", "ownerReferences"])
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
+}
+
+/// The API group of an ownerReference.
+pub(crate) fn owner_group(r: &Value) -> &str {
+    let api = r.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    match api.split_once('/') {
+        Some((g, _)) => g,
+        None => "",
+    }
+}
+
+/// The kind of an ownerReference.
+pub(crate) fn owner_kind(r: &Value) -> &str {
+    r.get("kind").and_then(Value::as_str).unwrap_or("")
+}
+
+/// The name of an ownerReference.
+pub(crate) fn owner_name(r: &Value) -> &str {
+    r.get("name").and_then(Value::as_str).unwrap_or("")
+}
+
+/// The uid of an ownerReference.
+pub(crate) fn owner_uid(r: &Value) -> &str {
+    r.get("uid").and_then(Value::as_str).unwrap_or("")
+}
+
+/// Whether `obj`'s controller is `owner` (by uid).
+pub(crate) fn controlled_by(obj: &Value, owner: &Value) -> bool {
+    let uid = meta_str(owner, "uid").unwrap_or("");
+    !uid.is_empty() && controller_of(obj).is_some_and(|r| owner_uid(r) == uid)
+}
+
+/// A controller ownerReference to `owner` (`controller` and `blockOwnerDeletion` true), as
+/// `SetControllerReference` makes it.
+pub(crate) fn controller_ref(rt: &ResourceType, owner: &Value) -> Value {
+    json!({
+        "apiVersion": rt.api_version(),
+        "kind": rt.kind,
+        "name": meta_str(owner, "name").unwrap_or(""),
+        "uid": meta_str(owner, "uid").unwrap_or(""),
+        "controller": true,
+        "blockOwnerDeletion": true,
+    })
+}
+
+/// Adds a controller reference to `owner`, keeping other (non-controller) references.
+pub(crate) fn set_controller_ref(obj: &mut Value, rt: &ResourceType, owner: &Value) {
+    let r = controller_ref(rt, owner);
+    let Some(md) = meta::metadata_mut(obj) else {
+        return;
+    };
+    let refs = md
+        .entry("ownerReferences")
+        .or_insert_with(|| Value::Array(Vec::new()));
+    if !refs.is_array() {
+        *refs = Value::Array(Vec::new());
+    }
+    if let Some(list) = refs.as_array_mut() {
+        let uid = owner_uid(&r).to_string();
+        list.retain(|x| owner_uid(x) != uid);
+        list.push(r);
+    }
+}
+
+/// The `creationTimestamp` of an object.
+pub(crate) fn created_at(obj: &Value) -> Option<OffsetDateTime> {
+    parse_time(meta_str(obj, "creationTimestamp")?)
+}
+
+/// Parses an RFC 3339 time.
+pub(crate) fn parse_time(s: &str) -> Option<OffsetDateTime> {
+    OffsetDateTime::parse(s, &Rfc3339).ok()
+}
+
+/// How long from `now` until `t`, zero when it is past.
+pub(crate) fn until(now: OffsetDateTime, t: OffsetDateTime) -> Duration {
+    let d = t - now;
+    if d.is_negative() {
+        Duration::ZERO
+    } else {
+        d.unsigned_abs()
+    }
+}
+
+/// `metadata.generation` (0 when absent).
+pub(crate) fn generation(obj: &Value) -> i64 {
+    at(obj, &["metadata", "generation"])
+        .and_then(Value::as_i64)
+        .unwrap_or(0)
+}
+
+/// A `metav1.Condition` to set.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Cond {
+    /// `type`.
+    pub(crate) kind: String,
+    /// `True`, `False` or `Unknown`.
+    pub(crate) status: String,
+    /// `reason`.
+    pub(crate) reason: String,
+    /// `message`.
+    pub(crate) message: String,
+    /// `observedGeneration`.
+    pub(crate) observed_generation: i64,
+    /// `lastTransitionTime` to use when the status changes (now when unset).
+    pub(crate) last_transition_time: Option<String>,
+}
+
+impl Cond {
+    /// A condition with the given fields and no preset transition time.
+    pub(crate) fn new(kind: &str, status: &str, reason: &str, message: &str, gen_: i64) -> Self {
+        Cond {
+            kind: kind.into(),
+            status: status.into(),
+            reason: reason.into(),
+            message: message.into(),
+            observed_generation: gen_,
+            last_transition_time: None,
+        }
+    }
+
+    /// Reads a condition from its JSON form.
+    pub(crate) fn from_value(v: &Value) -> Option<Cond> {
+        Some(Cond {
+            kind: v.get("type")?.as_str()?.to_string(),
+            status: v.get("status").and_then(Value::as_str).unwrap_or("").into(),
+            reason: v.get("reason").and_then(Value::as_str).unwrap_or("").into(),
+            message: v
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .into(),
+            observed_generation: v
+                .get("observedGeneration")
+                .and_then(Value::as_i64)
+                .unwrap_or(0),
+            last_transition_time: v
+                .get("lastTransitionTime")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        })
+    }
+}
+
+/// The condition of a type in a conditions list.
+pub(crate) fn find_condition<'a>(conds: &'a [Value], kind: &str) -> Option<&'a Value> {
+    conds
+        .iter()
+        .find(|c| c.get("type").and_then(Value::as_str) == Some(kind))
+}
+
+/// The conditions at `status.conditions`.
+pub(crate) fn conditions(obj: &Value) -> Vec<Value> {
+    at(obj, &["status", "conditions"])
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// Whether the object's condition of `kind` has status True.
+pub(crate) fn condition_true(obj: &Value, kind: &str) -> bool {
+    find_condition(&conditions(obj), kind)
+        .and_then(|c| c.get("status"))
+        .and_then(Value::as_str)
+        == Some("True")
+}
+
+/// `meta.SetStatusCondition`: appends a new type; on an existing one updates reason, message
+/// and observedGeneration, and the transition time only when the status changes.
+pub(crate) fn set_condition(conds: &mut Vec<Value>, c: Cond) {
+    let now = meta::now_rfc3339();
+    if let Some(existing) = conds
+        .iter_mut()
+        .find(|x| x.get("type").and_then(Value::as_str) == Some(c.kind.as_str()))
+    {
+        let Some(o) = existing.as_object_mut() else {
+            return;
+        };
+        if o.get("status").and_then(Value::as_str) != Some(c.status.as_str()) {
+            o.insert("status".into(), json!(c.status));
+            o.insert(
+                "lastTransitionTime".into(),
+                json!(c.last_transition_time.unwrap_or(now)),
+            );
+        }
+        o.insert("reason".into(), json!(c.reason));
+        o.insert("message".into(), json!(c.message));
+        o.insert("observedGeneration".into(), json!(c.observed_generation));
+        return;
+    }
+    conds.push(json!({
+        "type": c.kind,
+        "status": c.status,
+        "observedGeneration": c.observed_generation,
+        "lastTransitionTime": c.last_transition_time.unwrap_or(now),
+        "reason": c.reason,
+        "message": c.message,
+    }));
+}
+
+/// `meta.RemoveStatusCondition`.
+pub(crate) fn remove_condition(conds: &mut Vec<Value>, kind: &str) {
+    conds.retain(|c| c.get("type").and_then(Value::as_str) != Some(kind));
+}
+
+/// How long to wait before retrying after a write lost a race.
+pub(crate) const CONFLICT_RETRY: Duration = Duration::from_millis(10);
+
+/// Why a write helper failed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum WriteError {
+    /// The store refused the write.
+    #[error("{}", .0.message)]
+    Api(ApiError),
+    /// The object kept changing under the write.
+    #[error("the object kept changing; gave up after three tries")]
+    Contended,
+}
+
+impl WriteError {
+    /// Whether the write lost a race (409) and a retry may succeed.
+    pub(crate) fn is_conflict(&self) -> bool {
+        match self {
+            WriteError::Api(e) => e.code == 409,
+            WriteError::Contended => true,
+        }
+    }
+}
+
+/// Reads the current object, applies `f` to a copy, and writes it back when it changed,
+/// guarded by the resourceVersion read (retried on a conflict). `Ok(None)` when the object is
+/// gone; the stored object otherwise.
+pub(crate) fn modify(
+    cx: Cx<'_>,
+    rt: &'static ResourceType,
+    ns: &str,
+    name: &str,
+    part: Part,
+    mut f: impl FnMut(&mut Value),
+) -> Result<Option<Arc<Value>>, WriteError> {
+    for _ in 0..3 {
+        let Some(cur) = cx.store.get_opt(rt, ns, name) else {
+            return Ok(None);
+        };
+        let mut next = Value::clone(&cur);
+        f(&mut next);
+        if next == *cur {
+            return Ok(Some(cur));
+        }
+        match cx
+            .store
+            .update(rt, ns, name, next, part, WriteOptions::default())
+        {
+            Ok((v, _)) => return Ok(Some(v)),
+            Err(e) if e.code == 409 => continue,
+            Err(e) if e.code == 404 => return Ok(None),
+            Err(e) => return Err(WriteError::Api(e)),
+        }
+    }
+    Err(WriteError::Contended)
+}
+
+/// Creates an object.
+pub(crate) fn create(
+    cx: Cx<'_>,
+    rt: &'static ResourceType,
+    ns: &str,
+    obj: Value,
+) -> Result<Arc<Value>, ApiError> {
+    cx.store
+        .create(rt, ns, obj, WriteOptions::default())
+        .map(|(v, _)| v)
+}
+
+/// Deletes an object (background propagation); a missing object is not an error.
+pub(crate) fn delete(
+    cx: Cx<'_>,
+    rt: &'static ResourceType,
+    ns: &str,
+    name: &str,
+    opts: &DeleteOptions,
+) -> Result<(), ApiError> {
+    match cx.store.delete(rt, ns, name, opts) {
+        Ok(_) => Ok(()),
+        Err(e) if e.code == 404 => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn name_hash_matches_the_fnv1a_vectors() {
+        assert_eq!(name_hash("my-sandbox"), "374de8f5");
+        assert_eq!(name_hash(""), "811c9dc5");
+    }
+
+    #[test]
+    fn set_condition_keeps_transition_time_while_status_is_unchanged() {
+        let mut conds = Vec::new();
+        let mut first = Cond::new("Ready", "False", "A", "a", 1);
+        first.last_transition_time = Some("2020-01-01T00:00:00Z".into());
+        set_condition(&mut conds, first);
+        set_condition(&mut conds, Cond::new("Ready", "False", "B", "b", 2));
+        assert_eq!(conds.len(), 1);
+        assert_eq!(conds[0]["lastTransitionTime"], "2020-01-01T00:00:00Z");
+        assert_eq!(conds[0]["reason"], "B");
+        assert_eq!(conds[0]["observedGeneration"], 2);
+    }
+
+    #[test]
+    fn set_condition_moves_transition_time_when_status_changes() {
+        let mut conds = Vec::new();
+        let mut first = Cond::new("Ready", "False", "A", "a", 1);
+        first.last_transition_time = Some("2020-01-01T00:00:00Z".into());
+        set_condition(&mut conds, first);
+        set_condition(&mut conds, Cond::new("Ready", "True", "B", "b", 1));
+        assert_ne!(conds[0]["lastTransitionTime"], "2020-01-01T00:00:00Z");
+        assert_eq!(conds[0]["status"], "True");
+    }
+
+    #[test]
+    fn set_condition_appends_new_types_in_order() {
+        let mut conds = Vec::new();
+        set_condition(&mut conds, Cond::new("Suspended", "False", "A", "", 1));
+        set_condition(&mut conds, Cond::new("Ready", "False", "B", "", 1));
+        let types: Vec<&str> = conds.iter().filter_map(|c| c["type"].as_str()).collect();
+        assert_eq!(types, ["Suspended", "Ready"]);
+        remove_condition(&mut conds, "Suspended");
+        assert_eq!(conds.len(), 1);
+    }
+
+    #[test]
+    fn set_map_key_removes_the_map_when_it_empties() {
+        let mut v = json!({ "metadata": { "labels": { "a": "1" } } });
+        set_map_key(&mut v, &["metadata", "labels"], "b", Some("2"));
+        assert_eq!(v["metadata"]["labels"]["b"], "2");
+        set_map_key(&mut v, &["metadata", "labels"], "a", None);
+        set_map_key(&mut v, &["metadata", "labels"], "b", None);
+        assert!(v["metadata"].get("labels").is_none());
+    }
+
+    #[test]
+    fn controller_ref_is_found_among_owner_references() {
+        let v = json!({ "metadata": { "ownerReferences": [
+            { "apiVersion": "v1", "kind": "X", "name": "x", "uid": "1" },
+            { "apiVersion": "extensions.agents.x-k8s.io/v1beta1", "kind": "SandboxWarmPool", "name": "p", "uid": "2", "controller": true },
+        ] } });
+        let r = controller_of(&v).map(|r| (owner_group(r), owner_kind(r), owner_name(r)));
+        assert_eq!(r, Some((EXTENSIONS_GROUP, "SandboxWarmPool", "p")));
+    }
+
+    #[test]
+    fn until_is_zero_for_past_times() {
+        let now = OffsetDateTime::now_utc();
+        assert_eq!(until(now, now - time::Duration::seconds(5)), Duration::ZERO);
+        assert_eq!(
+            until(now, now + time::Duration::seconds(5)),
+            Duration::from_secs(5)
+        );
+    }
+}

@@ -1,0 +1,911 @@
+//! One exec session over an upgraded connection: the initial empty frame, the process's output,
+//! the client's stdin, resize and CLOSE messages, then exactly one status, Close 1000, and a
+//! bounded wait for the client's Close.
+//!
+//! Three tasks share the connection. The reader reads the socket at all times, so Pings are
+//! answered even while output is blocked, and feeds stdin (a bounded channel: a process that
+//! does not read its stdin eventually stops the reader, as a full pipe stops the kubelet's
+//! copy). The writer owns the write half and sends Pongs ahead of data. The session itself
+//! pumps the process's bounded stdout and stderr channels into the writer, so a slow client
+//! slows the process.
+
+use super::codec::{self, Inbound, Protocol, ResizeDecoder, TermSize};
+use super::ws::{self, Message, Reader, Writer};
+use crate::runtime::{ExecIo, ExitStatus};
+use bytes::Bytes;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
+
+/// Chunks of stdout (or stderr) buffered between the process and the socket.
+const OUTPUT_CHUNKS: usize = 8;
+/// Chunks of stdin buffered between the socket and the process.
+const STDIN_CHUNKS: usize = 16;
+/// Frames queued for the writer.
+const WRITER_FRAMES: usize = 8;
+/// The most resize events a session remembers (for its report).
+const SIZES_KEPT: usize = 64;
+/// How long a tty session that is done waits for the client's first resize before closing.
+/// kubectl sends the terminal size as soon as it connects; a Close that overtakes it makes
+/// kubectl log `"Unhandled Error" err="websocket: close sent"` for that resize.
+const FIRST_RESIZE_WAIT: Duration = Duration::from_millis(250);
+
+/// Which streams the client asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Streams {
+    /// `stdin=true`.
+    pub(crate) stdin: bool,
+    /// `stdout=true`.
+    pub(crate) stdout: bool,
+    /// `stderr=true` (already false when `tty` is set, as the kubelet does).
+    pub(crate) stderr: bool,
+    /// `tty=true`: stderr merged into stdout, `\n` written as `\r\n`, `\r` read as `\n`.
+    pub(crate) tty: bool,
+}
+
+/// How one session runs.
+#[derive(Debug, Clone)]
+pub(crate) struct Config {
+    /// The negotiated subprotocol.
+    pub(crate) protocol: Protocol,
+    /// The streams asked for.
+    pub(crate) streams: Streams,
+    /// The command, for the kubelet-worded exit message.
+    pub(crate) argv: Vec<String>,
+    /// The exec id containerd would have used, for the cannot-start message.
+    pub(crate) exec_id: String,
+    /// A pause after the initial empty frame, before any output (kubectl ≤ 1.31's race).
+    pub(crate) early_frame_delay: Duration,
+    /// The fault: after this many output bytes, drop the connection without status or Close.
+    pub(crate) drop_after_bytes: Option<usize>,
+    /// How long to wait for the client's Close after sending ours.
+    pub(crate) close_wait: Duration,
+    /// Fired by the session when the client goes away; the process must end when it fires.
+    pub(crate) cancel: CancellationToken,
+}
+
+/// How a session ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum End {
+    /// The status and Close were sent.
+    Completed,
+    /// The client went away first (TCP closed or a write failed); the process was cancelled.
+    ClientGone,
+    /// The `drop_exec_after_bytes` fault cut the connection.
+    Dropped,
+}
+
+/// What a session did, for logs and tests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Report {
+    /// How it ended.
+    pub(crate) end: End,
+    /// How the process ended, when it did before the session ended.
+    pub(crate) exit: Option<ExitStatus>,
+    /// The status written on the error channel, if any.
+    pub(crate) status: Option<serde_json::Value>,
+    /// Terminal sizes received on the resize channel.
+    pub(crate) sizes: Vec<TermSize>,
+    /// Output bytes sent (stdout and stderr payloads).
+    pub(crate) output_bytes: usize,
+}
+
+/// What the client's side of the connection has done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Peer {
+    /// Still open.
+    Open,
+    /// It sent a Close frame (the TCP connection may still be open).
+    Closed,
+    /// The connection ended or broke.
+    Gone,
+}
+
+/// What the writer is asked to do.
+#[derive(Debug)]
+enum Out {
+    /// Send one data frame.
+    Frame(codec::Encoded),
+    /// Send Close with this code, then stop.
+    Close(u16),
+    /// Flush and stop without a Close (the drop fault).
+    Drop,
+}
+
+/// Runs a session on `io`; `start` runs the process with the given streams and returns how
+/// it ended. The connection is closed when this returns.
+pub(crate) async fn run<S, F, Fut>(io: S, config: Config, start: F) -> Report
+where
+    S: AsyncRead + AsyncWrite + Send + 'static,
+    F: FnOnce(ExecIo) -> Fut,
+    Fut: Future<Output = ExitStatus> + Send,
+{
+    let (rd, wr) = tokio::io::split(io);
+    let streams = config.streams;
+    let protocol = config.protocol;
+
+    let (pong_tx, pong_rx) = mpsc::channel::<Vec<u8>>(4);
+    let (out_tx, out_rx) = mpsc::channel::<Out>(WRITER_FRAMES);
+    let writer = tokio::spawn(write_loop(Writer::new(wr), pong_rx, out_rx));
+
+    let (stdin_tx, stdin_rx) = if streams.stdin {
+        let (tx, rx) = mpsc::channel::<Bytes>(STDIN_CHUNKS);
+        (Some(tx), Some(rx))
+    } else {
+        (None, None)
+    };
+    let (peer_tx, mut peer_rx) = watch::channel(Peer::Open);
+    let (resized_tx, mut resized_rx) = watch::channel(false);
+    let sizes = Arc::new(Mutex::new(Vec::new()));
+    let reader = tokio::spawn(read_loop(
+        Reader::new(rd),
+        protocol,
+        streams,
+        stdin_tx,
+        pong_tx,
+        peer_tx,
+        resized_tx,
+        sizes.clone(),
+    ));
+
+    let mut report = Report {
+        end: End::Completed,
+        exit: None,
+        status: None,
+        sizes: Vec::new(),
+        output_bytes: 0,
+    };
+    let first = if streams.stdout {
+        codec::STDOUT
+    } else if streams.stderr {
+        codec::STDERR
+    } else {
+        codec::ERROR
+    };
+    let mut ok = out_tx
+        .send(Out::Frame(codec::encode(protocol, first, &[])))
+        .await
+        .is_ok();
+    if ok && !config.early_frame_delay.is_zero() {
+        tokio::time::sleep(config.early_frame_delay).await;
+    }
+
+    let (stdout_tx, mut stdout_rx) = mpsc::channel::<Bytes>(OUTPUT_CHUNKS);
+    let (stderr_tx, mut stderr_rx) = if streams.tty {
+        (stdout_tx.clone(), mpsc::channel::<Bytes>(1).1)
+    } else {
+        mpsc::channel::<Bytes>(OUTPUT_CHUNKS)
+    };
+    let process = start(ExecIo {
+        stdin: stdin_rx,
+        stdout: stdout_tx,
+        stderr: stderr_tx,
+    });
+    tokio::pin!(process);
+    let (mut out_open, mut err_open) = (true, !streams.tty);
+    let mut exit: Option<ExitStatus> = None;
+    while ok && (exit.is_none() || out_open || err_open) {
+        let (channel, chunk) = tokio::select! {
+            biased;
+            gone = wait_gone(&mut peer_rx) => {
+                let _ = gone;
+                ok = false;
+                continue;
+            }
+            chunk = stdout_rx.recv(), if out_open => match chunk {
+                Some(c) => (codec::STDOUT, c),
+                None => { out_open = false; continue; }
+            },
+            chunk = stderr_rx.recv(), if err_open => match chunk {
+                Some(c) => (codec::STDERR, c),
+                None => { err_open = false; continue; }
+            },
+            status = &mut process, if exit.is_none() => {
+                exit = Some(status);
+                continue;
+            }
+        };
+        let wanted = match channel {
+            codec::STDOUT => streams.stdout,
+            _ => streams.stderr,
+        };
+        if !wanted || chunk.is_empty() {
+            continue;
+        }
+        let mut payload = if streams.tty {
+            onlcr(&chunk)
+        } else {
+            chunk.to_vec()
+        };
+        if let Some(limit) = config.drop_after_bytes {
+            let room = limit.saturating_sub(report.output_bytes);
+            if payload.len() >= room {
+                payload.truncate(room);
+                report.output_bytes += payload.len();
+                if !payload.is_empty() {
+                    let _ = out_tx
+                        .send(Out::Frame(codec::encode(protocol, channel, &payload)))
+                        .await;
+                }
+                let _ = out_tx.send(Out::Drop).await;
+                drop(out_tx);
+                let _ = writer.await;
+                reader.abort();
+                config.cancel.cancel();
+                report.end = End::Dropped;
+                report.exit = exit;
+                report.sizes = take_sizes(&sizes);
+                return report;
+            }
+        }
+        report.output_bytes += payload.len();
+        ok = out_tx
+            .send(Out::Frame(codec::encode(protocol, channel, &payload)))
+            .await
+            .is_ok();
+    }
+    report.exit = exit.clone();
+    let Some(exit) = exit.filter(|_| ok) else {
+        config.cancel.cancel();
+        drop(out_tx);
+        reader.abort();
+        let _ = writer.await;
+        report.end = End::ClientGone;
+        report.sizes = take_sizes(&sizes);
+        return report;
+    };
+
+    if streams.tty {
+        let waited = tokio::time::timeout(FIRST_RESIZE_WAIT, async {
+            while !*resized_rx.borrow_and_update() && *peer_rx.borrow() == Peer::Open {
+                tokio::select! {
+                    r = resized_rx.changed() => if r.is_err() { break },
+                    r = peer_rx.changed() => if r.is_err() { break },
+                }
+            }
+        })
+        .await;
+        if waited.is_err() {
+            tracing::debug!("exec: no resize from the tty client");
+        }
+    }
+    let status = status_for(&config, &exit);
+    if let Some(payload) = codec::error_channel_payload(protocol, &status) {
+        let _ = out_tx
+            .send(Out::Frame(codec::encode(protocol, codec::ERROR, &payload)))
+            .await;
+    }
+    report.status = Some(status);
+    let _ = out_tx.send(Out::Close(1000)).await;
+    drop(out_tx);
+    let mut writer_half = writer.await.ok().flatten();
+    let waited = tokio::time::timeout(config.close_wait, async {
+        while *peer_rx.borrow_and_update() == Peer::Open {
+            if peer_rx.changed().await.is_err() {
+                break;
+            }
+        }
+    })
+    .await;
+    if waited.is_err() {
+        tracing::debug!("exec: the client did not close within the wait");
+    }
+    reader.abort();
+    if let Some(w) = writer_half.as_mut() {
+        let _ = w.shutdown().await;
+    }
+    report.sizes = take_sizes(&sizes);
+    report
+}
+
+/// The status for how the process ended.
+fn status_for(config: &Config, exit: &ExitStatus) -> serde_json::Value {
+    let code = match exit {
+        ExitStatus::Code(0) => return codec::status_success(),
+        ExitStatus::Code(c) => *c,
+        // SIGKILL, as when the container is stopped under a running exec.
+        ExitStatus::Killed => 137,
+        ExitStatus::CannotStart(text) => {
+            return codec::status_internal(&format!(
+                "error executing command in container: failed to exec in container: failed to start exec \"{}\": {text}",
+                config.exec_id
+            ));
+        }
+    };
+    codec::status_exit(
+        &codec::exit_message(config.protocol, code, &config.argv),
+        code,
+    )
+}
+
+/// Resolves once the client is gone (a Close frame alone is not gone: output continues).
+async fn wait_gone(peer: &mut watch::Receiver<Peer>) {
+    loop {
+        if *peer.borrow_and_update() == Peer::Gone {
+            return;
+        }
+        if peer.changed().await.is_err() {
+            // The reader ended without saying Gone (it was aborted): never resolve.
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+/// The sizes the reader collected.
+fn take_sizes(sizes: &Mutex<Vec<TermSize>>) -> Vec<TermSize> {
+    sizes
+        .lock()
+        .map(|mut s| std::mem::take(&mut *s))
+        .unwrap_or_default()
+}
+
+/// A terminal's output translation: every `\n` goes out as `\r\n`.
+fn onlcr(data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(data.len() + data.len() / 16);
+    for &b in data {
+        if b == b'\n' {
+            out.push(b'\r');
+        }
+        out.push(b);
+    }
+    out
+}
+
+/// A terminal's input translation: `\r` (the Enter key in raw mode) is read as `\n`.
+fn icrnl(mut data: Vec<u8>) -> Vec<u8> {
+    for b in &mut data {
+        if *b == b'\r' {
+            *b = b'\n';
+        }
+    }
+    data
+}
+
+/// Reads the socket until the client goes: answers Pings, feeds stdin and resize, handles CLOSE.
+async fn read_loop<R: AsyncRead + Unpin>(
+    mut reader: Reader<R>,
+    protocol: Protocol,
+    streams: Streams,
+    mut stdin: Option<mpsc::Sender<Bytes>>,
+    pong: mpsc::Sender<Vec<u8>>,
+    peer: watch::Sender<Peer>,
+    resized: watch::Sender<bool>,
+    sizes: Arc<Mutex<Vec<TermSize>>>,
+) {
+    let mut resize = ResizeDecoder::default();
+    let mut closed = false;
+    loop {
+        let message = match reader.next().await {
+            Ok(Some(m)) => m,
+            Ok(None) => break,
+            Err(e) => {
+                tracing::debug!(error = %e, "exec: reading the client");
+                break;
+            }
+        };
+        let data = match message {
+            Message::Ping(p) => {
+                if !closed {
+                    let _ = pong.try_send(p);
+                }
+                continue;
+            }
+            Message::Pong => continue,
+            Message::Close(code) => {
+                tracing::debug!(?code, "exec: the client sent Close");
+                // kube-rs under v4 closes on stdin EOF and keeps reading: treat it as stdin
+                // EOF and keep sending output and the status.
+                stdin = None;
+                closed = true;
+                let _ = peer.send(Peer::Closed);
+                continue;
+            }
+            Message::Text(d) | Message::Binary(d) => d,
+        };
+        if closed {
+            continue;
+        }
+        match codec::decode(protocol, &data) {
+            Ok(Inbound::Data {
+                channel: codec::STDIN,
+                payload,
+            }) => {
+                let Some(tx) = stdin.as_ref() else { continue };
+                if payload.is_empty() {
+                    continue;
+                }
+                let payload = if streams.tty {
+                    icrnl(payload)
+                } else {
+                    payload
+                };
+                if tx.send(Bytes::from(payload)).await.is_err() {
+                    // The process stopped reading for good; later stdin is discarded.
+                    stdin = None;
+                }
+            }
+            Ok(Inbound::Data {
+                channel: codec::RESIZE,
+                payload,
+            }) if streams.tty => {
+                let got = resize.push(&payload);
+                if !got.is_empty() {
+                    resized.send_replace(true);
+                }
+                if let Ok(mut kept) = sizes.lock() {
+                    for s in got {
+                        if kept.len() < SIZES_KEPT {
+                            kept.push(s);
+                        }
+                    }
+                }
+            }
+            Ok(Inbound::Close(codec::STDIN)) => stdin = None,
+            Ok(_) => {}
+            Err(e) => tracing::debug!(error = %e, "exec: undecodable client message dropped"),
+        }
+    }
+    let _ = peer.send(Peer::Gone);
+}
+
+/// Writes Pongs (first) and the session's frames; returns the write half once a Close or Drop
+/// was written, or `None` when the socket failed.
+async fn write_loop<W: AsyncWrite + Unpin>(
+    mut writer: Writer<W>,
+    mut pongs: mpsc::Receiver<Vec<u8>>,
+    mut frames: mpsc::Receiver<Out>,
+) -> Option<Writer<W>> {
+    let mut pongs_open = true;
+    loop {
+        let result = tokio::select! {
+            biased;
+            p = pongs.recv(), if pongs_open => match p {
+                Some(p) => writer.send(ws::OP_PONG, &p).await,
+                None => { pongs_open = false; continue; }
+            },
+            f = frames.recv() => match f {
+                Some(Out::Frame(e)) => {
+                    let op = if e.text { ws::OP_TEXT } else { ws::OP_BINARY };
+                    writer.send(op, &e.data).await
+                }
+                Some(Out::Close(code)) => {
+                    let r = match writer.close(code).await {
+                        Ok(()) => writer.flush().await,
+                        Err(e) => Err(e),
+                    };
+                    return r.ok().map(|()| writer);
+                }
+                Some(Out::Drop) | None => {
+                    let _ = writer.flush().await;
+                    return None;
+                }
+            },
+        };
+        if result.is_err() {
+            return None;
+        }
+        if pongs.is_empty() && frames.is_empty() && writer.flush().await.is_err() {
+            return None;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::{Commands, ExecSpec, PodFs};
+    use futures_util::{SinkExt, StreamExt};
+    use serde_json::Value;
+    use tokio::io::{AsyncWriteExt, DuplexStream};
+    use tokio::task::JoinHandle;
+    use tokio_tungstenite::WebSocketStream;
+    use tokio_tungstenite::tungstenite::Message as WsMessage;
+    use tokio_tungstenite::tungstenite::protocol::Role;
+
+    /// The client end of an in-memory connection.
+    type Client = WebSocketStream<DuplexStream>;
+
+    /// The streams kubectl asks for without `-i`/`-t`.
+    const OUT_ERR: Streams = Streams {
+        stdin: false,
+        stdout: true,
+        stderr: true,
+        tty: false,
+    };
+
+    /// stdin, stdout and stderr.
+    const ALL: Streams = Streams {
+        stdin: true,
+        stdout: true,
+        stderr: true,
+        tty: false,
+    };
+
+    fn config(protocol: Protocol, streams: Streams, argv: &[&str]) -> Config {
+        Config {
+            protocol,
+            streams,
+            argv: argv.iter().map(|s| (*s).to_string()).collect(),
+            exec_id: "0123abcd".into(),
+            early_frame_delay: Duration::ZERO,
+            drop_after_bytes: None,
+            close_wait: Duration::from_secs(2),
+            cancel: CancellationToken::new(),
+        }
+    }
+
+    /// Starts a session running `config.argv` in an empty pod, and its client.
+    async fn start_with(config: Config, commands: Commands) -> (Client, JoinHandle<Report>) {
+        let (server_io, client_io) = tokio::io::duplex(64 * 1024);
+        let spec = ExecSpec {
+            argv: config.argv.clone(),
+            env: vec![("HOSTNAME".into(), "pod-0".into())],
+            cwd: "/".into(),
+            fs: PodFs::new(vec![]),
+            commands,
+            cancel: config.cancel.clone(),
+        };
+        let server = tokio::spawn(run(server_io, config, move |io| {
+            crate::runtime::exec(spec, io)
+        }));
+        let client = WebSocketStream::from_raw_socket(client_io, Role::Client, None).await;
+        (client, server)
+    }
+
+    async fn start(protocol: Protocol, streams: Streams, argv: &[&str]) -> (Client, JoinHandle<Report>) {
+        start_with(config(protocol, streams, argv), Commands::new()).await
+    }
+
+    /// Everything the client saw until the server's Close (or the end of the connection).
+    #[derive(Debug, Default)]
+    struct Seen {
+        /// (text frame, payload) of every data message, in order.
+        messages: Vec<(bool, Vec<u8>)>,
+        /// The Close frame's code, when one came.
+        close: Option<u16>,
+        /// Whether the connection ended with an error (no closing handshake).
+        broken: bool,
+    }
+
+    impl Seen {
+        /// The payloads of binary messages on `channel`, concatenated.
+        fn channel(&self, channel: u8) -> Vec<u8> {
+            self.messages
+                .iter()
+                .filter(|(text, m)| !*text && m.first() == Some(&channel))
+                .flat_map(|(_, m)| m.iter().skip(1).copied())
+                .collect()
+        }
+
+        /// How many binary messages came on `channel`.
+        fn count(&self, channel: u8) -> usize {
+            self.messages
+                .iter()
+                .filter(|(text, m)| !*text && m.first() == Some(&channel))
+                .count()
+        }
+
+        /// The status on channel 3, parsed.
+        fn status(&self) -> Value {
+            serde_json::from_slice(&self.channel(codec::ERROR)).unwrap_or(Value::Null)
+        }
+    }
+
+    async fn read_all(client: &mut Client) -> Seen {
+        let mut seen = Seen::default();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let next = tokio::time::timeout_at(deadline, client.next()).await;
+            match next {
+                Err(_) => panic!("the session did not end: {seen:?}"),
+                Ok(None) => break,
+                Ok(Some(Err(_))) => {
+                    seen.broken = true;
+                    break;
+                }
+                Ok(Some(Ok(WsMessage::Binary(b)))) => seen.messages.push((false, b.to_vec())),
+                Ok(Some(Ok(WsMessage::Text(t)))) => {
+                    seen.messages.push((true, t.as_bytes().to_vec()))
+                }
+                Ok(Some(Ok(WsMessage::Close(c)))) => {
+                    seen.close = c.map(|c| u16::from(c.code));
+                }
+                Ok(Some(Ok(_))) => {}
+            }
+        }
+        seen
+    }
+
+    async fn report(server: JoinHandle<Report>) -> Report {
+        match tokio::time::timeout(Duration::from_secs(20), server).await {
+            Ok(Ok(r)) => r,
+            other => panic!("the session did not end cleanly: {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn v5_session_sends_the_empty_frame_output_one_status_and_close_1000() {
+        let (mut client, server) = start(
+            Protocol::V5,
+            OUT_ERR,
+            &["sh", "-c", "echo out; echo err >&2; exit 3"],
+        )
+        .await;
+        let seen = read_all(&mut client).await;
+        assert_eq!(seen.messages.first(), Some(&(false, vec![1u8])));
+        assert_eq!(seen.channel(codec::STDOUT), b"out\n");
+        assert_eq!(seen.channel(codec::STDERR), b"err\n");
+        assert_eq!(seen.count(codec::ERROR), 1);
+        let status = seen.status();
+        assert_eq!(status["status"], "Failure");
+        assert_eq!(status["reason"], "NonZeroExitCode");
+        assert_eq!(status["details"]["causes"][0]["reason"], "ExitCode");
+        assert_eq!(status["details"]["causes"][0]["message"], "3");
+        assert_eq!(
+            status["message"],
+            "command terminated with non-zero exit code: command terminated with exit code 3"
+        );
+        assert_eq!(seen.messages.last().map(|m| m.1.first()), Some(Some(&3u8)));
+        assert_eq!(seen.close, Some(1000));
+        assert!(!seen.broken);
+        let r = report(server).await;
+        assert_eq!(r.end, End::Completed);
+        assert_eq!(r.exit, Some(ExitStatus::Code(3)));
+    }
+
+    #[tokio::test]
+    async fn v5_close_of_stdin_is_end_of_input() {
+        let (mut client, server) = start(Protocol::V5, ALL, &["cat"]).await;
+        assert!(client.send(WsMessage::binary(b"\x00hello ".to_vec())).await.is_ok());
+        assert!(client.send(WsMessage::binary(b"\x00world".to_vec())).await.is_ok());
+        assert!(client.send(WsMessage::binary(vec![255u8, 0])).await.is_ok());
+        let seen = read_all(&mut client).await;
+        assert_eq!(seen.channel(codec::STDOUT), b"hello world");
+        assert_eq!(seen.status()["status"], "Success");
+        assert_eq!(seen.close, Some(1000));
+        assert_eq!(report(server).await.end, End::Completed);
+    }
+
+    #[tokio::test]
+    async fn a_v4_client_close_is_stdin_eof_and_output_and_status_still_follow() {
+        let (mut client, server) = start(
+            Protocol::V4,
+            ALL,
+            &["sh", "-c", "cat; sleep 0.1; echo after"],
+        )
+        .await;
+        assert!(client.send(WsMessage::binary(b"\x00abc".to_vec())).await.is_ok());
+        assert!(client.close(None).await.is_ok());
+        let seen = read_all(&mut client).await;
+        assert_eq!(seen.channel(codec::STDOUT), b"abcafter\n");
+        assert_eq!(seen.status()["status"], "Success");
+        assert_eq!(seen.close, Some(1000));
+        let r = report(server).await;
+        assert_eq!(r.end, End::Completed);
+        assert_eq!(r.exit, Some(ExitStatus::Code(0)));
+    }
+
+    #[tokio::test]
+    async fn text_frames_from_the_client_are_read_as_binary_ones() {
+        let (mut client, server) = start(Protocol::V4, ALL, &["cat"]).await;
+        assert!(client.send(WsMessage::text("\u{0}typed\n")).await.is_ok());
+        assert!(client.close(None).await.is_ok());
+        let seen = read_all(&mut client).await;
+        assert_eq!(seen.channel(codec::STDOUT), b"typed\n");
+        assert_eq!(report(server).await.end, End::Completed);
+    }
+
+    #[tokio::test]
+    async fn base64_protocol_frames_are_text_both_ways() {
+        let (mut client, server) = start(Protocol::V4Base64, ALL, &["cat"]).await;
+        assert!(client.send(WsMessage::text("0aGk=")).await.is_ok());
+        assert!(client.close(None).await.is_ok());
+        let seen = read_all(&mut client).await;
+        assert_eq!(seen.messages.first(), Some(&(true, b"1".to_vec())));
+        assert!(seen.messages.contains(&(true, b"1aGk=".to_vec())));
+        let status = seen
+            .messages
+            .iter()
+            .find(|(_, m)| m.first() == Some(&b'3'))
+            .map(|(_, m)| m.clone())
+            .unwrap_or_default();
+        let decoded = base64::Engine::decode(
+            &base64::engine::general_purpose::STANDARD,
+            status.get(1..).unwrap_or_default(),
+        )
+        .unwrap_or_default();
+        assert_eq!(
+            serde_json::from_slice::<Value>(&decoded).ok(),
+            Some(codec::status_success())
+        );
+        assert_eq!(report(server).await.end, End::Completed);
+    }
+
+    #[tokio::test]
+    async fn v1_protocol_writes_nothing_on_success_and_the_text_on_failure() {
+        let (mut client, server) = start(Protocol::Channel, OUT_ERR, &["true"]).await;
+        let seen = read_all(&mut client).await;
+        assert_eq!(seen.count(codec::ERROR), 0);
+        assert_eq!(seen.close, Some(1000));
+        report(server).await;
+        let (mut client, server) = start(Protocol::Channel, OUT_ERR, &["sh", "-c", "exit 2"]).await;
+        let seen = read_all(&mut client).await;
+        assert_eq!(
+            seen.channel(codec::ERROR),
+            b"command terminated with non-zero exit code: error executing command [sh -c exit 2], exit code 2"
+        );
+        report(server).await;
+    }
+
+    #[tokio::test]
+    async fn pings_are_answered_while_the_command_runs() {
+        let (mut client, server) = start(Protocol::V5, OUT_ERR, &["sleep", "1"]).await;
+        assert!(client.send(WsMessage::Ping(b"p1".to_vec().into())).await.is_ok());
+        let pong = tokio::time::timeout(Duration::from_millis(800), async {
+            while let Some(Ok(m)) = client.next().await {
+                if let WsMessage::Pong(p) = m {
+                    return Some(p.to_vec());
+                }
+            }
+            None
+        })
+        .await;
+        assert_eq!(pong.ok().flatten(), Some(b"p1".to_vec()));
+        let seen = read_all(&mut client).await;
+        assert_eq!(seen.close, Some(1000));
+        report(server).await;
+    }
+
+    #[tokio::test]
+    async fn tty_merges_stderr_translates_newlines_and_records_resizes() {
+        let streams = Streams {
+            stdin: true,
+            stdout: true,
+            stderr: false,
+            tty: true,
+        };
+        let (mut client, server) = start(
+            Protocol::V5,
+            streams,
+            &["sh", "-c", "read line; echo \"got $line\"; echo oops >&2"],
+        )
+        .await;
+        assert!(
+            client
+                .send(WsMessage::binary(b"\x04{\"Width\":120,\"Height\":40}\n".to_vec()))
+                .await
+                .is_ok()
+        );
+        assert!(client.send(WsMessage::binary(b"\x00hi\r".to_vec())).await.is_ok());
+        let seen = read_all(&mut client).await;
+        assert_eq!(seen.channel(codec::STDOUT), b"got hi\r\noops\r\n");
+        assert_eq!(seen.count(codec::STDERR), 0);
+        let r = report(server).await;
+        assert_eq!(
+            r.sizes,
+            vec![TermSize {
+                width: 120,
+                height: 40
+            }]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_command_that_cannot_start_is_an_internal_error_status() {
+        let (mut client, server) = start(Protocol::V5, OUT_ERR, &["no-such-program"]).await;
+        let seen = read_all(&mut client).await;
+        let status = seen.status();
+        assert_eq!(status["reason"], "InternalError");
+        assert_eq!(status["code"], 500);
+        let message = status["message"].as_str().unwrap_or_default();
+        assert!(
+            message.starts_with("Internal error occurred: error executing command in container: failed to exec in container: failed to start exec \"0123abcd\": OCI runtime exec failed"),
+            "{message}"
+        );
+        assert!(message.contains("no-such-program"), "{message}");
+        report(server).await;
+    }
+
+    #[tokio::test]
+    async fn the_drop_fault_cuts_the_connection_after_n_bytes_without_status_or_close() {
+        let mut c = config(Protocol::V5, OUT_ERR, &["head", "-c", "100000", "/dev/zero"]);
+        c.drop_after_bytes = Some(1000);
+        let cancel = c.cancel.clone();
+        let (mut client, server) = start_with(c, Commands::new()).await;
+        let seen = read_all(&mut client).await;
+        assert_eq!(seen.channel(codec::STDOUT).len(), 1000);
+        assert_eq!(seen.count(codec::ERROR), 0);
+        assert_eq!(seen.close, None);
+        let r = report(server).await;
+        assert_eq!(r.end, End::Dropped);
+        assert!(cancel.is_cancelled());
+    }
+
+    #[tokio::test]
+    async fn a_client_that_goes_away_cancels_the_process() {
+        let c = config(Protocol::V5, OUT_ERR, &["sleep", "100"]);
+        let cancel = c.cancel.clone();
+        let (client, server) = start_with(c, Commands::new()).await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        drop(client);
+        let r = report(server).await;
+        assert_eq!(r.end, End::ClientGone);
+        assert!(cancel.is_cancelled());
+    }
+
+    #[tokio::test]
+    async fn large_output_arrives_whole_through_the_bounded_channels() {
+        let (mut client, server) = start(
+            Protocol::V4,
+            OUT_ERR,
+            &["head", "-c", "3000000", "/dev/zero"],
+        )
+        .await;
+        let seen = read_all(&mut client).await;
+        assert_eq!(seen.channel(codec::STDOUT).len(), 3_000_000);
+        assert_eq!(seen.status()["status"], "Success");
+        assert_eq!(report(server).await.output_bytes, 3_000_000);
+    }
+
+    #[tokio::test]
+    async fn stdin_frames_are_dropped_when_stdin_was_not_asked_for() {
+        let (mut client, server) = start(Protocol::V5, OUT_ERR, &["cat"]).await;
+        let _ = client.send(WsMessage::binary(b"\x00ignored".to_vec())).await;
+        let seen = read_all(&mut client).await;
+        assert_eq!(seen.channel(codec::STDOUT), b"");
+        assert_eq!(seen.status()["status"], "Success");
+        report(server).await;
+    }
+
+    #[tokio::test]
+    async fn without_stdout_the_initial_frame_goes_on_stderr() {
+        let streams = Streams {
+            stdin: false,
+            stdout: false,
+            stderr: true,
+            tty: false,
+        };
+        let (mut client, server) = start(Protocol::V5, streams, &["sh", "-c", "echo o; echo e >&2"]).await;
+        let seen = read_all(&mut client).await;
+        assert_eq!(seen.messages.first(), Some(&(false, vec![2u8])));
+        assert_eq!(seen.channel(codec::STDOUT), b"");
+        assert_eq!(seen.channel(codec::STDERR), b"e\n");
+        report(server).await;
+    }
+
+    #[tokio::test]
+    async fn the_early_frame_delay_holds_output_back_after_the_empty_frame() {
+        let mut c = config(Protocol::V5, OUT_ERR, &["echo", "x"]);
+        c.early_frame_delay = Duration::from_millis(150);
+        let (mut client, server) = start_with(c, Commands::new()).await;
+        let first = client.next().await.and_then(Result::ok);
+        let at_first = tokio::time::Instant::now();
+        assert_eq!(first, Some(WsMessage::binary(vec![1u8])));
+        let second = client.next().await.and_then(Result::ok);
+        assert_eq!(second, Some(WsMessage::binary(b"\x01x\n".to_vec())));
+        assert!(at_first.elapsed() >= Duration::from_millis(100));
+        let _ = read_all(&mut client).await;
+        report(server).await;
+    }
+
+    #[tokio::test]
+    async fn junk_bytes_from_the_client_end_the_session_without_a_panic() {
+        let (server_io, mut client_io) = tokio::io::duplex(4096);
+        let c = config(Protocol::V5, ALL, &["sleep", "100"]);
+        let spec = ExecSpec {
+            argv: c.argv.clone(),
+            env: vec![],
+            cwd: "/".into(),
+            fs: PodFs::new(vec![]),
+            commands: Commands::new(),
+            cancel: c.cancel.clone(),
+        };
+        let server = tokio::spawn(run(server_io, c, move |io| crate::runtime::exec(spec, io)));
+        let _ = client_io.write_all(&[0xC3, 0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]).await;
+        let r = report(server).await;
+        assert_eq!(r.end, End::ClientGone);
+    }
+}

@@ -1,0 +1,223 @@
+//! The public face of a command registered by a test: what one call of it sees and may do.
+
+use crate::runtime::Ctx;
+use crate::runtime::io::WriteError;
+use bytes::Bytes;
+
+/// Why a registered command's stream or file operation failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CommandError {
+    /// The reader of the stream has gone (the exec client left); a real process would get
+    /// SIGPIPE.
+    #[error("Broken pipe")]
+    BrokenPipe,
+    /// A file operation failed, with the error text `errno` would give.
+    #[error("{path}: {message}")]
+    File {
+        /// The path, made absolute.
+        path: String,
+        /// `No such file or directory`, `Is a directory`...
+        message: String,
+    },
+}
+
+impl CommandError {
+    fn from_write(e: WriteError) -> Self {
+        match e {
+            WriteError::BrokenPipe => CommandError::BrokenPipe,
+            WriteError::Fs(fe) => CommandError::File {
+                path: String::new(),
+                message: fe.to_string(),
+            },
+        }
+    }
+}
+
+/// One call of a command registered with
+/// [`FakeKube::register_command`](crate::FakeKube::register_command): its arguments,
+/// environment and working directory, its standard streams, and the files of the pod it runs
+/// in (the container's own root and its volumes). The call ends when the handler returns its
+/// exit status, or earlier when it is killed (exec client gone, container stopped, pod
+/// deleted): then the handler's future is dropped.
+pub struct CommandCall {
+    /// The runtime's context of the call.
+    ctx: Ctx,
+}
+
+impl std::fmt::Debug for CommandCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CommandCall")
+            .field("argv", &self.ctx.argv)
+            .field("cwd", &self.ctx.cwd)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CommandCall {
+    /// Wraps the runtime's context.
+    pub(crate) fn new(ctx: Ctx) -> Self {
+        CommandCall { ctx }
+    }
+
+    /// The whole command line, the command's name first.
+    pub fn argv(&self) -> &[String] {
+        &self.ctx.argv
+    }
+
+    /// The arguments after the command's name.
+    pub fn args(&self) -> &[String] {
+        self.ctx.args()
+    }
+
+    /// The environment, in order (a name set twice: the last one counts).
+    pub fn env(&self) -> &[(String, String)] {
+        &self.ctx.env
+    }
+
+    /// One environment variable.
+    pub fn var(&self, name: &str) -> Option<&str> {
+        self.ctx.var(name)
+    }
+
+    /// The absolute working directory.
+    pub fn cwd(&self) -> &str {
+        &self.ctx.cwd
+    }
+
+    /// The next chunk of standard input, or `None` at end of input.
+    pub async fn read_stdin(&self) -> Option<Vec<u8>> {
+        self.ctx.stdin.read().await.map(|b| b.to_vec())
+    }
+
+    /// Standard input up to its end, at most `max` bytes (the rest stays unread).
+    pub async fn read_stdin_to_end(&self, max: usize) -> Vec<u8> {
+        self.ctx.stdin.read_to_end(max).await
+    }
+
+    /// Writes to standard output, waiting while the reader is behind.
+    pub async fn write_stdout(&self, data: impl AsRef<[u8]>) -> Result<(), CommandError> {
+        self.ctx
+            .stdout
+            .write(Bytes::copy_from_slice(data.as_ref()))
+            .await
+            .map_err(CommandError::from_write)
+    }
+
+    /// Writes to standard error, waiting while the reader is behind.
+    pub async fn write_stderr(&self, data: impl AsRef<[u8]>) -> Result<(), CommandError> {
+        self.ctx
+            .stderr
+            .write(Bytes::copy_from_slice(data.as_ref()))
+            .await
+            .map_err(CommandError::from_write)
+    }
+
+    /// The contents of a file (a relative path is taken from the working directory).
+    pub fn read_file(&self, path: &str) -> Result<Vec<u8>, CommandError> {
+        let abs = self.ctx.path(path);
+        self.ctx
+            .fs
+            .read(&abs)
+            .map(|b| b.to_vec())
+            .map_err(|e| file_error(abs, e))
+    }
+
+    /// Creates or replaces a file; its directory must exist.
+    pub fn write_file(&self, path: &str, data: &[u8]) -> Result<(), CommandError> {
+        let abs = self.ctx.path(path);
+        self.ctx
+            .fs
+            .write(&abs, data)
+            .map_err(|e| file_error(abs, e))
+    }
+
+    /// Creates a directory and its missing parents.
+    pub fn create_dir_all(&self, path: &str) -> Result<(), CommandError> {
+        let abs = self.ctx.path(path);
+        self.ctx
+            .fs
+            .mkdir_all(&abs, 0o755)
+            .map_err(|e| file_error(abs, e))
+    }
+
+    /// Whether the call has been killed.
+    pub fn is_cancelled(&self) -> bool {
+        self.ctx.cancel.is_cancelled()
+    }
+
+    /// Resolves when the call is killed; for handlers that run until then (a keep-alive loop).
+    pub async fn cancelled(&self) {
+        self.ctx.cancel.cancelled().await;
+    }
+}
+
+fn file_error(path: String, e: crate::runtime::fs::FsError) -> CommandError {
+    CommandError::File {
+        path,
+        message: e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::io::{Input, Output};
+    use crate::runtime::{Commands, PodFs};
+    use tokio::sync::mpsc;
+    use tokio_util::sync::CancellationToken;
+
+    fn ctx(stdin: &'static [u8]) -> (Ctx, mpsc::Receiver<Bytes>) {
+        let (tx, rx) = mpsc::channel(4);
+        let ctx = Ctx {
+            argv: vec!["tool".into(), "a".into(), "b".into()],
+            env: vec![("K".into(), "1".into()), ("K".into(), "2".into())],
+            cwd: "/tmp".into(),
+            fs: PodFs::new(vec![]),
+            commands: Commands::new(),
+            stdin: Input::bytes(Bytes::from_static(stdin)),
+            stdout: Output::Channel(tx),
+            stderr: Output::Null,
+            cancel: CancellationToken::new(),
+            depth: 0,
+        };
+        (ctx, rx)
+    }
+
+    #[tokio::test]
+    async fn a_call_sees_its_arguments_environment_and_stdin() {
+        let (c, _rx) = ctx(b"input");
+        let call = CommandCall::new(c);
+        assert_eq!(call.args(), ["a", "b"]);
+        assert_eq!(call.argv().first().map(String::as_str), Some("tool"));
+        assert_eq!(call.var("K"), Some("2"));
+        assert_eq!(call.cwd(), "/tmp");
+        assert_eq!(call.read_stdin_to_end(100).await, b"input");
+        assert_eq!(call.read_stdin().await, None);
+    }
+
+    #[tokio::test]
+    async fn stdout_writes_reach_the_stream_and_fail_once_it_is_gone() {
+        let (c, mut rx) = ctx(b"");
+        let call = CommandCall::new(c);
+        assert_eq!(call.write_stdout("hi").await, Ok(()));
+        assert_eq!(rx.recv().await, Some(Bytes::from_static(b"hi")));
+        drop(rx);
+        assert_eq!(call.write_stdout("x").await, Err(CommandError::BrokenPipe));
+    }
+
+    #[tokio::test]
+    async fn files_are_relative_to_the_working_directory() {
+        let (c, _rx) = ctx(b"");
+        let call = CommandCall::new(c);
+        assert_eq!(call.create_dir_all("d/e"), Ok(()));
+        assert_eq!(call.write_file("d/e/f", b"data"), Ok(()));
+        assert_eq!(call.read_file("/tmp/d/e/f"), Ok(b"data".to_vec()));
+        assert_eq!(
+            call.read_file("nope"),
+            Err(CommandError::File {
+                path: "/tmp/nope".into(),
+                message: "No such file or directory".into()
+            })
+        );
+    }
+}

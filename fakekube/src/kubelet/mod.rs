@@ -1,0 +1,375 @@
+//! The fake kubelet (with the scheduler and the volume provisioner it needs): runs pods in the
+//! hermetic runtime and answers for their containers when `pods/exec`, `pods/attach` and
+//! `pods/log` need them.
+//!
+//! # What it does
+//!
+//! - **Scheduling.** A pod without `spec.nodeName` gets [`NODE_NAME`](pod::NODE_NAME) (a
+//!   main-resource write, as a binding makes), unless a PersistentVolumeClaim it mounts does not
+//!   exist: then it stays Pending with `PodScheduled=False` (`Unschedulable`) until the claim
+//!   appears. Pods bound to another node are left alone.
+//! - **Provisioning.** Every PersistentVolumeClaim is bound at once (`spec.volumeName`
+//!   `pvc-<uid>`, `status.phase=Bound`, `accessModes`, `capacity` from the request). Each claim
+//!   has its storage, a runtime [`Volume`], kept here by claim uid: it outlives the pods that
+//!   mount it and is dropped when the claim is deleted.
+//! - **Pods.** A scheduled pod is admitted at once (Pending, `ContainerCreating`); after the
+//!   start delay its sandbox exists (pod IP `10.244.x.y`) and each container starts. A container
+//!   runs its main process (`command` + `args`, or the fake images' default `sleep infinity`)
+//!   through [`runtime::exec`](crate::runtime::exec) in a fresh root filesystem with the pod's
+//!   volumes mounted; its output is kept (the last 64 KiB per run). When the process exits the
+//!   restart policy decides: a restart after a back-off (`CrashLoopBackOff`, `restartCount`,
+//!   `lastState`), or the end (phase Succeeded or Failed once every container is done).
+//! - **Images** ([`Images`]): a missing image gives `ErrImagePull`, then `ImagePullBackOff`,
+//!   retried with back-off (and at once when the image is cleared); a crashing image's container
+//!   exits 1 as soon as it starts.
+//! - **Deletion.** A pod marked for deletion is stopped (its containers end with 137); a pod
+//!   gone from the store is forgotten. Either way its cancellation token fires, ending the main
+//!   processes and every exec running in the pod.
+//!
+//! Status is written through the status subresource, only when it changes, as a real kubelet
+//! words it (conditions with `lastTransitionTime`, `hostIP(s)`, `podIP(s)`, `startTime`,
+//! `containerStatuses`, `qosClass`).
+//!
+//! # How it runs
+//!
+//! One task, driven by the store's change log (the log watches read; a full resync when it no
+//! longer reaches back), by exit reports of main processes, by changes to [`Images`], and by its
+//! own deadlines (start delay, back-offs), sleeping until the earliest one. No polling.
+//!
+//! # Deviations from a real kubelet
+//!
+//! - Back-offs use the configured base (doubling, at most 30 times the base) instead of 10 s
+//!   (at most 5 min); the messages still print the real durations (`back-off 10s …`,
+//!   `back-off 20s …`). A container that ran for 60 times the base has its back-off reset.
+//!   The first restart waits a back-off too (a real kubelet restarts the first time at once).
+//! - No probes (a running container is ready), no init containers run (each is reported as
+//!   completed), no ephemeral containers, no resource accounting, no events.
+//! - Volumes: `persistentVolumeClaim`, `emptyDir` and `secret` (the whole Secret as files) are
+//!   served; any other volume type is an empty directory. `subPath` and `readOnly` are ignored.
+//!   A claim that disappears between scheduling and start is mounted as an empty volume.
+//! - `configMapKeyRef`/`configMapRef` always fail unless optional (fakekube serves no
+//!   ConfigMaps); `resourceFieldRef` variables are left out.
+//! - A container that cannot start (no such program) ends with exit code 128 and reason
+//!   `StartError` and is restarted as the policy says, without a separate `RunContainerError`.
+
+mod command;
+mod env;
+mod images;
+mod output;
+mod pod;
+mod run;
+
+pub use command::{CommandCall, CommandError};
+pub use images::Images;
+
+use crate::runtime::{Commands, PodFs};
+use crate::status::{ApiError, Target};
+use crate::store::Store;
+use bytes::Bytes;
+use http::StatusCode;
+use pod::{CState, PodRun};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+use tokio::sync::{broadcast, mpsc};
+use tokio_util::sync::CancellationToken;
+
+/// Where an exec runs: a running container of a pod.
+#[derive(Clone)]
+pub(crate) struct ExecTarget {
+    /// The pod's filesystem (its root and its volumes).
+    pub(crate) fs: PodFs,
+    /// The programs the container can run, with those registered by tests.
+    pub(crate) commands: Commands,
+    /// The container's environment (its `env`, plus `HOSTNAME` = the pod name, `PATH`, `HOME`).
+    pub(crate) env: Vec<(String, String)>,
+    /// The container's `workingDir`, or `/`.
+    pub(crate) cwd: String,
+    /// Fires when the pod is deleted or the container stops: running execs end.
+    pub(crate) cancel: CancellationToken,
+}
+
+/// Where an attach connects: the main process of a running container.
+#[derive(Debug)]
+pub(crate) struct AttachTarget {
+    /// The process's output (stdout and stderr interleaved) from now on. A reader that falls
+    /// more than 256 chunks behind misses some (`RecvError::Lagged`).
+    pub(crate) output: broadcast::Receiver<Bytes>,
+    /// The process's stdin, when the container has `stdin: true`.
+    pub(crate) stdin: Option<mpsc::Sender<Bytes>>,
+    /// Whether the container has `tty: true`.
+    #[allow(dead_code, reason = "for an attach server that handles terminals")]
+    pub(crate) tty: bool,
+    /// Fires when the process ends or the pod is deleted.
+    pub(crate) cancel: CancellationToken,
+}
+
+/// Settings of the kubelet.
+#[derive(Debug, Clone)]
+pub(crate) struct Config {
+    /// From admission to the sandbox and the containers' start.
+    pub(crate) start_delay: Duration,
+    /// The first crash or pull back-off; each next one doubles, up to 30 times this.
+    pub(crate) backoff: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            start_delay: Duration::from_millis(2),
+            backoff: Duration::from_millis(10),
+        }
+    }
+}
+
+/// What the kubelet keeps between passes.
+#[derive(Debug, Default)]
+pub(crate) struct State {
+    /// Admitted pods by uid.
+    pub(crate) pods: HashMap<String, PodRun>,
+    /// Pod uid by (namespace, name).
+    pub(crate) names: HashMap<(String, String), String>,
+    /// Claim storage by PVC uid.
+    pub(crate) volumes: HashMap<String, crate::runtime::Volume>,
+    /// Pod IPs handed out so far.
+    pub(crate) next_ip: u32,
+}
+
+/// The fake kubelet of one server.
+#[derive(Debug)]
+pub(crate) struct Kubelet {
+    /// The store it reads pods from and writes status to.
+    store: Arc<Store>,
+    /// The settings.
+    config: Config,
+    /// The fake registry's marks.
+    images: Images,
+    /// The programs of every container, with those registered by tests.
+    commands: Commands,
+    /// The pods it runs and the claims' storage.
+    state: Mutex<State>,
+}
+
+impl Kubelet {
+    /// A kubelet for `store`; [`Kubelet::spawn`] starts it.
+    pub(crate) fn new(store: Arc<Store>, config: Config) -> Self {
+        Kubelet {
+            store,
+            config,
+            images: Images::default(),
+            commands: Commands::new(),
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The fake registry's marks.
+    pub(crate) fn images(&self) -> &Images {
+        &self.images
+    }
+
+    /// Registers a test's command under `name` for every container (a registered name is found
+    /// before any file of that name, by `exec` and by the shell).
+    pub(crate) fn register_command<F, Fut>(&self, name: &str, handler: F)
+    where
+        F: Fn(CommandCall) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = i32> + Send + 'static,
+    {
+        let handler = Arc::new(handler);
+        self.commands.register_fn(name, move |ctx| {
+            let handler = handler.clone();
+            async move { handler(CommandCall::new(ctx)).await }
+        });
+    }
+
+    /// The pod and the container an exec, attach or log request is about, with the API
+    /// server's errors: 404 for a missing pod, 400 when the container is ambiguous or unknown
+    /// or the pod has no node.
+    fn resolve(
+        &self,
+        ns: &str,
+        pod: &str,
+        container: &str,
+    ) -> Result<(Arc<Value>, String), ApiError> {
+        let rt = crate::resources::find("", "v1", "pods")
+            .ok_or_else(|| ApiError::internal("pods are not served"))?;
+        let obj = self.store.get_opt(rt, ns, pod).ok_or_else(|| {
+            ApiError::not_found(Target {
+                group: "",
+                resource: "pods",
+                kind: "Pod",
+                name: pod,
+            })
+        })?;
+        let names = |key: &str| -> Vec<String> {
+            obj.get("spec")
+                .and_then(|s| s.get(key))
+                .and_then(Value::as_array)
+                .map(|l| {
+                    l.iter()
+                        .filter_map(|c| c.get("name").and_then(Value::as_str))
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let main = names("containers");
+        let mut all = main.clone();
+        all.extend(names("initContainers"));
+        all.extend(names("ephemeralContainers"));
+        let chosen = if container.is_empty() {
+            match main.as_slice() {
+                [only] => only.clone(),
+                [] => {
+                    return Err(ApiError::bad_request(format!(
+                        "a container name must be specified for pod {pod}"
+                    )));
+                }
+                _ => {
+                    return Err(ApiError::bad_request(format!(
+                        "a container name must be specified for pod {pod}, choose one of: [{}]",
+                        all.join(" ")
+                    )));
+                }
+            }
+        } else if all.iter().any(|n| n == container) {
+            container.to_string()
+        } else {
+            return Err(ApiError::bad_request(format!(
+                "container {container} is not valid for pod {pod}"
+            )));
+        };
+        let node = obj
+            .get("spec")
+            .and_then(|s| s.get("nodeName"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if node.is_empty() {
+            return Err(ApiError::bad_request(format!(
+                "pod {pod} does not have a host assigned"
+            )));
+        }
+        Ok((obj, chosen))
+    }
+
+    /// The running container `container` of pod `ns/pod`, or the Status the API server answers
+    /// when there is none. With an empty `container` the pod's only container is meant (the API
+    /// server's rule; choosing by the `kubectl.kubernetes.io/default-container` annotation is
+    /// kubectl's job, before it sends the request). Errors: 404 `pods "x" not found`; 400
+    /// `a container name must be specified for pod x, choose one of: [a b]`, `container y is
+    /// not valid for pod x`, `pod x does not have a host assigned`; and for a container that is
+    /// not running (not started yet, waiting, exited, pod finished) what the kubelet answers,
+    /// HTTP 500 with the message `container not found ("c")` — clients show it as
+    /// `unable to upgrade connection: container not found ("c")`, and the API server's v5
+    /// translator as `Internal error occurred: unable to upgrade connection: …`.
+    pub(crate) fn exec_target(
+        &self,
+        ns: &str,
+        pod: &str,
+        container: &str,
+    ) -> Result<ExecTarget, ApiError> {
+        let (obj, name) = self.resolve(ns, pod, container)?;
+        let uid = crate::meta::meta_str(&obj, "uid").unwrap_or("");
+        let st = self.lock();
+        st.pods
+            .get(uid)
+            .and_then(|p| p.containers.iter().find(|c| c.name == name))
+            .and_then(|c| match &c.state {
+                CState::Running(r) => Some(ExecTarget {
+                    fs: r.fs.clone(),
+                    commands: self.commands.clone(),
+                    env: r.env.clone(),
+                    cwd: r.cwd.clone(),
+                    cancel: r.cancel.clone(),
+                }),
+                _ => None,
+            })
+            .ok_or_else(|| container_not_found(&name))
+    }
+
+    /// The main process of the running container, for `pods/attach`; errors as for
+    /// [`Kubelet::exec_target`].
+    pub(crate) fn attach_target(
+        &self,
+        ns: &str,
+        pod: &str,
+        container: &str,
+    ) -> Result<AttachTarget, ApiError> {
+        let (obj, name) = self.resolve(ns, pod, container)?;
+        let uid = crate::meta::meta_str(&obj, "uid").unwrap_or("");
+        let st = self.lock();
+        st.pods
+            .get(uid)
+            .and_then(|p| p.containers.iter().find(|c| c.name == name))
+            .and_then(|c| match (&c.state, &c.output) {
+                (CState::Running(r), Some(out)) => Some(AttachTarget {
+                    output: out.subscribe(),
+                    stdin: r.stdin.clone(),
+                    tty: r.tty,
+                    cancel: r.cancel.clone(),
+                }),
+                _ => None,
+            })
+            .ok_or_else(|| container_not_found(&name))
+    }
+
+    /// What the container's main process printed (the last 64 KiB of the current or last run;
+    /// with `previous`, of the run before), for `pods/log`. Errors as the API server and the
+    /// kubelet give them: those of [`Kubelet::exec_target`]'s resolution, then 400
+    /// `container "c" in pod "p" is waiting to start: ContainerCreating` for a container that
+    /// never ran, and 400 `previous terminated container "c" in pod "p" not found`.
+    pub(crate) fn logs(
+        &self,
+        ns: &str,
+        pod: &str,
+        container: &str,
+        previous: bool,
+    ) -> Result<Vec<u8>, ApiError> {
+        let (obj, name) = self.resolve(ns, pod, container)?;
+        let uid = crate::meta::meta_str(&obj, "uid").unwrap_or("");
+        let st = self.lock();
+        let c = st
+            .pods
+            .get(uid)
+            .and_then(|p| p.containers.iter().find(|c| c.name == name));
+        let log = if previous {
+            c.and_then(|c| c.previous_output.as_ref())
+        } else {
+            c.and_then(|c| c.output.as_ref())
+        };
+        match (log, previous) {
+            (Some(l), _) => Ok(l.tail()),
+            (None, true) => Err(ApiError::bad_request(format!(
+                "previous terminated container \"{name}\" in pod \"{pod}\" not found"
+            ))),
+            (None, false) => {
+                let reason = c
+                    .map(|c| match &c.state {
+                        CState::Waiting { reason, .. } => *reason,
+                        _ => "ContainerCreating",
+                    })
+                    .unwrap_or("ContainerCreating");
+                Err(ApiError::bad_request(format!(
+                    "container \"{name}\" in pod \"{pod}\" is waiting to start: {reason}"
+                )))
+            }
+        }
+    }
+}
+
+/// What the kubelet answers for a container that is not running.
+fn container_not_found(name: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "InternalError",
+        format!("container not found (\"{name}\")"),
+    )
+}
+
+#[cfg(test)]
+mod tests;
