@@ -9,7 +9,23 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 
 echo "== cargo clippy"
-cargo clippy --workspace --all-targets --locked -- -D warnings
+# `live/live` lints the feature-gated live crate too (its test needs a cluster; see below).
+cargo clippy --workspace --all-targets --features live/live --locked -- -D warnings
+
+echo "== Python venvs for the exec tests (ci/python-venv.sh)"
+bash ci/python-venv.sh
 
 echo "== cargo test"
 cargo test --workspace --locked
+
+echo "== shellcheck ci/*.sh"
+if ! command -v shellcheck >/dev/null 2>&1; then
+    # Debian's package, installed once; later runs need no network.
+    apt-get install -y -qq shellcheck >/dev/null 2>&1 ||
+        { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq shellcheck >/dev/null 2>&1; } ||
+        { echo "shellcheck is missing and apt-get could not install it" >&2; exit 1; }
+fi
+shellcheck ci/*.sh
+
+echo "== live tests against a fakekube process (ci/live.sh)"
+bash ci/live.sh

@@ -751,10 +751,11 @@ impl Inner {
         // collector deletes dependents of absent owners, so do it now (a controller acting on
         // an owner that was deleted meanwhile would otherwise leak it).
         let owners = owner_uids(&obj);
-        if !owners.is_empty() && !owners.iter().any(|u| self.uid_exists(u)) {
-            if let Err(e) = self.delete(rt, ns, &name, &DeleteOptions::default()) {
-                tracing::debug!(error = %e.message, "collecting an object born without owners");
-            }
+        if !owners.is_empty()
+            && !owners.iter().any(|u| self.uid_exists(u))
+            && let Err(e) = self.delete(rt, ns, &name, &DeleteOptions::default())
+        {
+            tracing::debug!(error = %e.message, "collecting an object born without owners");
         }
         Ok((obj, warnings))
     }
@@ -921,8 +922,19 @@ impl Inner {
             self.collect_garbage(&obj);
             return Ok((obj, warnings));
         }
+        let owners_before = owner_uids(&old);
         self.put(rt, ns, name, obj.clone());
         self.record(rt, EventType::Modified, obj.clone(), Some(old));
+        // As on create: an update that leaves the object with owners that are all gone (a
+        // controller adopting for an owner deleted meanwhile) makes it garbage.
+        let owners = owner_uids(&obj);
+        if owners != owners_before
+            && !owners.is_empty()
+            && !owners.iter().any(|u| self.uid_exists(u))
+            && let Err(e) = self.delete(rt, ns, name, &DeleteOptions::default())
+        {
+            tracing::debug!(error = %e.message, "collecting an object whose owners are gone");
+        }
         Ok((obj, warnings))
     }
 

@@ -287,7 +287,8 @@ fn sandbox_owner_chain(store: &Store) -> (String, String) {
 #[test]
 fn an_object_created_after_its_owner_was_deleted_is_collected() {
     let store = fresh_store();
-    let refs = json!([{ "apiVersion": "v1", "kind": "Secret", "name": "gone", "uid": "no-such-uid" }]);
+    let refs =
+        json!([{ "apiVersion": "v1", "kind": "Secret", "name": "gone", "uid": "no-such-uid" }]);
     store
         .create(
             secrets(),
@@ -297,6 +298,32 @@ fn an_object_created_after_its_owner_was_deleted_is_collected() {
         )
         .expect("create answers as the API server does");
     assert!(store.get_opt(secrets(), "m", "orphan").is_none());
+}
+
+#[test]
+fn an_update_that_points_every_owner_at_a_deleted_object_collects_it() {
+    let store = fresh_store();
+    store
+        .create(
+            secrets(),
+            "m",
+            json!({ "metadata": { "name": "adopted" } }),
+            WriteOptions::default(),
+        )
+        .expect("create");
+    let refs = json!({ "metadata": { "ownerReferences": [{ "apiVersion": "v1", "kind": "Secret", "name": "gone", "uid": "no-such-uid" }] } });
+    store
+        .patch(
+            secrets(),
+            "m",
+            "adopted",
+            PatchKind::Merge,
+            &refs,
+            Part::Main,
+            WriteOptions::default(),
+        )
+        .expect("patch answers as the API server does");
+    assert!(store.get_opt(secrets(), "m", "adopted").is_none());
 }
 
 #[test]

@@ -98,3 +98,57 @@ fn fakekube_fails_clearly_when_its_port_is_taken() {
         "{err}"
     );
 }
+
+#[test]
+fn a_role_token_gets_exactly_the_roles_rules_and_missing_images_are_marked() {
+    let kubectl = std::path::Path::new("/usr/lib/google-cloud-sdk/bin/kubectl.1.33");
+    if !kubectl.exists() {
+        println!("skipping: {} not installed", kubectl.display());
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let role = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../fixtures/rbac/differently-sandboxes-role.yaml"
+    );
+    let role_kc = dir.path().join("role.kubeconfig");
+    let (mut child, _) = spawn(
+        dir.path(),
+        &[
+            "--role-token",
+            &format!("role-secret={role}"),
+            "--role-kubeconfig",
+            role_kc.to_str().expect("utf-8 path"),
+            "--missing-image",
+            "registry.invalid/nope:0",
+        ],
+    );
+    let can_i = |args: &[&str]| {
+        let out = Command::new(kubectl)
+            .arg("--kubeconfig")
+            .arg(&role_kc)
+            .args(["auth", "can-i"])
+            .args(args)
+            .env("HOME", dir.path())
+            .output()
+            .expect("kubectl runs");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    assert_eq!(
+        can_i(&["create", "sandboxes.agents.x-k8s.io", "-n", "sandboxes"]),
+        "yes"
+    );
+    assert_eq!(
+        can_i(&["create", "pods", "--subresource=exec", "-n", "sandboxes"]),
+        "yes"
+    );
+    assert_eq!(can_i(&["list", "services", "-n", "sandboxes"]), "no");
+    assert_eq!(
+        can_i(&["create", "sandboxes.agents.x-k8s.io", "-n", "default"]),
+        "no"
+    );
+    let role_text = std::fs::read_to_string(&role_kc).expect("role kubeconfig written");
+    assert!(role_text.contains("token: role-secret"));
+    signal(&child, "TERM");
+    assert_eq!(child.wait().expect("exits").code(), Some(0));
+}

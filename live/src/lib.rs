@@ -1,5 +1,58 @@
-//! Live runs against a kind cluster with agent-sandbox installed.
+//! Live runs against a cluster with kubernetes-sigs/agent-sandbox installed: the conformance
+//! suite on a direct and a warm pool, the seed's live checks one by one (each timed), and a
+//! final check that nothing was left behind.
 //!
-//! Not built yet (issue 6). Behind the `live` feature this crate will run the conformance suite
-//! and the adapter's live checks against the cluster `KUBECONFIG` names; without the feature it
-//! builds nothing heavy and runs nothing.
+//! Everything sits behind the `live` feature; without it this crate is empty and its test
+//! binary is not built, so `cargo test --workspace` compiles nothing heavy here and runs
+//! nothing. With it, `cargo test -p live --features live` reads `KUBECONFIG` and runs against
+//! that cluster, a kind cluster from `ci/kind-up.sh` or a `fakekube` process (`ci/live.sh`).
+//! See `live/README.md` for operators.
+//!
+//! ```no_run
+//! # #[cfg(feature = "live")]
+//! # fn demo() -> std::process::ExitCode {
+//! // tests/live.rs is exactly this (a `harness = false` test):
+//! live::run(&live::Arguments::from_args())
+//! # }
+//! ```
+//!
+//! # Layout
+//!
+//! - `settings`: what the run reads from the environment ([`Settings`]).
+//! - `kube`: a small read-only Kubernetes client for the run's own observations (the server's
+//!   version, the warm pool, the objects left behind); the adapter is what is under test.
+//! - `leaks`: which objects count as left behind.
+//! - `checks`: the live checks, as libtest-mimic trials.
+//! - `timings`: the table of checks and durations printed at the end.
+//! - `runner`: [`run`], the phases of a run.
+//!
+//! # Known limitations
+//!
+//! - The namespace must be the run's own: every Sandbox, claim, PVC and Service that appears
+//!   in it during the run, other than the warm pool's members, counts as left behind.
+//! - Against fakekube, the missing-image check needs the process to mark the image missing
+//!   (`LIVE_MISSING_IMAGE_MARKED=1`), and cluster DNS is not checked.
+
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+#[cfg(feature = "live")]
+mod checks;
+#[cfg(feature = "live")]
+mod kube;
+#[cfg(feature = "live")]
+mod leaks;
+#[cfg(feature = "live")]
+mod runner;
+#[cfg(feature = "live")]
+mod settings;
+#[cfg(feature = "live")]
+mod timings;
+
+// The public interface is:
+#[cfg(feature = "live")]
+pub use libtest_mimic::Arguments;
+#[cfg(feature = "live")]
+pub use runner::run;
+#[cfg(feature = "live")]
+pub use settings::{Backend, Settings};

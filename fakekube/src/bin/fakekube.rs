@@ -30,6 +30,19 @@ struct Args {
     /// Extra namespaces to create at start (repeatable).
     #[arg(long = "namespace", value_name = "NAME")]
     namespaces: Vec<String>,
+    /// Make the kubelet fail to pull this image (ErrImagePull, then ImagePullBackOff); repeatable.
+    #[arg(long = "missing-image", value_name = "IMAGE")]
+    missing_images: Vec<String>,
+    /// Make containers of this image crash at start (CrashLoopBackOff); repeatable.
+    #[arg(long = "crashing-image", value_name = "IMAGE")]
+    crashing_images: Vec<String>,
+    /// Accept the token SECRET limited to exactly the rules of the RBAC Role in ROLE.yaml, in
+    /// that Role's namespace (as a service account bound to it); repeatable.
+    #[arg(long = "role-token", value_name = "SECRET=ROLE.yaml", value_parser = parse_role_token)]
+    role_tokens: Vec<(String, PathBuf)>,
+    /// With --role-token: also write a kubeconfig that uses the first role token to this path.
+    #[arg(long, value_name = "PATH", requires = "role_tokens")]
+    role_kubeconfig: Option<PathBuf>,
     /// Run only the API server: no agent-sandbox controllers and no kubelet (like envtest).
     #[arg(long)]
     api_only: bool,
@@ -60,6 +73,25 @@ async fn main() -> ExitCode {
     for ns in args.namespaces {
         builder = builder.namespace(ns);
     }
+    let mut role_secrets = Vec::new();
+    for (secret, path) in &args.role_tokens {
+        match role_rules(path) {
+            Ok((namespace, rules)) => {
+                builder = builder.namespace(namespace.clone()).token(
+                    fakekube::Token::new(
+                        secret.clone(),
+                        format!("system:serviceaccount:{namespace}:role-token"),
+                    )
+                    .with_rules(rules),
+                );
+                role_secrets.push(secret.clone());
+            }
+            Err(e) => {
+                eprintln!("fakekube: --role-token {}: {e}", path.display());
+                return ExitCode::from(2);
+            }
+        }
+    }
     let kube = match builder.start().await {
         Ok(k) => k,
         Err(e) => {
@@ -67,11 +99,24 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    if let Some(path) = &args.kubeconfig
-        && let Err(e) = std::fs::write(path, kube.kubeconfig())
-    {
-        eprintln!("fakekube: writing {}: {e}", path.display());
-        return ExitCode::FAILURE;
+    for image in &args.missing_images {
+        kube.images().mark_missing(image);
+    }
+    for image in &args.crashing_images {
+        kube.images().mark_crashing(image);
+    }
+    let mut files = Vec::new();
+    if let Some(path) = &args.kubeconfig {
+        files.push((path, kube.kubeconfig()));
+    }
+    if let (Some(path), Some(secret)) = (&args.role_kubeconfig, role_secrets.first()) {
+        files.push((path, kube.kubeconfig_with_token(secret)));
+    }
+    for (path, text) in files {
+        if let Err(e) = std::fs::write(path, text) {
+            eprintln!("fakekube: writing {}: {e}", path.display());
+            return ExitCode::FAILURE;
+        }
     }
     println!("fakekube listening on {}", kube.base_url());
     use std::io::Write;
@@ -79,6 +124,60 @@ async fn main() -> ExitCode {
     wait_for_signal().await;
     kube.shutdown().await;
     ExitCode::SUCCESS
+}
+
+fn parse_role_token(s: &str) -> Result<(String, PathBuf), String> {
+    match s.split_once('=') {
+        Some((secret, path)) if !secret.is_empty() && !path.is_empty() => {
+            Ok((secret.to_string(), PathBuf::from(path)))
+        }
+        _ => Err("expected SECRET=ROLE.yaml".into()),
+    }
+}
+
+/// The namespace and rules of the RBAC Role in a YAML file.
+fn role_rules(path: &std::path::Path) -> Result<(String, Vec<fakekube::Rule>), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let role: serde_json::Value =
+        serde_saphyr::from_str(&text).map_err(|e| format!("not YAML: {e}"))?;
+    if role.get("kind").and_then(serde_json::Value::as_str) != Some("Role") {
+        return Err("not an RBAC Role".into());
+    }
+    let namespace = role
+        .pointer("/metadata/namespace")
+        .and_then(serde_json::Value::as_str)
+        .ok_or("the Role has no metadata.namespace")?
+        .to_string();
+    let strings = |rule: &serde_json::Value, key: &str| -> Vec<String> {
+        rule.get(key)
+            .and_then(serde_json::Value::as_array)
+            .map(|l| {
+                l.iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut rules = Vec::new();
+    for rule in role
+        .get("rules")
+        .and_then(serde_json::Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let mut r = fakekube::Rule::new(
+            strings(rule, "apiGroups"),
+            strings(rule, "resources"),
+            strings(rule, "verbs"),
+        )
+        .in_namespaces([namespace.clone()]);
+        let names = strings(rule, "resourceNames");
+        if !names.is_empty() {
+            r = r.with_names(names);
+        }
+        rules.push(r);
+    }
+    Ok((namespace, rules))
 }
 
 fn error_chain(e: &dyn std::error::Error) -> String {

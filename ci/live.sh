@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The live tests against a fakekube process, on every CI run (ci/test.sh calls this): the same
+# test binary as against kind (live/README.md), so kubeconfig loading, TLS verified against the
+# CA it names, the bearer token and everything after them go through a real socket.
+#
+# Starts target/debug/fakekube as its own process with a kubeconfig file, applies what
+# ci/kind-up.sh applies that fakekube serves (the namespace, the SandboxTemplate and the
+# SandboxWarmPool; fakekube has no RBAC objects, so it is started with a token limited to the
+# seed's Role, fixtures/rbac/differently-sandboxes-role.yaml, which the pools use), runs
+# `cargo test -p live --features live` with LIVE_REQUIRE_CLUSTER=1, and stops fakekube with
+# SIGTERM on the way out, whatever happened.
+#
+# Settings (environment): KUBECTL (default the kubectl 1.33 binary of this machine kind),
+# CARGO_TARGET_DIR (where cargo builds fakekube).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+KUBECTL="${KUBECTL:-/usr/lib/google-cloud-sdk/bin/kubectl.1.33}"
+TARGET="${CARGO_TARGET_DIR:-target}"
+MISSING_IMAGE="registry.invalid/does-not-exist:0"
+
+die() {
+    printf 'live: error: %s\n' "$*" >&2
+    exit 1
+}
+
+command -v "$KUBECTL" >/dev/null 2>&1 || [ -x "$KUBECTL" ] ||
+    die "kubectl ($KUBECTL) is not installed; set KUBECTL to a kubectl binary"
+
+echo "== cargo build -p fakekube --bin fakekube"
+cargo build -p fakekube --bin fakekube --locked
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/live-fakekube.XXXXXX")"
+fakekube_pid=""
+stop_fakekube() {
+    if [ -n "$fakekube_pid" ] && kill -0 "$fakekube_pid" 2>/dev/null; then
+        kill -TERM "$fakekube_pid" 2>/dev/null || true
+        wait "$fakekube_pid" 2>/dev/null || true
+    fi
+    rm -rf "$work"
+}
+trap stop_fakekube EXIT
+
+args=(--kubeconfig "$work/kubeconfig" --kubernetes-minor 33
+    --role-token "live-role-token=fixtures/rbac/differently-sandboxes-role.yaml"
+    --role-kubeconfig "$work/role.kubeconfig")
+marked=0
+# The missing-image check needs fakekube to fail pulls of that image; older binaries cannot.
+if "$TARGET/debug/fakekube" --help 2>/dev/null | grep -q -- '--missing-image'; then
+    args+=(--missing-image "$MISSING_IMAGE")
+    marked=1
+fi
+"$TARGET/debug/fakekube" "${args[@]}" >"$work/stdout" 2>"$work/stderr" &
+fakekube_pid=$!
+
+for _ in $(seq 1 100); do
+    grep -q '^fakekube listening on ' "$work/stdout" 2>/dev/null && break
+    kill -0 "$fakekube_pid" 2>/dev/null || break
+    sleep 0.1
+done
+if ! grep -q '^fakekube listening on ' "$work/stdout" 2>/dev/null; then
+    cat "$work/stderr" >&2 || true
+    die "fakekube did not start within 10 s"
+fi
+echo "== $(head -n 1 "$work/stdout") (pid $fakekube_pid)"
+
+"$KUBECTL" --kubeconfig "$work/kubeconfig" apply \
+    -f fixtures/live/namespace.yaml -f fixtures/live/warm-pool.yaml
+
+echo "== cargo test -p live --features live (against fakekube, LIVE_REQUIRE_CLUSTER=1)"
+KUBECONFIG="$work/role.kubeconfig" \
+    LIVE_OBSERVER_KUBECONFIG="$work/kubeconfig" \
+    LIVE_REQUIRE_CLUSTER=1 \
+    LIVE_MISSING_IMAGE="$MISSING_IMAGE" \
+    LIVE_MISSING_IMAGE_MARKED="$marked" \
+    cargo test -p live --features live --locked

@@ -1,0 +1,375 @@
+//! A live run's phases: find the cluster (or skip), set up the two pools, run the conformance
+//! suite on them, run the live checks in order, and print the timings.
+
+use std::collections::BTreeSet;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use agentsandbox::{AgentSandbox, ConnectOptions, PoolConfig};
+use libtest_mimic::Arguments;
+use sandbox_conformance::{Fixtures, Suite};
+use sandbox_contract::{Capabilities, Capability, Provider};
+use serde_json::Value;
+
+use crate::checks::{self, Ctx, State};
+use crate::kube::KubeClient;
+use crate::leaks::Observed;
+use crate::settings::{Backend, Settings};
+use crate::timings::{self, Timings};
+
+/// The direct pool's config (namespace and image replaced from the settings).
+const DIRECT_POOL: &str = include_str!("../../fixtures/live/pools/direct.yaml");
+
+/// The warm pool's config (namespace and warm pool replaced from the settings).
+const WARM_POOL: &str = include_str!("../../fixtures/live/pools/warm.yaml");
+
+/// The trials the conformance phase runs at once unless `--test-threads` says otherwise: the
+/// trials wait on the cluster, not on the CPU.
+const SUITE_THREADS: usize = 8;
+
+/// Why a run does not go ahead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Stop {
+    /// No cluster to run against: skipped, or failed under `LIVE_REQUIRE_CLUSTER=1`.
+    NoCluster(String),
+    /// A cluster answered but the run cannot work with it.
+    Broken(String),
+}
+
+/// What the phases share once the cluster is found.
+struct Live {
+    /// The checks' context (pools, observer, settings).
+    ctx: Arc<Ctx>,
+    /// The server's version, for the header.
+    version: String,
+}
+
+/// Runs the live tests with `args` (libtest's arguments): the conformance suite on the
+/// `direct` and `warm` pools, then the live checks, then the timings table.
+///
+/// Without `KUBECONFIG`, or when its server does not answer, prints why and succeeds,
+/// unless `LIVE_REQUIRE_CLUSTER=1`, which makes that a failure.
+pub fn run(args: &Arguments) -> ExitCode {
+    let settings = Settings::from_env();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("live: FAILED: cannot start a tokio runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let live = match runtime.block_on(prepare(&settings)) {
+        Ok(live) => live,
+        Err(Stop::NoCluster(reason)) if !settings.require_cluster => {
+            println!("live: skipped: {reason}");
+            println!(
+                "live: start a cluster with ci/kind-up.sh and export the KUBECONFIG it prints \
+                 (LIVE_REQUIRE_CLUSTER=1 makes this a failure)"
+            );
+            return ExitCode::SUCCESS;
+        }
+        Err(Stop::NoCluster(reason)) => {
+            eprintln!("live: FAILED: {reason} (LIVE_REQUIRE_CLUSTER=1 requires a cluster)");
+            return ExitCode::FAILURE;
+        }
+        Err(Stop::Broken(reason)) => {
+            eprintln!("live: FAILED: {reason}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let ctx = live.ctx.clone();
+    if !args.list {
+        print_header(&live);
+    }
+
+    let started = Instant::now();
+    let mut suite_args = args.clone();
+    if suite_args.test_threads.is_none() {
+        suite_args.test_threads = Some(SUITE_THREADS);
+    }
+    let report = Suite::new()
+        .pool("direct", ctx.direct.clone(), direct_fixtures(&ctx))
+        .pool("warm", ctx.warm.clone(), warm_fixtures(&ctx))
+        .run(&suite_args);
+    let suite_took = started.elapsed();
+
+    let started = Instant::now();
+    let mut check_args = args.clone();
+    check_args.test_threads = Some(1);
+    let timings = Timings::default();
+    let trials = checks::trials(ctx.clone(), runtime.handle().clone(), timings.clone());
+    if !args.list {
+        println!("\nlive: the seed's live checks, in order");
+    }
+    let conclusion = libtest_mimic::run(&check_args, trials);
+    if !args.list {
+        println!(
+            "\nlive: checks and timings against {}",
+            ctx.observer.server()
+        );
+        print!("{}", timings::table(&timings.rows()));
+        println!(
+            "live: conformance suite {:.1} s, live checks {:.1} s",
+            suite_took.as_secs_f64(),
+            started.elapsed().as_secs_f64()
+        );
+    }
+    if report.has_failed() || conclusion.has_failed() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Prints what the run is against.
+fn print_header(live: &Live) {
+    let ctx = &live.ctx;
+    println!(
+        "live: server {} ({}, {}), namespace {}",
+        ctx.observer.server(),
+        live.version,
+        ctx.backend.as_str(),
+        ctx.settings.namespace
+    );
+    println!(
+        "live: pools `direct` (image {}, 1Gi volume at /workspace, ports.expose) and `warm` \
+         (SandboxWarmPool {})",
+        ctx.settings.image, ctx.settings.warm_pool
+    );
+    if ctx.backend == Backend::Fakekube {
+        println!(
+            "live: fakekube: cluster DNS is not checked{}",
+            if ctx.settings.missing_image_marked {
+                ""
+            } else {
+                ", and the missing-image checks are skipped (image not marked missing)"
+            }
+        );
+    }
+    if !ctx.baseline.is_empty() {
+        println!(
+            "live: left in the namespace before this run (ignored by the leak check): {}",
+            ctx.baseline.iter().cloned().collect::<Vec<_>>().join(", ")
+        );
+    }
+}
+
+/// Finds the cluster and sets up the pools and the observer.
+async fn prepare(settings: &Settings) -> Result<Live, Stop> {
+    let Some(kubeconfig) = settings.kubeconfig.clone() else {
+        return Err(Stop::NoCluster("KUBECONFIG is not set".to_owned()));
+    };
+    if !kubeconfig.exists() {
+        return Err(Stop::NoCluster(format!(
+            "KUBECONFIG names {}, which does not exist",
+            kubeconfig.display()
+        )));
+    }
+    let observer_path = settings.observer().cloned().unwrap_or(kubeconfig);
+    let observer =
+        KubeClient::from_path(&observer_path).map_err(|e| Stop::Broken(e.to_string()))?;
+    let version = match observer.get("/version").await {
+        Ok(version) => version,
+        Err(e) if e.is_unreachable() => return Err(Stop::NoCluster(e.to_string())),
+        Err(e) => return Err(Stop::Broken(e.to_string())),
+    };
+    let git = |key: &str| {
+        version
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned()
+    };
+    let backend = Backend::from_git_commit(&git("gitCommit"));
+    let direct = connect(direct_pool(settings)?, backend).await?;
+    let warm = connect(warm_pool(settings)?, backend).await?;
+    let baseline = Observed::list(&observer, &settings.namespace)
+        .await
+        .map_err(|e| {
+            Stop::Broken(format!(
+                "the observer cannot list the namespace {} ({e}); on kind, export \
+                 LIVE_OBSERVER_KUBECONFIG as ci/kind-up.sh prints it",
+                settings.namespace
+            ))
+        })?
+        .leftovers();
+    let ctx = Ctx {
+        direct,
+        warm,
+        observer,
+        settings: settings.clone(),
+        backend,
+        run_token: run_token(),
+        baseline: baseline.into_iter().collect::<BTreeSet<_>>(),
+        state: Mutex::new(State::default()),
+    };
+    Ok(Live {
+        ctx: Arc::new(ctx),
+        version: git("gitVersion"),
+    })
+}
+
+/// The direct pool's config with the settings' namespace and image.
+fn direct_pool(settings: &Settings) -> Result<PoolConfig, Stop> {
+    let mut pool = PoolConfig::from_yaml(DIRECT_POOL)
+        .map_err(|e| Stop::Broken(format!("fixtures/live/pools/direct.yaml: {e}")))?;
+    pool.config.namespace = Some(settings.namespace.clone());
+    pool.config.image = settings.image.clone();
+    Ok(pool)
+}
+
+/// The warm pool's config with the settings' namespace and warm pool.
+fn warm_pool(settings: &Settings) -> Result<PoolConfig, Stop> {
+    let mut pool = PoolConfig::from_yaml(WARM_POOL)
+        .map_err(|e| Stop::Broken(format!("fixtures/live/pools/warm.yaml: {e}")))?;
+    pool.config.namespace = Some(settings.namespace.clone());
+    pool.config.warm_pool = Some(settings.warm_pool.clone());
+    Ok(pool)
+}
+
+/// Sets up a pool's provider from `KUBECONFIG` and checks that it is healthy.
+async fn connect(pool: PoolConfig, backend: Backend) -> Result<Arc<dyn Provider>, Stop> {
+    let name = pool.name.clone();
+    let options = ConnectOptions::from_env().with_ready_timeout(backend.op_timeout());
+    let provider = AgentSandbox::connect(pool, options)
+        .await
+        .map_err(|e| Stop::Broken(format!("pool {name}: {e}")))?;
+    let health = provider
+        .health()
+        .await
+        .map_err(|e| Stop::Broken(format!("pool {name}: health: {e}")))?;
+    if !health.is_healthy() {
+        return Err(Stop::Broken(format!(
+            "pool {name} is not healthy: {} (did ci/kind-up.sh, or ci/live.sh's fixtures, run?)",
+            health.message.unwrap_or_default()
+        )));
+    }
+    Ok(Arc::new(provider))
+}
+
+/// The suite's fixtures for the direct pool.
+fn direct_fixtures(ctx: &Ctx) -> Fixtures {
+    let mut opt_in = Capabilities::new();
+    opt_in.insert(Capability::PortsExpose);
+    let missing = ctx.backend == Backend::Cluster || ctx.settings.missing_image_marked;
+    Fixtures {
+        volume_path: Some("/workspace".to_owned()),
+        missing_image: missing.then(|| ctx.settings.missing_image.clone()),
+        opt_in,
+        ..shared_fixtures(ctx.backend)
+    }
+}
+
+/// The suite's fixtures for the warm pool.
+fn warm_fixtures(ctx: &Ctx) -> Fixtures {
+    shared_fixtures(ctx.backend)
+}
+
+/// What both pools' fixtures share: the waits of the backend.
+fn shared_fixtures(backend: Backend) -> Fixtures {
+    Fixtures {
+        op_timeout: backend.op_timeout(),
+        trial_timeout: backend.check_timeout() * 2,
+        ttl: backend.ttl(),
+        ttl_backstop_wait: Some(backend.ttl_backstop_wait()),
+        delete_wait: backend.cleanup_wait(),
+        ..Fixtures::default()
+    }
+}
+
+/// A short token that makes this run's sandbox ids unique: base 36 of the time and process.
+fn run_token() -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO)
+        .as_nanos();
+    let mut n = (nanos ^ (u128::from(std::process::id()) << 64)) % 36u128.pow(6);
+    let mut token = String::new();
+    for _ in 0..6 {
+        let digit = u32::try_from(n % 36).unwrap_or(0);
+        token.push(char::from_digit(digit, 36).unwrap_or('0'));
+        n /= 36;
+    }
+    token
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pool_fixtures_parse_and_take_the_settings() {
+        let settings = Settings::from_lookup(|name| match name {
+            "LIVE_NAMESPACE" => Some("live-ns".to_owned()),
+            "LIVE_IMAGE" => Some("busybox:1.37".to_owned()),
+            "LIVE_WARM_POOL" => Some("other-warm".to_owned()),
+            _ => None,
+        });
+        let direct = direct_pool(&settings).expect("direct pool");
+        assert_eq!(direct.config.namespace.as_deref(), Some("live-ns"));
+        assert_eq!(direct.config.image, "busybox:1.37");
+        let caps = direct.config.capabilities();
+        for cap in [
+            Capability::PortsExpose,
+            Capability::LifecycleStopStart,
+            Capability::Stdin,
+            Capability::Ttl,
+        ] {
+            assert!(caps.contains(cap), "direct lacks {cap:?}");
+        }
+        assert!(direct.validate().is_ok());
+        let warm = warm_pool(&settings).expect("warm pool");
+        assert_eq!(warm.config.warm_pool.as_deref(), Some("other-warm"));
+        assert!(
+            !warm
+                .config
+                .capabilities()
+                .contains(Capability::LifecycleStopStart)
+        );
+        assert!(warm.validate().is_ok());
+    }
+
+    #[test]
+    fn run_token_is_six_lowercase_base36_characters() {
+        let token = run_token();
+        assert_eq!(token.len(), 6);
+        assert!(
+            token
+                .chars()
+                .all(|c| c.is_ascii_digit() || c.is_ascii_lowercase())
+        );
+    }
+
+    #[test]
+    fn only_a_real_cluster_or_a_marked_fakekube_gets_the_missing_image_trial() {
+        let fixtures = |backend, marked| {
+            let mut settings = Settings::from_lookup(|_| None);
+            settings.missing_image_marked = marked;
+            let ctx = Ctx {
+                direct: Arc::new(sandbox_conformance::ReferenceProvider::new()),
+                warm: Arc::new(sandbox_conformance::ReferenceProvider::new()),
+                observer: KubeClient::new(crate::kube::Kubeconfig {
+                    server: "https://127.0.0.1:1".to_owned(),
+                    ca_pem: include_bytes!("../testdata/ca.pem").to_vec(),
+                    token: secrecy::SecretString::from("t".to_owned()),
+                    namespace: None,
+                })
+                .expect("client"),
+                settings,
+                backend,
+                run_token: "abc123".to_owned(),
+                baseline: BTreeSet::new(),
+                state: Mutex::new(State::default()),
+            };
+            direct_fixtures(&ctx).missing_image
+        };
+        assert!(fixtures(Backend::Cluster, false).is_some());
+        assert!(fixtures(Backend::Fakekube, false).is_none());
+        assert!(fixtures(Backend::Fakekube, true).is_some());
+    }
+}
