@@ -6,7 +6,7 @@
 //!
 //! The client is a minimal WebSocket client (tokio-tungstenite over tokio-rustls, trusting the
 //! server's CA) offering `v5.channel.k8s.io`. Run with `cargo bench -p fakekube --bench exec`;
-//! it prints a table and takes about a minute. Client and server share one process and one
+//! it prints a table and takes a few seconds. Client and server share one process and one
 //! tokio runtime, as in a test suite.
 
 use fakekube::FakeKube;
@@ -16,7 +16,9 @@ use kube::api::{Api, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use rustls::RootCertStore;
-use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName, pem::PemObject};
+use rustls_pki_types::{
+    CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName, pem::PemObject,
+};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -27,13 +29,13 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 /// How many execs of `true` are timed (after [`WARM_UP`] untimed ones).
-const ROUND_TRIPS: usize = 200;
+const ROUND_TRIPS: usize = 500;
 /// Untimed execs first.
 const WARM_UP: usize = 10;
 /// Bytes of output in the throughput runs.
 const BIG: usize = 100_000_000;
 /// Throughput runs per row (the median is reported).
-const RUNS: usize = 3;
+const RUNS: usize = 5;
 /// The chunk the raw copy writes in (the runtime's chunk size).
 const CHUNK: usize = 32 * 1024;
 
@@ -54,7 +56,10 @@ async fn run() -> Result<(), BoxError> {
     let tls = client_tls(kube.ca_pem())?;
     let raw = RawServer::start().await?;
 
-    println!("fakekube exec benchmark ({} cores, client and server in one process)", cores());
+    println!(
+        "fakekube exec benchmark ({} cores, client and server in one process)",
+        cores()
+    );
     println!();
     println!(
         "{:<44} {:>10} {:>10} {:>10} {:>10}",
@@ -116,7 +121,10 @@ async fn run() -> Result<(), BoxError> {
 
     kube.shutdown().await;
     println!();
-    println!("total benchmark time {:.1} s", began.elapsed().as_secs_f64());
+    println!(
+        "total benchmark time {:.1} s",
+        began.elapsed().as_secs_f64()
+    );
     Ok(())
 }
 
@@ -175,9 +183,7 @@ struct Ran {
 async fn exec(kube: &FakeKube, tls: &TlsConnector, command: &[&str]) -> Result<Ran, BoxError> {
     let tcp = TcpStream::connect(kube.addr()).await?;
     tcp.set_nodelay(true)?;
-    let stream = tls
-        .connect(ServerName::try_from("127.0.0.1")?, tcp)
-        .await?;
+    let stream = tls.connect(ServerName::try_from("127.0.0.1")?, tcp).await?;
     let mut url = format!(
         "wss://{}/api/v1/namespaces/default/pods/bench/exec?stdout=true&stderr=true",
         kube.addr()

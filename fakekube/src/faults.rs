@@ -64,7 +64,10 @@ impl Faults {
 
     /// After how many output bytes exec sessions are dropped.
     pub(crate) fn exec_drop_after(&self) -> Option<usize> {
-        self.drop_exec_after_bytes.lock().map(|d| *d).unwrap_or(None)
+        self.drop_exec_after_bytes
+            .lock()
+            .map(|d| *d)
+            .unwrap_or(None)
     }
 
     /// Applies the request-level faults; `Some` is the response to send instead.

@@ -332,7 +332,9 @@ pub(crate) fn status_success() -> Value {
 /// kubelet writes for the v4 and v1 protocols (naming the command).
 pub(crate) fn exit_message(protocol: Protocol, code: i32, argv: &[String]) -> String {
     if protocol == Protocol::V5 {
-        format!("command terminated with non-zero exit code: command terminated with exit code {code}")
+        format!(
+            "command terminated with non-zero exit code: command terminated with exit code {code}"
+        )
     } else {
         format!(
             "command terminated with non-zero exit code: error executing command [{}], exit code {code}",

@@ -26,6 +26,22 @@
 //! - Faults: [`Faults::v4_only_exec`](crate::Faults::v4_only_exec) ignores v5 in negotiation
 //!   (an API server older than 1.30); [`Faults::drop_exec_after_bytes`](crate::Faults::drop_exec_after_bytes)
 //!   drops the TCP connection after that much output, with no status and no Close.
+//!
+//! # Known limitations
+//!
+//! - No SPDY (see above). WebSocket over HTTP/2 (extended CONNECT) is not served either; every
+//!   client known to exec upgrades over HTTP/1.1.
+//! - A tty translates `\n` to `\r\n` on output and `\r` to `\n` on input, and nothing else: no
+//!   echo, no line editing, no signals; terminal sizes are read but change nothing.
+//! - When the process does not read its stdin and the client keeps sending, the reader waits
+//!   once [`session`]'s stdin buffer is full, and Pings wait with it (as a full pipe stalls the
+//!   kubelet's copy).
+//! - A client that goes away ends the exec'd process (a real runtime may leave it running).
+//! - After its Close the server waits [`CLOSE_WAIT`] for the client's, not the 15 minutes of
+//!   newer API servers.
+//! - The InternalError message of a command that cannot start has one `Internal error
+//!   occurred: ` prefix under every subprotocol (through the real v5 translator it is read to
+//!   get a second one).
 
 pub(crate) mod codec;
 pub(crate) mod session;
@@ -275,7 +291,10 @@ pub(crate) async fn serve(
         } else {
             Duration::ZERO
         },
-        drop_after_bytes: shared.faults.exec_drop_after(),
+        drop_after_bytes: {
+            let faults = shared.faults.clone();
+            session::DropAfter(Arc::new(move || faults.exec_drop_after()))
+        },
         close_wait: CLOSE_WAIT,
         cancel: cancel.clone(),
     };
@@ -318,7 +337,9 @@ pub(crate) async fn serve(
     let h = resp.headers_mut();
     h.insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
     h.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
-    if let Ok(v) = HeaderValue::from_str(&tokio_tungstenite::tungstenite::handshake::derive_accept_key(&key)) {
+    if let Ok(v) =
+        HeaderValue::from_str(&tokio_tungstenite::tungstenite::handshake::derive_accept_key(&key))
+    {
         h.insert(header::SEC_WEBSOCKET_ACCEPT, v);
     }
     if protocol != codec::Protocol::Unnamed {
@@ -395,7 +416,10 @@ async fn run_exec(
     let cancel = target.cancel.child_token();
     let link = {
         let cancel = cancel.clone();
-        async move { session_cancel.cancelled().await; cancel.cancel() }
+        async move {
+            session_cancel.cancelled().await;
+            cancel.cancel()
+        }
     };
     let spec = runtime::ExecSpec {
         argv,
@@ -425,15 +449,12 @@ async fn run_attach(
         ..
     } = target;
     let forward_stdin = async move {
-        match (io.stdin, stdin) {
-            (Some(mut from), Some(to)) => {
-                while let Some(chunk) = from.recv().await {
-                    if to.send(chunk).await.is_err() {
-                        break;
-                    }
+        if let (Some(mut from), Some(to)) = (io.stdin, stdin) {
+            while let Some(chunk) = from.recv().await {
+                if to.send(chunk).await.is_err() {
+                    break;
                 }
             }
-            _ => {}
         }
         std::future::pending::<()>().await;
     };
@@ -520,7 +541,10 @@ mod tests {
             h.insert(header::SEC_WEBSOCKET_PROTOCOL, v);
         }
         assert_eq!(protocol_token(&h), None);
-        h.insert(header::CONNECTION, HeaderValue::from_static("keep-alive, Upgrade"));
+        h.insert(
+            header::CONNECTION,
+            HeaderValue::from_static("keep-alive, Upgrade"),
+        );
         h.insert(header::UPGRADE, HeaderValue::from_static("WebSocket"));
         assert_eq!(protocol_token(&h).as_deref(), Some("tok"));
     }

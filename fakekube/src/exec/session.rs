@@ -59,12 +59,35 @@ pub(crate) struct Config {
     pub(crate) exec_id: String,
     /// A pause after the initial empty frame, before any output (kubectl ≤ 1.31's race).
     pub(crate) early_frame_delay: Duration,
-    /// The fault: after this many output bytes, drop the connection without status or Close.
-    pub(crate) drop_after_bytes: Option<usize>,
+    /// The fault, read at every output chunk so that switching it on also cuts sessions already
+    /// running: after this many output bytes, drop the connection without status or Close.
+    pub(crate) drop_after_bytes: DropAfter,
     /// How long to wait for the client's Close after sending ours.
     pub(crate) close_wait: Duration,
     /// Fired by the session when the client goes away; the process must end when it fires.
     pub(crate) cancel: CancellationToken,
+}
+
+/// Reads the `drop_exec_after_bytes` fault as it is now.
+#[derive(Clone)]
+pub(crate) struct DropAfter(pub(crate) std::sync::Arc<dyn Fn() -> Option<usize> + Send + Sync>);
+
+impl DropAfter {
+    /// A fault that never fires.
+    pub(crate) fn never() -> Self {
+        DropAfter(std::sync::Arc::new(|| None))
+    }
+
+    /// The current limit, if the fault is on.
+    fn limit(&self) -> Option<usize> {
+        (self.0)()
+    }
+}
+
+impl std::fmt::Debug for DropAfter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("DropAfter").field(&self.limit()).finish()
+    }
 }
 
 /// How a session ended.
@@ -144,11 +167,13 @@ where
         Reader::new(rd),
         protocol,
         streams,
-        stdin_tx,
-        pong_tx,
-        peer_tx,
-        resized_tx,
-        sizes.clone(),
+        ReadSinks {
+            stdin: stdin_tx,
+            pong: pong_tx,
+            peer: peer_tx,
+            resized: resized_tx,
+            sizes: sizes.clone(),
+        },
     ));
 
     let mut report = Report {
@@ -190,8 +215,7 @@ where
     while ok && (exit.is_none() || out_open || err_open) {
         let (channel, chunk) = tokio::select! {
             biased;
-            gone = wait_gone(&mut peer_rx) => {
-                let _ = gone;
+            () = wait_gone(&mut peer_rx) => {
                 ok = false;
                 continue;
             }
@@ -220,7 +244,7 @@ where
         } else {
             chunk.to_vec()
         };
-        if let Some(limit) = config.drop_after_bytes {
+        if let Some(limit) = config.drop_after_bytes.limit() {
             let room = limit.saturating_sub(report.output_bytes);
             if payload.len() >= room {
                 payload.truncate(room);
@@ -364,17 +388,34 @@ fn icrnl(mut data: Vec<u8>) -> Vec<u8> {
     data
 }
 
+/// Where the reader delivers what the client sends.
+struct ReadSinks {
+    /// The process's stdin (`None` once closed or not asked for).
+    stdin: Option<mpsc::Sender<Bytes>>,
+    /// Pings' payloads, for the writer's Pongs.
+    pong: mpsc::Sender<Vec<u8>>,
+    /// What the client's side has done.
+    peer: watch::Sender<Peer>,
+    /// Set once a terminal size arrived.
+    resized: watch::Sender<bool>,
+    /// The sizes received, for the report.
+    sizes: Arc<Mutex<Vec<TermSize>>>,
+}
+
 /// Reads the socket until the client goes: answers Pings, feeds stdin and resize, handles CLOSE.
 async fn read_loop<R: AsyncRead + Unpin>(
     mut reader: Reader<R>,
     protocol: Protocol,
     streams: Streams,
-    mut stdin: Option<mpsc::Sender<Bytes>>,
-    pong: mpsc::Sender<Vec<u8>>,
-    peer: watch::Sender<Peer>,
-    resized: watch::Sender<bool>,
-    sizes: Arc<Mutex<Vec<TermSize>>>,
+    sinks: ReadSinks,
 ) {
+    let ReadSinks {
+        mut stdin,
+        pong,
+        peer,
+        resized,
+        sizes,
+    } = sinks;
     let mut resize = ResizeDecoder::default();
     let mut closed = false;
     loop {
@@ -417,11 +458,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
                 if payload.is_empty() {
                     continue;
                 }
-                let payload = if streams.tty {
-                    icrnl(payload)
-                } else {
-                    payload
-                };
+                let payload = if streams.tty { icrnl(payload) } else { payload };
                 if tx.send(Bytes::from(payload)).await.is_err() {
                     // The process stopped reading for good; later stdin is discarded.
                     stdin = None;
@@ -531,7 +568,7 @@ mod tests {
             argv: argv.iter().map(|s| (*s).to_string()).collect(),
             exec_id: "0123abcd".into(),
             early_frame_delay: Duration::ZERO,
-            drop_after_bytes: None,
+            drop_after_bytes: DropAfter::never(),
             close_wait: Duration::from_secs(2),
             cancel: CancellationToken::new(),
         }
@@ -555,7 +592,11 @@ mod tests {
         (client, server)
     }
 
-    async fn start(protocol: Protocol, streams: Streams, argv: &[&str]) -> (Client, JoinHandle<Report>) {
+    async fn start(
+        protocol: Protocol,
+        streams: Streams,
+        argv: &[&str],
+    ) -> (Client, JoinHandle<Report>) {
         start_with(config(protocol, streams, argv), Commands::new()).await
     }
 
@@ -659,8 +700,18 @@ mod tests {
     #[tokio::test]
     async fn v5_close_of_stdin_is_end_of_input() {
         let (mut client, server) = start(Protocol::V5, ALL, &["cat"]).await;
-        assert!(client.send(WsMessage::binary(b"\x00hello ".to_vec())).await.is_ok());
-        assert!(client.send(WsMessage::binary(b"\x00world".to_vec())).await.is_ok());
+        assert!(
+            client
+                .send(WsMessage::binary(b"\x00hello ".to_vec()))
+                .await
+                .is_ok()
+        );
+        assert!(
+            client
+                .send(WsMessage::binary(b"\x00world".to_vec()))
+                .await
+                .is_ok()
+        );
         assert!(client.send(WsMessage::binary(vec![255u8, 0])).await.is_ok());
         let seen = read_all(&mut client).await;
         assert_eq!(seen.channel(codec::STDOUT), b"hello world");
@@ -677,7 +728,12 @@ mod tests {
             &["sh", "-c", "cat; sleep 0.1; echo after"],
         )
         .await;
-        assert!(client.send(WsMessage::binary(b"\x00abc".to_vec())).await.is_ok());
+        assert!(
+            client
+                .send(WsMessage::binary(b"\x00abc".to_vec()))
+                .await
+                .is_ok()
+        );
         assert!(client.close(None).await.is_ok());
         let seen = read_all(&mut client).await;
         assert_eq!(seen.channel(codec::STDOUT), b"abcafter\n");
@@ -743,7 +799,12 @@ mod tests {
     #[tokio::test]
     async fn pings_are_answered_while_the_command_runs() {
         let (mut client, server) = start(Protocol::V5, OUT_ERR, &["sleep", "1"]).await;
-        assert!(client.send(WsMessage::Ping(b"p1".to_vec().into())).await.is_ok());
+        assert!(
+            client
+                .send(WsMessage::Ping(b"p1".to_vec().into()))
+                .await
+                .is_ok()
+        );
         let pong = tokio::time::timeout(Duration::from_millis(800), async {
             while let Some(Ok(m)) = client.next().await {
                 if let WsMessage::Pong(p) = m {
@@ -775,11 +836,18 @@ mod tests {
         .await;
         assert!(
             client
-                .send(WsMessage::binary(b"\x04{\"Width\":120,\"Height\":40}\n".to_vec()))
+                .send(WsMessage::binary(
+                    b"\x04{\"Width\":120,\"Height\":40}\n".to_vec()
+                ))
                 .await
                 .is_ok()
         );
-        assert!(client.send(WsMessage::binary(b"\x00hi\r".to_vec())).await.is_ok());
+        assert!(
+            client
+                .send(WsMessage::binary(b"\x00hi\r".to_vec()))
+                .await
+                .is_ok()
+        );
         let seen = read_all(&mut client).await;
         assert_eq!(seen.channel(codec::STDOUT), b"got hi\r\noops\r\n");
         assert_eq!(seen.count(codec::STDERR), 0);
@@ -811,8 +879,12 @@ mod tests {
 
     #[tokio::test]
     async fn the_drop_fault_cuts_the_connection_after_n_bytes_without_status_or_close() {
-        let mut c = config(Protocol::V5, OUT_ERR, &["head", "-c", "100000", "/dev/zero"]);
-        c.drop_after_bytes = Some(1000);
+        let mut c = config(
+            Protocol::V5,
+            OUT_ERR,
+            &["head", "-c", "100000", "/dev/zero"],
+        );
+        c.drop_after_bytes = DropAfter(std::sync::Arc::new(|| Some(1000)));
         let cancel = c.cancel.clone();
         let (mut client, server) = start_with(c, Commands::new()).await;
         let seen = read_all(&mut client).await;
@@ -853,7 +925,9 @@ mod tests {
     #[tokio::test]
     async fn stdin_frames_are_dropped_when_stdin_was_not_asked_for() {
         let (mut client, server) = start(Protocol::V5, OUT_ERR, &["cat"]).await;
-        let _ = client.send(WsMessage::binary(b"\x00ignored".to_vec())).await;
+        let _ = client
+            .send(WsMessage::binary(b"\x00ignored".to_vec()))
+            .await;
         let seen = read_all(&mut client).await;
         assert_eq!(seen.channel(codec::STDOUT), b"");
         assert_eq!(seen.status()["status"], "Success");
@@ -868,7 +942,8 @@ mod tests {
             stderr: true,
             tty: false,
         };
-        let (mut client, server) = start(Protocol::V5, streams, &["sh", "-c", "echo o; echo e >&2"]).await;
+        let (mut client, server) =
+            start(Protocol::V5, streams, &["sh", "-c", "echo o; echo e >&2"]).await;
         let seen = read_all(&mut client).await;
         assert_eq!(seen.messages.first(), Some(&(false, vec![2u8])));
         assert_eq!(seen.channel(codec::STDOUT), b"");
@@ -904,7 +979,9 @@ mod tests {
             cancel: c.cancel.clone(),
         };
         let server = tokio::spawn(run(server_io, c, move |io| crate::runtime::exec(spec, io)));
-        let _ = client_io.write_all(&[0xC3, 0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]).await;
+        let _ = client_io
+            .write_all(&[0xC3, 0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF])
+            .await;
         let r = report(server).await;
         assert_eq!(r.end, End::ClientGone);
     }

@@ -188,7 +188,8 @@ impl<R: AsyncRead + Unpin> Reader<R> {
     async fn fill(&mut self) -> Result<bool, std::io::Error> {
         let mut chunk = [0u8; 16 * 1024];
         let n = self.io.read(&mut chunk).await?;
-        self.buf.extend_from_slice(chunk.get(..n).unwrap_or_default());
+        self.buf
+            .extend_from_slice(chunk.get(..n).unwrap_or_default());
         Ok(n > 0)
     }
 
@@ -233,7 +234,9 @@ impl<R: AsyncRead + Unpin> Reader<R> {
                         return Err(FrameError::BadFragment.into());
                     };
                     if data.len() + payload.len() > MAX_MESSAGE {
-                        return Err(FrameError::TooLarge((data.len() + payload.len()) as u64).into());
+                        return Err(
+                            FrameError::TooLarge((data.len() + payload.len()) as u64).into()
+                        );
                     }
                     data.extend_from_slice(&payload);
                     if header.fin {
@@ -333,7 +336,13 @@ mod tests {
 
     #[test]
     fn headers_use_7_16_and_64_bit_lengths() {
-        for (len, size) in [(0usize, 2usize), (125, 2), (126, 4), (65535, 4), (65536, 10)] {
+        for (len, size) in [
+            (0usize, 2usize),
+            (125, 2),
+            (126, 4),
+            (65535, 4),
+            (65536, 10),
+        ] {
             let mut out = Vec::new();
             encode_header(OP_BINARY, len, &mut out);
             assert_eq!(out.len(), size, "length {len}");
@@ -362,18 +371,9 @@ mod tests {
 
     #[test]
     fn bad_headers_are_refused() {
-        assert_eq!(
-            parse_header(&[0xC2, 0]),
-            Err(FrameError::ReservedBits)
-        );
-        assert_eq!(
-            parse_header(&[0x83, 0]),
-            Err(FrameError::UnknownOpcode(3))
-        );
-        assert_eq!(
-            parse_header(&[0x09, 0]),
-            Err(FrameError::BadControlFrame)
-        );
+        assert_eq!(parse_header(&[0xC2, 0]), Err(FrameError::ReservedBits));
+        assert_eq!(parse_header(&[0x83, 0]), Err(FrameError::UnknownOpcode(3)));
+        assert_eq!(parse_header(&[0x09, 0]), Err(FrameError::BadControlFrame));
         assert_eq!(
             parse_header(&[0x89, 126, 0, 126]),
             Err(FrameError::BadControlFrame)
@@ -393,8 +393,14 @@ mod tests {
         bytes.extend(client_frame(true, OP_CONTINUATION, b"o", key));
         bytes.extend(client_frame(true, OP_CLOSE, &1000u16.to_be_bytes(), key));
         let mut r = Reader::new(bytes.as_slice());
-        assert_eq!(r.next().await.ok(), Some(Some(Message::Ping(b"p".to_vec()))));
-        assert_eq!(r.next().await.ok(), Some(Some(Message::Text(b"hello".to_vec()))));
+        assert_eq!(
+            r.next().await.ok(),
+            Some(Some(Message::Ping(b"p".to_vec())))
+        );
+        assert_eq!(
+            r.next().await.ok(),
+            Some(Some(Message::Text(b"hello".to_vec())))
+        );
         assert_eq!(r.next().await.ok(), Some(Some(Message::Close(Some(1000)))));
         assert_eq!(r.next().await.ok(), Some(None));
     }

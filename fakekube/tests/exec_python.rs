@@ -1,0 +1,196 @@
+//! The Python `kubernetes` client's `stream()` exec against the `fakekube` binary: the current
+//! release (which offers `v5.channel.k8s.io, v4.channel.k8s.io`) and 31.0.0 (which offers only
+//! v4), each from its own virtual environment made by `ci/python-venv.sh`.
+//!
+//! The scripts in `tests/python/` do the client side and print JSON; these tests check it:
+//! output in preloaded mode, stdout and stderr apart, `returncode` from the status (3, 0),
+//! stdin sent as text and as binary frames, v5's half-close of stdin (current release only), and
+//! the InternalError status of a command that cannot start (on which the client's `returncode`
+//! raises, as against a real cluster).
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The workspace root (fakekube's parent directory).
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from(".."))
+}
+
+/// The Python interpreter of `target/<venv>`, or a failure telling how to make it.
+fn python(venv: &str) -> PathBuf {
+    let bin = workspace()
+        .join("target")
+        .join(venv)
+        .join("bin")
+        .join("python");
+    assert!(
+        bin.exists(),
+        "{} is missing: run ci/python-venv.sh (ci/test.sh does) to create the Python venvs",
+        bin.display()
+    );
+    bin
+}
+
+/// A script in `tests/python/`.
+fn script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join("python")
+        .join(name)
+}
+
+/// A running fakekube binary and its kubeconfig; killed when dropped.
+struct Server {
+    child: Child,
+    _dir: tempfile::TempDir,
+    kubeconfig: PathBuf,
+}
+
+impl Server {
+    /// Starts the binary and waits for its first line.
+    fn start() -> Server {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let kubeconfig = dir.path().join("kubeconfig");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_fakekube"))
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("fakekube starts");
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let mut reader = BufReader::new(stdout);
+        let mut first = String::new();
+        let _ = reader.read_line(&mut first);
+        assert!(
+            first.starts_with("fakekube listening on https://"),
+            "unexpected first line {first:?}"
+        );
+        std::thread::spawn(move || {
+            let _ = std::io::copy(&mut reader, &mut std::io::sink());
+        });
+        Server {
+            child,
+            _dir: dir,
+            kubeconfig,
+        }
+    }
+
+    /// Runs a script with `python`, returning stdout; fails the test on a non-zero exit.
+    fn run(&self, python: &Path, script: &Path, args: &[&str]) -> String {
+        let started = Instant::now();
+        let out = Command::new(python)
+            .arg(script)
+            .arg(&self.kubeconfig)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("python starts");
+        assert!(
+            out.status.success(),
+            "{} {} failed after {:?}: {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            python.display(),
+            script.display(),
+            started.elapsed(),
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Creates a Running pod and runs the exec script with the client of `venv`.
+fn exec_results(venv: &str) -> Value {
+    let python = python(venv);
+    let server = Server::start();
+    let created = server.run(&python, &script("create_pod.py"), &["default", "box"]);
+    assert_eq!(created.trim(), "Running");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let out = server.run(&python, &script("exec_stream.py"), &["default", "box"]);
+    assert!(Instant::now() < deadline, "the script took over a minute");
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("the script printed no JSON ({e}): {out}"))
+}
+
+/// The checks both client versions must pass.
+fn assert_common(r: &Value, message_3: &str) {
+    assert_eq!(r["preloaded"], "hello from fakekube\n", "{r:#}");
+
+    let e = &r["exit3"];
+    assert_eq!(e["stdout"], "out\n", "{r:#}");
+    assert_eq!(e["stderr"], "err\n", "{r:#}");
+    assert_eq!(e["returncode"], 3, "{r:#}");
+    assert_eq!(e["open"], false, "{r:#}");
+    assert_eq!(
+        e["status"],
+        serde_json::json!({
+            "metadata": {},
+            "status": "Failure",
+            "message": message_3,
+            "reason": "NonZeroExitCode",
+            "details": { "causes": [ { "reason": "ExitCode", "message": "3" } ] }
+        })
+    );
+
+    assert_eq!(r["true"]["returncode"], 0, "{r:#}");
+    assert_eq!(
+        r["true"]["status"],
+        serde_json::json!({ "metadata": {}, "status": "Success" })
+    );
+
+    assert_eq!(
+        r["stdin"]["stdout"], "a=text-frame b=binary-frame\n",
+        "{r:#}"
+    );
+    assert_eq!(r["stdin"]["returncode"], 0, "{r:#}");
+
+    let c = &r["cannot_start"];
+    assert_eq!(c["status"]["reason"], "InternalError", "{r:#}");
+    assert_eq!(c["status"]["code"], 500, "{r:#}");
+    assert!(
+        c["status"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("exec: \"no-such-program\": executable file not found in $PATH"),
+        "{r:#}"
+    );
+    assert_eq!(c["returncode"], "raised ValueError", "{r:#}");
+}
+
+#[test]
+fn python_client_current_release_execs_over_v5_with_returncode_and_stdin_half_close() {
+    let r = exec_results("py-venv-current");
+    assert_eq!(r["subprotocol"], "v5.channel.k8s.io", "{r:#}");
+    assert_common(
+        &r,
+        "command terminated with non-zero exit code: command terminated with exit code 3",
+    );
+    assert_eq!(r["close_stdin"]["stdout"], "until eof\n", "{r:#}");
+    assert_eq!(r["close_stdin"]["returncode"], 0, "{r:#}");
+}
+
+#[test]
+fn python_client_31_offers_only_v4_and_gets_output_and_returncode() {
+    let r = exec_results("py-venv-31");
+    assert_eq!(r["version"], "31.0.0", "{r:#}");
+    assert_eq!(r["subprotocol"], "v4.channel.k8s.io", "{r:#}");
+    assert_common(
+        &r,
+        "command terminated with non-zero exit code: error executing command [sh -c echo out; echo err >&2; exit 3], exit code 3",
+    );
+    assert!(r.get("close_stdin").is_none(), "{r:#}");
+}
