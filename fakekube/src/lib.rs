@@ -81,7 +81,11 @@ pub struct StatusError {
 
 impl From<status::ApiError> for StatusError {
     fn from(e: status::ApiError) -> Self {
-        StatusError { code: e.code.as_u16(), reason: e.reason.to_string(), message: e.message }
+        StatusError {
+            code: e.code.as_u16(),
+            reason: e.reason.to_string(),
+            message: e.message,
+        }
     }
 }
 
@@ -470,8 +474,14 @@ impl FakeKube {
     /// is validated and defaulted like any create; a refusal carries the Status the API would
     /// have answered.
     pub fn create(&self, object: serde_json::Value) -> Result<serde_json::Value, StatusError> {
-        let api_version = object.get("apiVersion").and_then(serde_json::Value::as_str).unwrap_or("");
-        let kind = object.get("kind").and_then(serde_json::Value::as_str).unwrap_or("");
+        let api_version = object
+            .get("apiVersion")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("");
+        let kind = object
+            .get("kind")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("");
         let rt = resources::RESOURCES
             .iter()
             .find(|r| r.api_version() == api_version && r.kind == kind && !r.create_only)
@@ -481,7 +491,9 @@ impl FakeKube {
                 message: format!("fakekube serves no kind {kind} in {api_version}"),
             })?;
         let ns = if rt.namespaced {
-            meta::meta_str(&object, "namespace").unwrap_or("default").to_string()
+            meta::meta_str(&object, "namespace")
+                .unwrap_or("default")
+                .to_string()
         } else {
             String::new()
         };

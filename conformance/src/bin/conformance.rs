@@ -27,6 +27,9 @@ const NAMESPACE: &str = "sandboxes";
 const WARM_POOL: &str = "python-warm";
 /// The SandboxTemplate behind the warm pool.
 const TEMPLATE: &str = "python";
+/// Members of the warm pool: enough for the trials that create several sandboxes at once to
+/// adopt rather than wait for replenishment.
+const WARM_REPLICAS: u32 = 8;
 /// An image fakekube's kubelet is told does not exist.
 const MISSING_IMAGE: &str = "registry.invalid/does-not-exist:0";
 
@@ -115,7 +118,11 @@ fn main() -> ExitCode {
         print!("{USAGE}\nLIBTEST OPTIONS:\n");
     }
     // libtest-mimic parses the rest as cargo test would (and prints its help or an error).
-    let libtest = Arguments::from_iter(std::iter::once(program).chain(options.rest.clone()));
+    let mut libtest = Arguments::from_iter(std::iter::once(program).chain(options.rest.clone()));
+    // The trials wait on a server, not on the CPU: run several at once unless told otherwise.
+    if libtest.test_threads.is_none() {
+        libtest.test_threads = Some(8);
+    }
     let kubeconfig = match (&options.kubeconfig, options.fake) {
         (Some(p), _) => Some(p.clone()),
         (None, false) => std::env::var_os("KUBECONFIG")
@@ -200,7 +207,9 @@ fn fake_fixtures(kube: &Arc<FakeKube>) -> Fixtures {
         trial_timeout: Duration::from_secs(60),
         stream_gap: Duration::from_millis(150),
         ttl: Duration::from_secs(1),
-        ttl_backstop_wait: Some(Duration::from_secs(10)),
+        // fakekube's controller expires a sandbox at its shutdownTime, which has one-second
+        // precision.
+        ttl_backstop_wait: Some(Duration::from_millis(1500)),
         delete_wait: Duration::from_secs(10),
         list_count: 7,
         faults: Some(Arc::new(FakeFaults(kube.clone())) as Arc<dyn Faults>),
@@ -313,7 +322,7 @@ async fn create_warm_pool(kube: &FakeKube) -> Result<(), String> {
         "apiVersion": "extensions.agents.x-k8s.io/v1beta1",
         "kind": "SandboxWarmPool",
         "metadata": { "name": WARM_POOL, "namespace": NAMESPACE },
-        "spec": { "replicas": 2, "sandboxTemplateRef": { "name": TEMPLATE } },
+        "spec": { "replicas": WARM_REPLICAS, "sandboxTemplateRef": { "name": TEMPLATE } },
     }))
     .map_err(|e| format!("creating the SandboxWarmPool: {e}"))?;
     kube.wait_for(
@@ -324,7 +333,7 @@ async fn create_warm_pool(kube: &FakeKube) -> Result<(), String> {
         |p| {
             p.and_then(|p| p.pointer("/status/readyReplicas"))
                 .and_then(serde_json::Value::as_u64)
-                == Some(2)
+                == Some(u64::from(WARM_REPLICAS))
         },
     )
     .await
