@@ -1,7 +1,8 @@
 //! The main job: the conformance suite against the agent-sandbox adapter.
 //!
 //! By default it starts fakekube in-process, creates what a cluster operator would (the
-//! `sandboxes` namespace, a SandboxTemplate and a SandboxWarmPool), points the adapter at it as
+//! `sandboxes` namespace, the SandboxTemplate and SandboxWarmPool of
+//! `fixtures/live/warm-pool.yaml`), points the adapter at it as
 //! two pools — direct Sandboxes with a volume and `ports.expose`, and the warm pool — runs the
 //! suite against both, prints the capability table and the counts, and checks that nothing is
 //! left behind. With `--kubeconfig PATH` (or `KUBECONFIG`) it runs against that cluster
@@ -21,37 +22,23 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+// The pools and the cluster objects are the live runs' (fixtures/live/), so the main job, the
+// live tests and ci/kind-up.sh agree on names.
+/// The direct pool: Sandboxes with a volume at /workspace and ports.expose.
+const DIRECT_POOL: &str = include_str!("../../../fixtures/live/pools/direct.yaml");
+/// The warm pool: claims on the SandboxWarmPool of fixtures/live/warm-pool.yaml.
+const WARM_POOL_CONFIG: &str = include_str!("../../../fixtures/live/pools/warm.yaml");
+/// The SandboxTemplate and SandboxWarmPool a cluster operator creates (ci/kind-up.sh does).
+const CLUSTER_OBJECTS: &str = include_str!("../../../fixtures/live/warm-pool.yaml");
 /// The namespace the pools use.
 const NAMESPACE: &str = "sandboxes";
 /// The SandboxWarmPool of the warm pool, and so its only template.
-const WARM_POOL: &str = "python-warm";
-/// The SandboxTemplate behind the warm pool.
-const TEMPLATE: &str = "python";
-/// Members of the warm pool: enough for the trials that create several sandboxes at once to
-/// adopt rather than wait for replenishment.
+const WARM_POOL: &str = "live-warm";
+/// Members of the warm pool on fakekube: enough for the trials that create several sandboxes
+/// at once to adopt rather than wait for replenishment.
 const WARM_REPLICAS: u32 = 8;
 /// An image fakekube's kubelet is told does not exist.
 const MISSING_IMAGE: &str = "registry.invalid/does-not-exist:0";
-
-const DIRECT_POOL: &str = "name: direct
-trust: private
-config:
-  namespace: sandboxes
-  image: debian:bookworm-slim
-  isolation: container
-  volumeSize: 1Gi
-  volumePath: /workspace
-  features: exec,exec.stream,files,stdin,lifecycle.stop-start,persistence.disk,ports.expose,ttl,isolation.container
-";
-
-const WARM_POOL_CONFIG: &str = "name: warm
-trust: private
-config:
-  namespace: sandboxes
-  warmPool: python-warm
-  container: main
-  features: exec,exec.stream,files,stdin,ttl
-";
 
 const USAGE: &str = "\
 conformance: the capability conformance suite against the agent-sandbox adapter
@@ -302,29 +289,18 @@ fn verdict(report: &Report, clean: bool) -> ExitCode {
     }
 }
 
-/// Creates the SandboxTemplate and the SandboxWarmPool and waits until the pool is full.
+/// Creates the SandboxTemplate and the SandboxWarmPool of fixtures/live/warm-pool.yaml (with
+/// [`WARM_REPLICAS`] members) and waits until the pool is full.
 async fn create_warm_pool(kube: &FakeKube) -> Result<(), String> {
-    kube.create(json!({
-        "apiVersion": "extensions.agents.x-k8s.io/v1beta1",
-        "kind": "SandboxTemplate",
-        "metadata": { "name": TEMPLATE, "namespace": NAMESPACE },
-        "spec": {
-            "envVarsInjectionPolicy": "Allowed",
-            "podTemplate": { "spec": { "containers": [ {
-                "name": "main",
-                "image": "python:3.13-slim",
-                "command": ["/bin/sh", "-c", "trap 'exit 0' TERM; while true; do sleep 3600 & wait; done"],
-            } ] } },
-        },
-    }))
-    .map_err(|e| format!("creating the SandboxTemplate: {e}"))?;
-    kube.create(json!({
-        "apiVersion": "extensions.agents.x-k8s.io/v1beta1",
-        "kind": "SandboxWarmPool",
-        "metadata": { "name": WARM_POOL, "namespace": NAMESPACE },
-        "spec": { "replicas": WARM_REPLICAS, "sandboxTemplateRef": { "name": TEMPLATE } },
-    }))
-    .map_err(|e| format!("creating the SandboxWarmPool: {e}"))?;
+    for doc in CLUSTER_OBJECTS.split("\n---\n") {
+        let mut object: serde_json::Value = serde_saphyr::from_str(doc)
+            .map_err(|e| format!("fixtures/live/warm-pool.yaml: {e}"))?;
+        if object.get("kind").and_then(serde_json::Value::as_str) == Some("SandboxWarmPool") {
+            object["spec"]["replicas"] = json!(WARM_REPLICAS);
+        }
+        kube.create(object)
+            .map_err(|e| format!("creating fixtures/live/warm-pool.yaml: {e}"))?;
+    }
     kube.wait_for(
         "sandboxwarmpools",
         NAMESPACE,
@@ -346,7 +322,7 @@ async fn create_warm_pool(kube: &FakeKube) -> Result<(), String> {
 async fn leak_check(kube: &FakeKube) -> Result<(), String> {
     kube.delete("sandboxwarmpools", NAMESPACE, WARM_POOL)
         .map_err(|e| e.to_string())?;
-    kube.delete("sandboxtemplates", NAMESPACE, TEMPLATE)
+    kube.delete("sandboxtemplates", NAMESPACE, "live-debian")
         .map_err(|e| e.to_string())?;
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
@@ -374,14 +350,14 @@ async fn leak_check(kube: &FakeKube) -> Result<(), String> {
 
 fn run_against_cluster(
     runtime: &tokio::runtime::Runtime,
-    path: &PathBuf,
+    path: &std::path::Path,
     options: &Options,
     args: &Arguments,
 ) -> Result<ExitCode, String> {
     let started = Instant::now();
     let (direct, warm) = runtime.block_on(async {
         let connect = |yaml: &'static str| {
-            let path = path.clone();
+            let path = path.to_path_buf();
             async move {
                 let pool = PoolConfig::from_yaml(yaml).map_err(|e| format!("pool config: {e}"))?;
                 AgentSandbox::connect(pool, ConnectOptions::from_env().with_kubeconfig_path(path))

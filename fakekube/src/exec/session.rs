@@ -74,6 +74,7 @@ pub(crate) struct DropAfter(pub(crate) std::sync::Arc<dyn Fn() -> Option<usize> 
 
 impl DropAfter {
     /// A fault that never fires.
+    #[cfg(test)]
     pub(crate) fn never() -> Self {
         DropAfter(std::sync::Arc::new(|| None))
     }
