@@ -8,7 +8,9 @@
 # SandboxWarmPool; fakekube has no RBAC objects, so it is started with a token limited to the
 # seed's Role, fixtures/rbac/differently-sandboxes-role.yaml, which the pools use), runs
 # `cargo test -p live --features live` with LIVE_REQUIRE_CLUSTER=1, and stops fakekube with
-# SIGTERM on the way out, whatever happened.
+# SIGTERM on the way out, whatever happened. Then runs the main job's binary (the conformance
+# suite against both pools) against the same process, through the Role kubeconfig, with its
+# leak check.
 #
 # Settings (environment): KUBECTL (default the kubectl 1.33 binary of this machine kind),
 # CARGO_TARGET_DIR (where cargo builds fakekube).
@@ -74,3 +76,7 @@ KUBECONFIG="$work/role.kubeconfig" \
     LIVE_MISSING_IMAGE="$MISSING_IMAGE" \
     LIVE_MISSING_IMAGE_MARKED="$marked" \
     cargo test -p live --features live --locked
+
+echo "== the conformance binary against the same fakekube process, through its kubeconfig"
+cargo run -p sandbox-conformance --bin conformance --locked -- \
+    --kubeconfig "$work/role.kubeconfig" --fast

@@ -48,6 +48,8 @@ USAGE: conformance [--kubeconfig PATH] [--json PATH] [--junit PATH] [LIBTEST OPT
   --kubeconfig PATH  run against this cluster instead of an embedded fakekube (also KUBECONFIG
                      when set; --fake forces the embedded fakekube)
   --fake             use the embedded fakekube even when KUBECONFIG is set
+  --fast             with --kubeconfig: the cluster is a fakekube process, so use its short
+                     waits (TTL backstop, timeouts); its faults cannot be switched from here
   --json PATH        write the JSON report
   --junit PATH       write the JUnit XML report
   -h, --help         this text, then libtest's options
@@ -61,6 +63,7 @@ ran passed.
 struct Options {
     kubeconfig: Option<PathBuf>,
     fake: bool,
+    fast: bool,
     json: Option<PathBuf>,
     junit: Option<PathBuf>,
     rest: Vec<String>,
@@ -85,6 +88,7 @@ fn parse_options(args: impl Iterator<Item = String>) -> Result<Options, String> 
             "--json" => o.json = Some(PathBuf::from(value("--json")?)),
             "--junit" => o.junit = Some(PathBuf::from(value("--junit")?)),
             "--fake" => o.fake = true,
+            "--fast" => o.fast = true,
             _ => o.rest.push(a),
         }
     }
@@ -187,20 +191,25 @@ impl Faults for FakeFaults {
 }
 
 /// Fixtures sized for fakekube: it starts pods in milliseconds and its TTL backstop fires on
-/// time, so waits are short.
-fn fake_fixtures(kube: &Arc<FakeKube>) -> Fixtures {
+/// time (shutdownTime has one-second precision), so waits are short.
+fn fast_fixtures() -> Fixtures {
     Fixtures {
         op_timeout: Duration::from_secs(20),
         trial_timeout: Duration::from_secs(60),
         stream_gap: Duration::from_millis(150),
         ttl: Duration::from_secs(1),
-        // fakekube's controller expires a sandbox at its shutdownTime, which has one-second
-        // precision.
         ttl_backstop_wait: Some(Duration::from_millis(1500)),
         delete_wait: Duration::from_secs(10),
         list_count: 7,
-        faults: Some(Arc::new(FakeFaults(kube.clone())) as Arc<dyn Faults>),
         ..Fixtures::default()
+    }
+}
+
+/// [`fast_fixtures`] with the fault switches of an in-process fakekube.
+fn fake_fixtures(kube: &Arc<FakeKube>) -> Fixtures {
+    Fixtures {
+        faults: Some(Arc::new(FakeFaults(kube.clone())) as Arc<dyn Faults>),
+        ..fast_fixtures()
     }
 }
 
@@ -360,7 +369,10 @@ fn run_against_cluster(
             let path = path.to_path_buf();
             async move {
                 let pool = PoolConfig::from_yaml(yaml).map_err(|e| format!("pool config: {e}"))?;
-                AgentSandbox::connect(pool, ConnectOptions::from_env().with_kubeconfig_path(path))
+                let options = ConnectOptions::from_env()
+                    .with_kubeconfig_path(path)
+                    .with_page_size(5);
+                AgentSandbox::connect(pool, options)
                     .await
                     .map_err(|e| format!("connecting the adapter: {e}"))
             }
@@ -370,11 +382,15 @@ fn run_against_cluster(
             connect(WARM_POOL_CONFIG).await?,
         ))
     })?;
-    let cluster = Fixtures {
-        op_timeout: Duration::from_secs(180),
-        ttl: Duration::from_secs(5),
-        ttl_backstop_wait: Some(Duration::from_secs(90)),
-        ..Fixtures::default()
+    let cluster = if options.fast {
+        fast_fixtures()
+    } else {
+        Fixtures {
+            op_timeout: Duration::from_secs(180),
+            ttl: Duration::from_secs(5),
+            ttl_backstop_wait: Some(Duration::from_secs(90)),
+            ..Fixtures::default()
+        }
     };
     let report = suite_with_reports(options)
         .pool(
