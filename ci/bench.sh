@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The benchmarks (never run as tests): fakekube's start time and GET/LIST throughput, exec round
+# trip and stdout throughput against a raw TLS copy, and the main job's wall time, all in release.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== fakekube API: start time, GETs and LISTs per second"
+cargo bench -p fakekube --bench api --locked
+
+echo "== fakekube exec: round trip of true, stdout throughput vs raw TLS copy"
+cargo bench -p fakekube --bench exec --locked
+
+echo "== the main job (conformance suite on the embedded fakekube), wall time"
+cargo build --release -p sandbox-conformance --bin conformance --locked
+cargo run --release -q -p sandbox-conformance --bin conformance --locked -- --fake |
+    grep -E '^(wall time|leak check)|passed, .* failed'
