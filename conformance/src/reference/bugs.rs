@@ -2,13 +2,28 @@
 
 use sandbox_contract::{Capabilities, Capability};
 
-/// One bug a mutant of the reference provider has.
-///
-/// Each variant names a mistake real providers make; [`Bug::caught_by`] names the trial that
-/// must fail because of it. The crate's mutant tests run the whole suite against every mutant.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[allow(missing_docs, reason = "each variant is described by Bug::describe")]
-pub enum Bug {
+/// Declares [`Bug`] and the list of its plain variants once, so the two cannot drift apart.
+macro_rules! bugs {
+    ($($name:ident),* $(,)?) => {
+        /// One bug a mutant of the reference provider has.
+        ///
+        /// Each variant names a mistake real providers make; [`Bug::caught_by`] names the trial
+        /// that must fail because of it. The crate's mutant tests run the whole suite against
+        /// every mutant.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[allow(missing_docs, reason = "each variant is described by Bug::describe")]
+        pub enum Bug {
+            $($name,)*
+            /// The capability is not declared, yet its operations work.
+            PretendsToOffer(Capability),
+        }
+
+        /// Every bug but [`Bug::PretendsToOffer`], in declaration order.
+        const PLAIN: &[Bug] = &[$(Bug::$name),*];
+    };
+}
+
+bugs! {
     InfoUnstable,
     HealthUnhealthy,
     CreateDropsLabels,
@@ -100,8 +115,6 @@ pub enum Bug {
     ZeroTtlAccepted,
     BackstopNeverFires,
     TtlNotMoved,
-    /// The capability is not declared, yet its operations work.
-    PretendsToOffer(Capability),
     StdinHalfWorks,
     StopHalfWorks,
     ForkHalfWorks,
@@ -125,104 +138,8 @@ const PRETENDED: [Capability; 11] = [
 impl Bug {
     /// Returns every bug, one mutant each.
     pub fn all() -> Vec<Bug> {
-        use Bug::*;
-        let mut all = vec![
-            InfoUnstable,
-            HealthUnhealthy,
-            CreateDropsLabels,
-            CreateDuplicates,
-            CreateRaces,
-            CreateSkipsValidation,
-            GetOmitsLabels,
-            GetMissingIsInternal,
-            DeleteLeavesTombstone,
-            DeleteErrsOnMissing,
-            ListIgnoresContinue,
-            ListSwallowsFailedPage,
-            StopUnknownIsInvalidState,
-            ErrorEchoesRequest,
-            TemplateNotRecorded,
-            UnknownTemplateUsesDefault,
-            DiskResourceRefused,
-            ZeroResourcesAccepted,
-            ProviderRefCollides,
-            ExecOutputCrossTalk,
-            ExitAlwaysZero,
-            NonzeroExitIsError,
-            ArgvJoinedWithSpaces,
-            RequestEnvIgnored,
-            CreateEnvIgnored,
-            CwdIgnored,
-            MissingCwdFallsBackToRoot,
-            TimeoutIsAnError,
-            MissingProgramIsNotFoundError,
-            NotExecutableIs127,
-            OutputTruncated,
-            OutputLossyUtf8,
-            StderrMergedIntoStdout,
-            ExecChecksSandboxFirst,
-            ExecAcceptsStreamedStdin,
-            DroppedExecReportsExit,
-            StreamStderrAsStdout,
-            StreamBuffersUntilExit,
-            StreamDelaysStderr,
-            StreamExitBeforeLastOutput,
-            StreamExitAlwaysZero,
-            StreamTimeoutExit137,
-            StreamDropsChunksWhenFull,
-            StreamSynthesisesExit,
-            StdinBytesIgnored,
-            StdinTruncated,
-            StreamedStdinReordered,
-            StreamedStdinBufferedUntilClose,
-            StdinEndNeverDelivered,
-            StdinDropDoesNotClose,
-            FilesLossyUtf8,
-            WriteNeedsParents,
-            WriteDoesNotTruncate,
-            ReadIgnoresCap,
-            ReadIgnoresProviderLimit,
-            WriteIgnoresLimit,
-            StatReportsKindFile,
-            ListDirUnsorted,
-            ReadMissingIsEmpty,
-            MkdirExistingFails,
-            ReadDirectoryIsEmpty,
-            RelativePathsAccepted,
-            FilesSeparateFromExec,
-            StopOnlyReports,
-            StartForgetsToRestart,
-            ExecRunsWhileStopped,
-            FilesWorkWhileStopped,
-            StopTwiceFails,
-            StopLosesVolume,
-            StopKeepsRootFs,
-            ListOnlyRunning,
-            CreateRestartsStopped,
-            ExecRunsWhilePaused,
-            ResumeLosesFiles,
-            PauseTwiceFails,
-            SnapshotEmpty,
-            SnapshotIsLive,
-            SnapshotDeletedWithSandbox,
-            MemorySnapshotSaysDisk,
-            ForkSharesFiles,
-            ForkDuplicates,
-            ForkCopiesTtl,
-            PortUrlNotStable,
-            PortIgnored,
-            PortZeroAccepted,
-            CreateIgnoresTtl,
-            SetTtlNotSaved,
-            SetTtlNoneIgnored,
-            ZeroTtlAccepted,
-            BackstopNeverFires,
-            TtlNotMoved,
-            StdinHalfWorks,
-            StopHalfWorks,
-            ForkHalfWorks,
-        ];
-        all.extend(PRETENDED.into_iter().map(PretendsToOffer));
+        let mut all = PLAIN.to_vec();
+        all.extend(PRETENDED.into_iter().map(Bug::PretendsToOffer));
         all
     }
 
