@@ -780,18 +780,7 @@ impl AgentSandbox {
         {
             Ok(_) => tracing::debug!(sandbox = name, "Sandbox created"),
             Err(e) if e.is_conflict() => {
-                let existing = self.get_sandbox(name).await.map_err(|error| {
-                    if error.is_not_found() {
-                        Error::conflict(format!(
-                            "an object named {name} exists but is not this pool's sandbox"
-                        ))
-                    } else {
-                        error
-                    }
-                })?;
-                if existing.metadata.deletion_timestamp.is_some() {
-                    return Err(Error::conflict(format!("sandbox {name} is being deleted")));
-                }
+                let existing = adoptable(name, self.get_sandbox(name).await, |v| &v.metadata)?;
                 if existing.is_suspended_mode() {
                     return self.sandbox_from_direct(&existing).await;
                 }
@@ -832,18 +821,7 @@ impl AgentSandbox {
         {
             Ok(_) => tracing::debug!(sandbox = name, "SandboxClaim created"),
             Err(e) if e.is_conflict() => {
-                let existing = self.get_claim(name).await.map_err(|error| {
-                    if error.is_not_found() {
-                        Error::conflict(format!(
-                            "an object named {name} exists but is not this pool's sandbox"
-                        ))
-                    } else {
-                        error
-                    }
-                })?;
-                if existing.metadata.deletion_timestamp.is_some() {
-                    return Err(Error::conflict(format!("sandbox {name} is being deleted")));
-                }
+                adoptable(name, self.get_claim(name).await, |v| &v.metadata)?;
             }
             Err(e) => return Err(e.into()),
         }
@@ -1548,4 +1526,27 @@ impl AsyncProbe<SandboxView> for StoppedProbe<'_> {
             _ => Ok(Step::Wait("the pod is still terminating".to_owned())),
         }
     }
+}
+
+/// After a create answered AlreadyExists: the existing object, when a second create may adopt
+/// it. One this pool cannot see as its own (the lookup is `not_found`) or one being deleted is
+/// a `conflict`.
+fn adoptable<T>(
+    name: &str,
+    lookup: Result<T, Error>,
+    meta: impl Fn(&T) -> &manifest::ObjectMeta,
+) -> Result<T, Error> {
+    let existing = lookup.map_err(|error| {
+        if error.is_not_found() {
+            Error::conflict(format!(
+                "an object named {name} exists but is not this pool's sandbox"
+            ))
+        } else {
+            error
+        }
+    })?;
+    if meta(&existing).deletion_timestamp.is_some() {
+        return Err(Error::conflict(format!("sandbox {name} is being deleted")));
+    }
+    Ok(existing)
 }
