@@ -1081,19 +1081,9 @@ struct SandboxProbe<'a> {
 
 impl AsyncProbe<SandboxView> for SandboxProbe<'_> {
     async fn step(&mut self) -> Result<Step<SandboxView>, Error> {
-        let view = self.provider.get_sandbox(self.name).await.map_err(|e| {
-            if e.is_not_found() {
-                Error::unavailable(format!("sandbox {} was deleted while starting", self.name))
-            } else {
-                e
-            }
+        let view = still_starting(self.name, self.provider.get_sandbox(self.name).await, |v| {
+            &v.metadata
         })?;
-        if view.metadata.deletion_timestamp.is_some() {
-            return Err(Error::conflict(format!(
-                "sandbox {} is being deleted",
-                self.name
-            )));
-        }
         match manifest::sandbox_readiness(&view) {
             Readiness::Ready => Ok(Step::Done(view)),
             Readiness::Expired => Err(Error::invalid_state(format!(
@@ -1123,19 +1113,9 @@ struct ClaimProbe<'a> {
 
 impl AsyncProbe<ClaimView> for ClaimProbe<'_> {
     async fn step(&mut self) -> Result<Step<ClaimView>, Error> {
-        let view = self.provider.get_claim(self.name).await.map_err(|e| {
-            if e.is_not_found() {
-                Error::unavailable(format!("sandbox {} was deleted while starting", self.name))
-            } else {
-                e
-            }
+        let view = still_starting(self.name, self.provider.get_claim(self.name).await, |v| {
+            &v.metadata
         })?;
-        if view.metadata.deletion_timestamp.is_some() {
-            return Err(Error::conflict(format!(
-                "sandbox {} is being deleted",
-                self.name
-            )));
-        }
         match manifest::claim_readiness(&view) {
             ClaimReadiness::Ready(_) => Ok(Step::Done(view)),
             ClaimReadiness::Refused { reason, message } => {
@@ -1526,6 +1506,26 @@ impl AsyncProbe<SandboxView> for StoppedProbe<'_> {
             _ => Ok(Step::Wait("the pod is still terminating".to_owned())),
         }
     }
+}
+
+/// A sandbox being waited for, as just read: one that vanished meanwhile is `unavailable` (the
+/// create did not hold), one being deleted is a `conflict`.
+fn still_starting<T>(
+    name: &str,
+    lookup: Result<T, Error>,
+    meta: impl Fn(&T) -> &manifest::ObjectMeta,
+) -> Result<T, Error> {
+    let view = lookup.map_err(|e| {
+        if e.is_not_found() {
+            Error::unavailable(format!("sandbox {name} was deleted while starting"))
+        } else {
+            e
+        }
+    })?;
+    if meta(&view).deletion_timestamp.is_some() {
+        return Err(Error::conflict(format!("sandbox {name} is being deleted")));
+    }
+    Ok(view)
 }
 
 /// After a create answered AlreadyExists: the existing object, when a second create may adopt
