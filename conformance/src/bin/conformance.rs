@@ -36,7 +36,7 @@ const NAMESPACE: &str = "sandboxes";
 const WARM_POOL: &str = "live-warm";
 /// Members of the warm pool on fakekube: enough for the trials that create several sandboxes
 /// at once to adopt rather than wait for replenishment.
-const WARM_REPLICAS: u32 = 8;
+const WARM_REPLICAS: u32 = 16;
 /// An image fakekube's kubelet is told does not exist.
 const MISSING_IMAGE: &str = "registry.invalid/does-not-exist:0";
 
@@ -196,7 +196,8 @@ fn fast_fixtures() -> Fixtures {
     Fixtures {
         op_timeout: Duration::from_secs(20),
         trial_timeout: Duration::from_secs(60),
-        stream_gap: Duration::from_millis(150),
+        stream_gap: Duration::from_millis(100),
+        exec_timeout: Duration::from_millis(300),
         ttl: Duration::from_secs(1),
         ttl_backstop_wait: Some(Duration::from_millis(1500)),
         delete_wait: Duration::from_secs(10),
