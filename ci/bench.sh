@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The benchmarks (never run as tests): fakekube's start time and GET/LIST throughput, exec round
-# trip and stdout throughput against a raw TLS copy, and the main job's wall time, all in release.
+# trip and stdout throughput against a raw TLS copy, the adapter's create -> ready, exec round
+# trip and 1,000 concurrent sandboxes, and the main job's wall time, all in release.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,6 +10,9 @@ cargo bench -p fakekube --bench api --locked
 
 echo "== fakekube exec: round trip of true, stdout throughput vs raw TLS copy"
 cargo bench -p fakekube --bench exec --locked
+
+echo "== the adapter: create -> ready, exec round trip, 1,000 sandboxes at once"
+cargo bench -p agentsandbox --bench provider --locked
 
 echo "== the main job (conformance suite on the embedded fakekube), wall time"
 cargo build --release -p sandbox-conformance --bin conformance --locked

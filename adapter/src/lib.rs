@@ -33,7 +33,7 @@
 //!
 //! - Stdin (and so `write_file`) needs the `v5.channel.k8s.io` exec protocol (Kubernetes 1.30
 //!   or later); against a v4-only server they answer `unsupported_operation`.
-//! - Readiness is polled with GET (the Role has no `watch`), from 5 ms up to every 250 ms.
+//! - Readiness is polled with GET (the Role has no `watch`), from 1 ms up to every 250 ms.
 //! - Kubeconfigs with client certificates or exec plugins are refused; tokens only.
 //! - `list_dir` cannot represent names holding a newline.
 

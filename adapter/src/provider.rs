@@ -670,11 +670,12 @@ impl AgentSandbox {
         })
     }
 
-    /// Polls until `probe` says done, with a backoff from 5 ms to 250 ms and the readiness
-    /// timeout; transient errors are retried until then.
+    /// Polls until `probe` says done, with a backoff doubling from 1 ms to 250 ms (a fast
+    /// backend answers within a few polls; a slow one gets no more requests than a 5 ms start
+    /// would send) and the readiness timeout; transient errors are retried until then.
     async fn poll<T>(&self, what: &str, mut probe: impl AsyncProbe<T>) -> Result<T, Error> {
         let deadline = tokio::time::Instant::now() + self.inner.ready_timeout;
-        let mut delay = Duration::from_millis(5);
+        let mut delay = Duration::from_millis(1);
         loop {
             let last = match probe.step().await {
                 Ok(Step::Done(value)) => return Ok(value),
@@ -695,7 +696,7 @@ impl AgentSandbox {
                 )));
             }
             tokio::time::sleep(delay.min(deadline - now)).await;
-            delay = (delay * 3 / 2).min(Duration::from_millis(250));
+            delay = (delay * 2).min(Duration::from_millis(250));
         }
     }
 
