@@ -9,11 +9,15 @@
 //! cache is shared. A kubectl binary that is not installed makes its part print
 //! `skipping: <path> not installed`.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
+
+mod support;
+
+use support::process::Process as Server;
 
 /// Where the Cloud SDK keeps its versioned kubectl binaries.
 const SDK: &str = "/usr/lib/google-cloud-sdk/bin";
@@ -30,53 +34,6 @@ fn kubectl(minor: u32) -> Option<String> {
     } else {
         println!("skipping: {bin} not installed");
         None
-    }
-}
-
-/// A running fakekube binary and its kubeconfig; killed when dropped.
-struct Server {
-    child: Child,
-    dir: tempfile::TempDir,
-    kubeconfig: PathBuf,
-}
-
-impl Server {
-    /// Starts the binary and waits for its first line.
-    fn start() -> Server {
-        let dir = tempfile::tempdir().expect("a temporary directory");
-        let kubeconfig = dir.path().join("kubeconfig");
-        let log = std::fs::File::create(dir.path().join("fakekube.log")).expect("a log file");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_fakekube"))
-            .arg("--kubeconfig")
-            .arg(&kubeconfig)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(log)
-            .spawn()
-            .expect("fakekube starts");
-        let stdout = child.stdout.take().expect("stdout is piped");
-        let mut reader = BufReader::new(stdout);
-        let mut first = String::new();
-        let _ = reader.read_line(&mut first);
-        assert!(
-            first.starts_with("fakekube listening on https://"),
-            "unexpected first line {first:?}"
-        );
-        thread::spawn(move || {
-            let _ = std::io::copy(&mut reader, &mut std::io::sink());
-        });
-        Server {
-            child,
-            dir,
-            kubeconfig,
-        }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -229,7 +186,7 @@ fn create_pod(kubeconfig: &Path, name: &str) {
 
 /// A server with a Ready pod `box`.
 fn server_with_pod() -> Server {
-    let server = Server::start();
+    let server = Server::start(&[]);
     create_pod(&server.kubeconfig, "box");
     server
 }
@@ -416,9 +373,9 @@ fn kubectl_reports_a_missing_program_missing_pod_and_unknown_container_as_a_clus
 
 #[test]
 fn kubectl_waits_for_a_sandbox_to_be_ready_and_execs_into_its_pod() {
-    let server = Server::start();
+    let server = Server::start(&[]);
     let manifest = "apiVersion: agents.x-k8s.io/v1beta1\nkind: Sandbox\nmetadata:\n  name: box\nspec:\n  podTemplate:\n    spec:\n      containers:\n      - name: main\n        image: busybox:1.36\n";
-    let path = server.dir.path().join("sandbox.yaml");
+    let path = server.dir().join("sandbox.yaml");
     std::fs::write(&path, manifest).expect("the manifest is written");
     let path = path.to_str().expect("a UTF-8 path");
     kubectl_run(&server.kubeconfig, &["apply", "-f", path], None)

@@ -9,10 +9,13 @@
 //! raises, as against a real cluster).
 
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+mod support;
+
+use support::process::Process as Server;
 
 /// The workspace root (fakekube's parent directory).
 fn workspace() -> PathBuf {
@@ -45,83 +48,48 @@ fn script(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// A running fakekube binary and its kubeconfig; killed when dropped.
-struct Server {
-    child: Child,
-    _dir: tempfile::TempDir,
-    kubeconfig: PathBuf,
-}
-
-impl Server {
-    /// Starts the binary and waits for its first line.
-    fn start() -> Server {
-        let dir = tempfile::tempdir().expect("a temporary directory");
-        let kubeconfig = dir.path().join("kubeconfig");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_fakekube"))
-            .arg("--kubeconfig")
-            .arg(&kubeconfig)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("fakekube starts");
-        let stdout = child.stdout.take().expect("stdout is piped");
-        let mut reader = BufReader::new(stdout);
-        let mut first = String::new();
-        let _ = reader.read_line(&mut first);
-        assert!(
-            first.starts_with("fakekube listening on https://"),
-            "unexpected first line {first:?}"
-        );
-        std::thread::spawn(move || {
-            let _ = std::io::copy(&mut reader, &mut std::io::sink());
-        });
-        Server {
-            child,
-            _dir: dir,
-            kubeconfig,
-        }
-    }
-
-    /// Runs a script with `python`, returning stdout; fails the test on a non-zero exit.
-    fn run(&self, python: &Path, script: &Path, args: &[&str]) -> String {
-        let started = Instant::now();
-        let out = Command::new(python)
-            .arg(script)
-            .arg(&self.kubeconfig)
-            .args(args)
-            .stdin(Stdio::null())
-            .output()
-            .expect("python starts");
-        assert!(
-            out.status.success(),
-            "{} {} failed after {:?}: {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-            python.display(),
-            script.display(),
-            started.elapsed(),
-            out.status,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// Runs a script with `python` against `server`, returning stdout; fails the test on a
+/// non-zero exit.
+fn run(server: &Server, python: &Path, script: &Path, args: &[&str]) -> String {
+    let started = Instant::now();
+    let out = Command::new(python)
+        .arg(script)
+        .arg(&server.kubeconfig)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("python starts");
+    assert!(
+        out.status.success(),
+        "{} {} failed after {:?}: {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+        python.display(),
+        script.display(),
+        started.elapsed(),
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// Creates a Running pod and runs the exec script with the client of `venv`.
 fn exec_results(venv: &str) -> Value {
     let python = python(venv);
-    let server = Server::start();
-    let created = server.run(&python, &script("create_pod.py"), &["default", "box"]);
+    let server = Server::start(&[]);
+    let created = run(
+        &server,
+        &python,
+        &script("create_pod.py"),
+        &["default", "box"],
+    );
     assert_eq!(created.trim(), "Running");
     let deadline = Instant::now() + Duration::from_secs(60);
-    let out = server.run(&python, &script("exec_stream.py"), &["default", "box"]);
+    let out = run(
+        &server,
+        &python,
+        &script("exec_stream.py"),
+        &["default", "box"],
+    );
     assert!(Instant::now() < deadline, "the script took over a minute");
     serde_json::from_str(&out).unwrap_or_else(|e| panic!("the script printed no JSON ({e}): {out}"))
 }
