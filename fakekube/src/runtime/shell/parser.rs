@@ -736,11 +736,36 @@ impl Parser {
 
     /// Reads an unquoted word up to a blank or an operator character.
     fn lex_word(&mut self) -> Result<Word, ParseError> {
+        self.word_until(None)
+    }
+
+    /// Reads the word of a `${name<op>word}` up to the closing `}`, which it consumes.
+    fn brace_operand(&mut self) -> Result<Word, ParseError> {
+        self.word_until(Some('}'))
+    }
+
+    /// Reads a word: with no `closing`, up to a blank, an operator character or the end; with
+    /// one, up to that character (consumed), where running out of input is unterminated.
+    fn word_until(&mut self, closing: Option<char>) -> Result<Word, ParseError> {
         let mut parts = Vec::new();
         let mut lit = String::new();
-        while let Some(c) = self.cur() {
+        loop {
+            let Some(c) = self.cur() else {
+                if closing.is_some() {
+                    return Err(ParseError::Unterminated);
+                }
+                break;
+            };
+            if Some(c) == closing {
+                self.pos += 1;
+                break;
+            }
             match c {
-                ' ' | '\t' | '\r' | '\n' | ';' | '&' | '|' | '<' | '>' | '(' | ')' => break,
+                ' ' | '\t' | '\r' | '\n' | ';' | '&' | '|' | '<' | '>' | '(' | ')'
+                    if closing.is_none() =>
+                {
+                    break;
+                }
                 '\\' => match self.at(1) {
                     Some('\n') => self.pos += 2,
                     Some(n) => {
@@ -748,6 +773,7 @@ impl Parser {
                         parts.push(Part::Quoted(n.to_string()));
                         self.pos += 2;
                     }
+                    None if closing.is_some() => return Err(ParseError::Unterminated),
                     None => {
                         lit.push('\\');
                         self.pos += 1;
@@ -1015,70 +1041,6 @@ impl Parser {
             _ => return Err(ParseError::BadSubstitution),
         };
         Ok(Part::Param(Box::new(Param { name, op })))
-    }
-
-    /// Reads the word of a `${name<op>word}` up to the closing `}`.
-    fn brace_operand(&mut self) -> Result<Word, ParseError> {
-        let mut parts = Vec::new();
-        let mut lit = String::new();
-        loop {
-            let Some(c) = self.cur() else {
-                return Err(ParseError::Unterminated);
-            };
-            match c {
-                '}' => {
-                    self.pos += 1;
-                    break;
-                }
-                '\\' => match self.at(1) {
-                    Some('\n') => self.pos += 2,
-                    Some(n) => {
-                        flush(&mut lit, &mut parts);
-                        parts.push(Part::Quoted(n.to_string()));
-                        self.pos += 2;
-                    }
-                    None => return Err(ParseError::Unterminated),
-                },
-                '\'' => {
-                    flush(&mut lit, &mut parts);
-                    self.pos += 1;
-                    let start = self.pos;
-                    let Some(len) = self.src[start..].iter().position(|c| *c == '\'') else {
-                        return Err(ParseError::Unterminated);
-                    };
-                    parts.push(Part::Quoted(self.src[start..start + len].iter().collect()));
-                    self.pos = start + len + 1;
-                }
-                '"' => {
-                    flush(&mut lit, &mut parts);
-                    self.pos += 1;
-                    self.enter()?;
-                    let inner = self.quoted_parts(Mode::Double);
-                    self.leave();
-                    parts.push(Part::Double(inner?));
-                }
-                '$' => match self.lex_dollar()? {
-                    Some(p) => {
-                        flush(&mut lit, &mut parts);
-                        parts.push(p);
-                    }
-                    None => {
-                        lit.push('$');
-                        self.pos += 1;
-                    }
-                },
-                '`' => {
-                    flush(&mut lit, &mut parts);
-                    parts.push(self.lex_backquote(false)?);
-                }
-                c => {
-                    lit.push(c);
-                    self.pos += 1;
-                }
-            }
-        }
-        flush(&mut lit, &mut parts);
-        Ok(Word(parts))
     }
 
     /// Reads `` `…` `` (cursor at the opening backquote) and parses its content.
