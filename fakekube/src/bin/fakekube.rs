@@ -118,10 +118,19 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
+    // The handlers are installed before the URL is printed: whoever reads that line may signal
+    // at once, and a signal that arrives before them would kill the process uncleanly.
+    let signals = match Signals::install() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("fakekube: installing signal handlers: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     println!("fakekube listening on {}", kube.base_url());
     use std::io::Write;
     let _ = std::io::stdout().flush();
-    wait_for_signal().await;
+    signals.recv().await;
     kube.shutdown().await;
     ExitCode::SUCCESS
 }
@@ -191,17 +200,26 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     s
 }
 
-async fn wait_for_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-        }
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
+/// SIGINT and SIGTERM, caught from the moment [`Signals::install`] returns.
+struct Signals {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn install() -> std::io::Result<Self> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Self {
+            interrupt: signal(SignalKind::interrupt())?,
+            terminate: signal(SignalKind::terminate())?,
+        })
+    }
+
+    /// Waits for either signal.
+    async fn recv(mut self) {
+        tokio::select! {
+            _ = self.interrupt.recv() => {}
+            _ = self.terminate.recv() => {}
         }
     }
 }
