@@ -14,52 +14,58 @@ const LIVE_CHUNKS: usize = 256;
 
 /// The output of one run of a container (stdout and stderr interleaved, as `kubectl logs`
 /// shows them).
+#[derive(Default)]
 pub(crate) struct OutputLog {
+    kept: Mutex<Kept>,
+}
+
+/// What an [`OutputLog`] holds, under one lock.
+#[derive(Default)]
+struct Kept {
     /// The last bytes written.
-    tail: Mutex<VecDeque<u8>>,
-    /// Every chunk as it is written.
-    live: broadcast::Sender<Bytes>,
+    tail: VecDeque<u8>,
+    /// Every chunk as it is written, from the first subscription on: most containers are never
+    /// attached to, and a feed costs [`LIVE_CHUNKS`] slots up front.
+    live: Option<broadcast::Sender<Bytes>>,
 }
 
 impl std::fmt::Debug for OutputLog {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let len = self.tail.lock().map(|t| t.len()).unwrap_or(0);
+        let len = self.kept.lock().map(|k| k.tail.len()).unwrap_or(0);
         f.debug_struct("OutputLog").field("kept", &len).finish()
-    }
-}
-
-impl Default for OutputLog {
-    fn default() -> Self {
-        OutputLog {
-            tail: Mutex::new(VecDeque::new()),
-            live: broadcast::channel(LIVE_CHUNKS).0,
-        }
     }
 }
 
 impl OutputLog {
     /// Appends a chunk, dropping the oldest bytes beyond [`OUTPUT_TAIL`].
     pub(crate) fn push(&self, chunk: &Bytes) {
-        let mut tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
+        let mut kept = self.lock();
         let keep = chunk.len().min(OUTPUT_TAIL);
         let start = chunk.len() - keep;
-        tail.extend(chunk.iter().skip(start));
-        let excess = tail.len().saturating_sub(OUTPUT_TAIL);
-        tail.drain(..excess);
+        kept.tail.extend(chunk.iter().skip(start));
+        let excess = kept.tail.len().saturating_sub(OUTPUT_TAIL);
+        kept.tail.drain(..excess);
         // Sent under the lock so a subscriber never misses or doubles a chunk against the tail.
-        let _ = self.live.send(chunk.clone());
+        if let Some(live) = &kept.live {
+            let _ = live.send(chunk.clone());
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Kept> {
+        self.kept.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The kept output.
     pub(crate) fn tail(&self) -> Vec<u8> {
-        let tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
-        tail.iter().copied().collect()
+        self.lock().tail.iter().copied().collect()
     }
 
     /// The output written from now on.
     pub(crate) fn subscribe(&self) -> broadcast::Receiver<Bytes> {
-        let _tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
-        self.live.subscribe()
+        self.lock()
+            .live
+            .get_or_insert_with(|| broadcast::channel(LIVE_CHUNKS).0)
+            .subscribe()
     }
 
     /// Copies a process's stdout and stderr into the log until both are closed.
@@ -107,6 +113,18 @@ mod tests {
         let mut rx = log.subscribe();
         log.push(&Bytes::from_static(b"after"));
         assert_eq!(rx.recv().await.ok(), Some(Bytes::from_static(b"after")));
+    }
+
+    #[tokio::test]
+    async fn every_subscriber_sees_chunks_written_after_it_subscribed() {
+        let log = OutputLog::default();
+        let mut first = log.subscribe();
+        log.push(&Bytes::from_static(b"one"));
+        let mut second = log.subscribe();
+        log.push(&Bytes::from_static(b"two"));
+        assert_eq!(first.recv().await.ok(), Some(Bytes::from_static(b"one")));
+        assert_eq!(first.recv().await.ok(), Some(Bytes::from_static(b"two")));
+        assert_eq!(second.recv().await.ok(), Some(Bytes::from_static(b"two")));
     }
 
     #[tokio::test]
