@@ -133,7 +133,7 @@ impl Default for Builder {
             tokens: Vec::new(),
             namespaces: Vec::new(),
             compaction_window: Duration::from_secs(300),
-            event_log_capacity: 20_000,
+            event_log_capacity: 10_000,
             bookmark_interval: Duration::from_secs(1),
             shutdown_grace: Duration::from_secs(5),
             kubelet: true,
@@ -182,7 +182,8 @@ impl Builder {
         self
     }
 
-    /// How many changes the server remembers for watches (20 000 by default); a watch from an
+    /// How many changes the server remembers for watches (10 000 by default; it bounds the memory
+    /// that history takes, each change holding a whole object); a watch from an
     /// older resourceVersion gets 410.
     pub fn event_log_capacity(mut self, events: usize) -> Self {
         self.event_log_capacity = events.max(1);

@@ -144,7 +144,7 @@ pub(crate) struct StoreSettings {
 impl Default for StoreSettings {
     fn default() -> Self {
         StoreSettings {
-            event_log_capacity: 20_000,
+            event_log_capacity: 10_000,
             compaction_window: Duration::from_secs(300),
         }
     }
