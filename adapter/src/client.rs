@@ -2,12 +2,15 @@
 //! [`Credentials`], JSON in and out, and `metav1.Status` bodies turned into [`KubeError`]s that
 //! map onto the contract's error codes.
 //!
-//! It speaks HTTP/1.1 with a connection pool. The same client upgrades a request to a WebSocket
-//! for `pods/exec`; see [`crate::exec`].
+//! Like client-go, it offers HTTP/2 by ALPN and sends every API request over one multiplexed
+//! connection when the server agrees (HTTP/1.1 with a connection pool when it does not). The
+//! `pods/exec` WebSocket needs an HTTP/1.1 upgrade, so it gets a connection of its own that
+//! offers only `http/1.1`, opened while the caller looks up the pod; see [`crate::exec`].
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -214,7 +217,43 @@ impl AsyncWrite for TlsConn {
 
 impl Connection for TlsConn {
     fn connected(&self) -> Connected {
-        Connected::new()
+        let connected = Connected::new();
+        if self.0.get_ref().1.alpn_protocol() == Some(b"h2") {
+            connected.negotiated_h2()
+        } else {
+            connected
+        }
+    }
+}
+
+/// A connection opened for an upgrade by [`KubeClient::connect_for_upgrade`].
+pub(crate) struct UpgradeConnection(TokioIo<TlsConn>);
+
+/// The pooled client of API requests. Until a first request has its connection, requests wait
+/// for it: hyper learns only from the TLS handshake that a connection is HTTP/2 and can carry
+/// them all, and would otherwise open one connection per request of a burst at start.
+struct ApiClient {
+    http: Client<Connector, Full<Bytes>>,
+    /// Whether a request has gone through.
+    connected: AtomicBool,
+    /// Held by the request that opens the first connection.
+    first: tokio::sync::Mutex<()>,
+}
+
+impl ApiClient {
+    async fn request(
+        &self,
+        request: Request<Full<Bytes>>,
+    ) -> Result<Response<Incoming>, hyper_util::client::legacy::Error> {
+        if self.connected.load(Ordering::Acquire) {
+            return self.http.request(request).await;
+        }
+        let _first = self.first.lock().await;
+        let response = self.http.request(request).await;
+        if response.is_ok() {
+            self.connected.store(true, Ordering::Release);
+        }
+        response
     }
 }
 
@@ -223,8 +262,10 @@ impl Connection for TlsConn {
 pub(crate) struct KubeClient {
     /// The server URL without a trailing `/` (it may carry a path prefix).
     base: String,
-    /// The pooled HTTP client.
-    http: Client<Connector, Full<Bytes>>,
+    /// The client of API requests: HTTP/2 when the server offers it, else pooled HTTP/1.1.
+    api: Arc<ApiClient>,
+    /// Opens the connections of upgrades (`pods/exec`): HTTP/1.1 only.
+    upgrades: Connector,
     /// Where the token comes from.
     credentials: Arc<Credentials>,
 }
@@ -263,18 +304,28 @@ impl KubeClient {
         } else {
             format!("{bare_host}:{port}")
         };
-        let connector = Connector {
-            tls: tokio_rustls::TlsConnector::from(tls),
-            server_name,
-            addr,
+        let connector = |alpn: &[&[u8]]| {
+            let mut config = ClientConfig::clone(&tls);
+            config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+            Connector {
+                tls: tokio_rustls::TlsConnector::from(Arc::new(config)),
+                server_name: server_name.clone(),
+                addr: addr.clone(),
+            }
         };
         let http = Client::builder(TokioExecutor::new())
             .pool_timer(TokioTimer::new())
             .pool_idle_timeout(Duration::from_secs(60))
-            .build(connector);
+            .timer(TokioTimer::new())
+            .build(connector(&[b"h2", b"http/1.1"]));
         Ok(KubeClient {
             base: server.trim_end_matches('/').to_owned(),
-            http,
+            api: Arc::new(ApiClient {
+                http,
+                connected: AtomicBool::new(false),
+                first: tokio::sync::Mutex::new(()),
+            }),
+            upgrades: connector(&[b"http/1.1"]),
             credentials,
         })
     }
@@ -297,36 +348,11 @@ impl KubeClient {
     ) -> Result<Response<Incoming>, KubeError> {
         let uri = self.uri(path_and_query)?;
         for attempt in 0..2 {
-            let token = if attempt == 0 {
-                self.credentials.token().await?
-            } else {
-                tracing::debug!("the API server answered 401; reading the token again");
-                self.credentials.refresh().await?
-            };
-            let mut auth = HeaderValue::from_str(&format!("Bearer {}", token.expose_secret()))
-                .map_err(|_| KubeError::Decode("the token is not a valid header value".into()))?;
-            auth.set_sensitive(true);
-            let mut request = Request::builder()
-                .method(method.clone())
-                .uri(uri.clone())
-                .header(header::AUTHORIZATION, auth)
-                .header(header::ACCEPT, "application/json")
-                .header(header::USER_AGENT, USER_AGENT);
-            for (name, value) in headers {
-                request = request.header(name, value);
-            }
-            let full = match &body {
-                Some((content_type, bytes)) => {
-                    request = request.header(header::CONTENT_TYPE, *content_type);
-                    Full::new(bytes.clone())
-                }
-                None => Full::new(Bytes::new()),
-            };
-            let request = request
-                .body(full)
-                .map_err(|_| KubeError::Decode("a request could not be built".to_owned()))?;
+            let request = self
+                .request(attempt, &method, uri.clone(), headers, body.clone())
+                .await?;
             let response = self
-                .http
+                .api
                 .request(request)
                 .await
                 .map_err(|e| KubeError::Transport(transport_message(&e)))?;
@@ -335,12 +361,108 @@ impl KubeClient {
             }
             return Ok(response);
         }
-        Err(KubeError::Api {
-            code: 401,
-            reason: "Unauthorized".to_owned(),
-            message: "the API server refused the token".to_owned(),
-            retry_after: None,
-        })
+        Err(unauthorized())
+    }
+
+    /// Opens an HTTP/1.1 connection for [`send_upgrade`](Self::send_upgrade). Callers start it
+    /// while they look up what the upgrade is for, so the TLS handshake overlaps that lookup.
+    pub(crate) async fn connect_for_upgrade(&self) -> Result<UpgradeConnection, KubeError> {
+        let io = tower::Service::call(&mut self.upgrades.clone(), Uri::default())
+            .await
+            .map_err(|e| KubeError::Transport(transport_message(&e)))?;
+        Ok(UpgradeConnection(io))
+    }
+
+    /// Sends a GET that asks for an upgrade (its `Connection` and `Upgrade` headers are in
+    /// `headers`) over `connection`, with the token handling of [`send`](Self::send).
+    pub(crate) async fn send_upgrade(
+        &self,
+        connection: UpgradeConnection,
+        path_and_query: &str,
+        headers: &HeaderMap,
+    ) -> Result<Response<Incoming>, KubeError> {
+        let full = self.uri(path_and_query)?;
+        // On a connection of its own the request names only its path, and the Host header
+        // says where it goes.
+        let target: Uri = full
+            .path_and_query()
+            .map_or("/", |p| p.as_str())
+            .parse()
+            .map_err(|_| KubeError::Decode("a request path is not a valid URI".to_owned()))?;
+        let mut headers = headers.clone();
+        if let Some(authority) = full.authority()
+            && let Ok(host) = HeaderValue::from_str(authority.as_str())
+        {
+            headers.insert(header::HOST, host);
+        }
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(connection.0)
+            .await
+            .map_err(|e| KubeError::Transport(transport_message(&e)))?;
+        tokio::spawn(async move {
+            if let Err(e) = conn.with_upgrades().await {
+                tracing::debug!(error = %e, "exec connection");
+            }
+        });
+        for attempt in 0..2 {
+            let request = self
+                .request(attempt, &Method::GET, target.clone(), &headers, None)
+                .await?;
+            sender
+                .ready()
+                .await
+                .map_err(|e| KubeError::Transport(transport_message(&e)))?;
+            let response = sender
+                .send_request(request)
+                .await
+                .map_err(|e| KubeError::Transport(transport_message(&e)))?;
+            if response.status() == StatusCode::UNAUTHORIZED && attempt == 0 {
+                // Read the refusal so the connection can carry the retry.
+                let _ = read_body(response.into_body()).await;
+                continue;
+            }
+            return Ok(response);
+        }
+        Err(unauthorized())
+    }
+
+    /// Builds attempt `attempt` of a request: the current token on the first, a token read
+    /// again after a 401 on the second.
+    async fn request(
+        &self,
+        attempt: u32,
+        method: &Method,
+        uri: Uri,
+        headers: &HeaderMap,
+        body: Option<(&'static str, Bytes)>,
+    ) -> Result<Request<Full<Bytes>>, KubeError> {
+        let token = if attempt == 0 {
+            self.credentials.token().await?
+        } else {
+            tracing::debug!("the API server answered 401; reading the token again");
+            self.credentials.refresh().await?
+        };
+        let mut auth = HeaderValue::from_str(&format!("Bearer {}", token.expose_secret()))
+            .map_err(|_| KubeError::Decode("the token is not a valid header value".into()))?;
+        auth.set_sensitive(true);
+        let mut request = Request::builder()
+            .method(method.clone())
+            .uri(uri)
+            .header(header::AUTHORIZATION, auth)
+            .header(header::ACCEPT, "application/json")
+            .header(header::USER_AGENT, USER_AGENT);
+        for (name, value) in headers {
+            request = request.header(name, value);
+        }
+        let full = match body {
+            Some((content_type, bytes)) => {
+                request = request.header(header::CONTENT_TYPE, content_type);
+                Full::new(bytes)
+            }
+            None => Full::new(Bytes::new()),
+        };
+        request
+            .body(full)
+            .map_err(|_| KubeError::Decode("a request could not be built".to_owned()))
     }
 
     /// Sends a request and returns the body of a successful answer, or the Status as an error.
@@ -447,8 +569,18 @@ pub(crate) fn path_only(path_and_query: &str) -> &str {
         .map_or(path_and_query, |(path, _)| path)
 }
 
+/// The error of a request refused twice with 401.
+fn unauthorized() -> KubeError {
+    KubeError::Api {
+        code: 401,
+        reason: "Unauthorized".to_owned(),
+        message: "the API server refused the token".to_owned(),
+        retry_after: None,
+    }
+}
+
 /// Describes a transport failure without echoing anything the request carried.
-fn transport_message(error: &hyper_util::client::legacy::Error) -> String {
+fn transport_message(error: &dyn std::error::Error) -> String {
     let mut message = error.to_string();
     let mut source = std::error::Error::source(error);
     while let Some(cause) = source {

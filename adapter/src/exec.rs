@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
-use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use http::{HeaderMap, HeaderValue, StatusCode, header};
 use hyper_util::rt::TokioIo;
 use sandbox_contract::{
     EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_TIMEOUT, Error, ErrorCode, ExecEvent, ExecRequest,
@@ -25,7 +25,7 @@ use tokio_tungstenite::tungstenite::handshake::client::generate_key;
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::Role;
 
-use crate::client::{KubeClient, read_body, status_error};
+use crate::client::{KubeClient, UpgradeConnection, read_body, status_error};
 
 /// The stdin channel.
 pub(crate) const STDIN: u8 = 0;
@@ -289,6 +289,7 @@ impl From<OpenError> for Error {
 /// Opens the exec WebSocket for `command` in `target` and returns it with the chosen protocol.
 pub(crate) async fn open(
     client: &KubeClient,
+    connection: UpgradeConnection,
     target: &Target,
     command: &[String],
     stdin: bool,
@@ -322,7 +323,7 @@ pub(crate) async fn open(
         "pods/exec"
     );
     let response = client
-        .send(Method::GET, &path, &headers, None)
+        .send_upgrade(connection, &path, &headers)
         .await
         .map_err(|e| OpenError::Other(e.into()))?;
     let status = response.status();

@@ -14,7 +14,7 @@ use sandbox_contract::{
 };
 use serde_json::json;
 
-use crate::client::{KubeClient, KubeError, tls_config};
+use crate::client::{KubeClient, KubeError, UpgradeConnection, tls_config};
 use crate::config::{ADAPTER_NAME, CredentialSource, DEFAULT_NAMESPACE, PoolConfig};
 use crate::credentials::{Credentials, EnvLookup, SecretResolver, TokenSource};
 use crate::exec::{self, OpenError, Protocol, StdinPlan, Target};
@@ -870,12 +870,24 @@ impl AgentSandbox {
         }
     }
 
+    /// Looks up where to exec in sandbox `id` while opening the connection the exec will
+    /// upgrade, so that the TLS handshake costs no time of its own. A connection that fails to
+    /// open is opened again, and its failure reported, by [`open`](Self::open).
+    async fn exec_target(
+        &self,
+        id: &SandboxId,
+    ) -> Result<(Target, Option<UpgradeConnection>), Error> {
+        let (target, connection) =
+            tokio::join!(self.target(id), self.inner.client.connect_for_upgrade());
+        Ok((target?, connection.ok()))
+    }
+
     /// Returns the protocol the server chose last, probing with `true` if unknown.
     async fn protocol(&self, target: &Target) -> Result<Protocol, Error> {
         if let Some(protocol) = self.cached_protocol() {
             return Ok(protocol);
         }
-        let (socket, protocol) = self.open(target, &["true".to_owned()], false).await?;
+        let (socket, protocol) = self.open(target, None, &["true".to_owned()], false).await?;
         let _ = exec::session(socket, protocol, StdinPlan::None, None)
             .wait_with_output()
             .await;
@@ -891,10 +903,15 @@ impl AgentSandbox {
     async fn open(
         &self,
         target: &Target,
+        connection: Option<UpgradeConnection>,
         command: &[String],
         stdin: bool,
     ) -> Result<(exec::Socket, Protocol), Error> {
-        match exec::open(&self.inner.client, target, command, stdin).await {
+        let connection = match connection {
+            Some(c) => c,
+            None => self.inner.client.connect_for_upgrade().await?,
+        };
+        match exec::open(&self.inner.client, connection, target, command, stdin).await {
             Ok((socket, protocol)) => {
                 if let Ok(mut cached) = self.inner.protocol.lock() {
                     *cached = Some(protocol);
@@ -919,6 +936,7 @@ impl AgentSandbox {
     async fn start_exec(
         &self,
         target: &Target,
+        connection: Option<UpgradeConnection>,
         argv: &[String],
         stdin: StdinPlan,
         timeout: Option<Duration>,
@@ -930,7 +948,7 @@ impl AgentSandbox {
                 return Err(exec::stdin_unsupported(protocol));
             }
         }
-        let (socket, protocol) = self.open(target, argv, wants_stdin).await?;
+        let (socket, protocol) = self.open(target, connection, argv, wants_stdin).await?;
         if wants_stdin && !protocol.can_close_stdin() {
             drop(socket);
             return Err(exec::stdin_unsupported(protocol));
@@ -966,8 +984,10 @@ impl AgentSandbox {
         stdin: StdinPlan,
         max_stdout: u64,
     ) -> Result<Option<ExecOutput>, Error> {
-        let target = self.target(id).await?;
-        let mut session = self.start_exec(&target, &argv, stdin, None).await?;
+        let (target, connection) = self.exec_target(id).await?;
+        let mut session = self
+            .start_exec(&target, connection, &argv, stdin, None)
+            .await?;
         let mut stdout = BytesMut::new();
         let mut stderr = BytesMut::new();
         while let Some(event) = session.next_event().await {
@@ -1276,9 +1296,9 @@ impl Provider for AgentSandbox {
     async fn exec(&self, id: &SandboxId, request: ExecRequest) -> Result<ExecOutput, Error> {
         self.require(Capability::Exec, "exec")?;
         let plan = self.exec_plan(&request, false)?;
-        let target = self.target(id).await?;
+        let (target, connection) = self.exec_target(id).await?;
         let argv = exec::command_line(&request);
-        self.start_exec(&target, &argv, plan, request.timeout)
+        self.start_exec(&target, connection, &argv, plan, request.timeout)
             .await?
             .wait_with_output()
             .await
@@ -1291,9 +1311,10 @@ impl Provider for AgentSandbox {
     ) -> Result<ExecSession, Error> {
         self.require(Capability::ExecStream, "exec_stream")?;
         let plan = self.exec_plan(&request, true)?;
-        let target = self.target(id).await?;
+        let (target, connection) = self.exec_target(id).await?;
         let argv = exec::command_line(&request);
-        self.start_exec(&target, &argv, plan, request.timeout).await
+        self.start_exec(&target, connection, &argv, plan, request.timeout)
+            .await
     }
 
     async fn write_file(&self, id: &SandboxId, path: &str, data: Bytes) -> Result<(), Error> {

@@ -1137,3 +1137,76 @@ async fn kubeconfig_from_the_environment_env_and_secret_credentials_all_work() {
     assert!(error.is_unauthenticated(), "{error}");
     assert!(error.message().contains("other"), "{error}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Connections
+
+/// A loopback TCP relay to `target` that counts the connections it accepts.
+async fn counting_relay(
+    target: std::net::SocketAddr,
+) -> (
+    std::net::SocketAddr,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepted = std::sync::Arc::new(AtomicUsize::new(0));
+    let count = accepted.clone();
+    tokio::spawn(async move {
+        while let Ok((mut inbound, _)) = listener.accept().await {
+            count.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                if let Ok(mut outbound) = tokio::net::TcpStream::connect(target).await {
+                    let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                }
+            });
+        }
+    });
+    (addr, accepted)
+}
+
+#[tokio::test]
+async fn api_requests_share_one_http2_connection_and_each_exec_opens_its_own() {
+    use std::sync::atomic::Ordering;
+    let kube = fake().await;
+    let (relay, accepted) = counting_relay(kube.addr()).await;
+    let token = role_token(&kube, "role-token-relay");
+    let kubeconfig = kube
+        .kubeconfig_with_token(&token)
+        .replace(&kube.base_url(), &format!("https://{relay}"));
+    let pool = agentsandbox::PoolConfig::from_yaml(&pool_yaml("direct", &[])).unwrap();
+    let p = agentsandbox::AgentSandbox::connect(
+        pool,
+        options(&kube, &token).with_kubeconfig_yaml(kubeconfig),
+    )
+    .await
+    .unwrap();
+    let p = std::sync::Arc::new(p);
+    let mut creates = tokio::task::JoinSet::new();
+    for i in 0..8 {
+        let p = p.clone();
+        creates.spawn(async move { p.create(CreateRequest::new(id(&format!("h2-{i}")))).await });
+    }
+    while let Some(created) = creates.join_next().await {
+        created.unwrap().unwrap();
+    }
+    assert_eq!(
+        accepted.load(Ordering::SeqCst),
+        1,
+        "eight concurrent creates from a fresh adapter, and their readiness polls, went over one connection"
+    );
+    let out = p
+        .exec(&id("h2-0"), ExecRequest::new(["true"]))
+        .await
+        .unwrap();
+    assert_eq!(out.exit_code, 0);
+    p.exec(&id("h2-1"), ExecRequest::new(["true"]))
+        .await
+        .unwrap();
+    assert_eq!(
+        accepted.load(Ordering::SeqCst),
+        3,
+        "each exec upgrades a connection of its own"
+    );
+}
