@@ -1,9 +1,11 @@
 //! The adapter against an in-process fakekube, in release: create → ready (direct and warm
 //! pool), exec `true` round trip, and 1,000 sandboxes created, exec'd and deleted at once
-//! (nothing lost, nothing left, the process's peak RSS).
+//! (nothing lost, nothing left), in this process and then against the fakekube binary, whose
+//! peak RSS is then its own.
 //!
-//! `cargo bench -p agentsandbox --bench provider` (ci/bench.sh runs it). Client and server
-//! share the process and its 2 cores, so the figures are upper bounds for either side alone.
+//! `cargo bench -p agentsandbox --bench provider` (ci/bench.sh runs it, after building the
+//! release fakekube binary). Client and server share the 2 cores, so the figures are upper
+//! bounds for either side alone.
 
 use agentsandbox::{AgentSandbox, ConnectOptions, PoolConfig};
 use fakekube::FakeKube;
@@ -20,17 +22,24 @@ fn percentile(samples: &mut [Duration], p: f64) -> Duration {
     samples.get(i).copied().unwrap_or_default()
 }
 
-fn peak_rss_mib() -> Option<f64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+/// The peak resident set of process `pid` (`self` for this one), from `/proc`.
+fn peak_rss_mib(pid: &str) -> Option<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib / 1024.0)
 }
 
+const DIRECT: &str = "name: direct\ntrust: private\nconfig:\n  namespace: sandboxes\n";
+
 async fn provider(kube: &FakeKube, yaml: &str) -> AgentSandbox {
+    provider_for(&kube.kubeconfig(), yaml).await
+}
+
+async fn provider_for(kubeconfig: &str, yaml: &str) -> AgentSandbox {
     let pool = PoolConfig::from_yaml(yaml).expect("pool config");
     let options = ConnectOptions::from_env()
-        .with_kubeconfig_yaml(kube.kubeconfig())
+        .with_kubeconfig_yaml(kubeconfig)
         .with_env(|_| None)
         .with_service_account_dir("/nonexistent")
         .with_ready_timeout(Duration::from_secs(60));
@@ -99,11 +108,7 @@ async fn main() {
         .start()
         .await
         .expect("fakekube starts");
-    let direct = provider(
-        &kube,
-        "name: direct\ntrust: private\nconfig:\n  namespace: sandboxes\n",
-    )
-    .await;
+    let direct = provider(&kube, DIRECT).await;
     warm_pool(&kube, 4).await;
     let warm = provider(
         &kube,
@@ -143,9 +148,68 @@ async fn main() {
     row("exec `true` round trip", &mut execs);
     direct.delete(&id).await.expect("delete");
 
-    // 1,000 sandboxes created, exec'd and deleted concurrently.
-    let n = 1000;
+    // 1,000 sandboxes created, exec'd and deleted concurrently, first against the fake in this
+    // process, then (when it is built) against the fakekube binary, whose RSS is its own.
     let direct = Arc::new(direct);
+    let outcome = many(&direct, 1000).await;
+    // Only the warm pool's own members may remain.
+    let left = kube
+        .leaks()
+        .into_iter()
+        .filter(|l| !l.contains("/bench-warm-"))
+        .count();
+    outcome.print("in this process", left);
+    if let Some(rss) = peak_rss_mib("self") {
+        println!("peak RSS of this process (fakekube and adapter together): {rss:.0} MiB");
+    }
+    kube.shutdown().await;
+    match FakeKubeProcess::start() {
+        Some(child) => {
+            let p = Arc::new(provider_for(&child.kubeconfig, DIRECT).await);
+            let outcome = many(&p, 1000).await;
+            let left = p
+                .list_created()
+                .await
+                .expect("list what the pool created")
+                .len();
+            outcome.print("against the fakekube binary", left);
+            match peak_rss_mib(&child.pid().to_string()) {
+                Some(rss) => println!("peak RSS of the fakekube process alone: {rss:.0} MiB"),
+                None => println!("peak RSS of the fakekube process: unreadable"),
+            }
+        }
+        None => println!(
+            "\nthe fakekube binary is not built (cargo build --release -p fakekube; ci/bench.sh does): \
+             its own RSS is not measured"
+        ),
+    }
+}
+
+/// What [`many`] counted.
+struct Many {
+    n: usize,
+    ok: usize,
+    failed: Vec<String>,
+    elapsed: Duration,
+}
+
+impl Many {
+    fn print(&self, against: &str, left: usize) {
+        println!(
+            "\n{} sandboxes created, exec'd and deleted at once {against}: {} ok, {} failed, {left} left, in {:.2?}",
+            self.n,
+            self.ok,
+            self.failed.len(),
+            self.elapsed
+        );
+        if let Some(first) = self.failed.first() {
+            println!("first failure: {first}");
+        }
+    }
+}
+
+/// Creates, execs in and deletes `n` sandboxes at once.
+async fn many(direct: &Arc<AgentSandbox>, n: usize) -> Many {
     let started = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
     for i in 0..n {
@@ -170,23 +234,58 @@ async fn main() {
             Err(e) => failed.push(e.to_string()),
         }
     }
-    let elapsed = started.elapsed();
-    // Only the warm pool's own members may remain.
-    let left: Vec<String> = kube
-        .leaks()
-        .into_iter()
-        .filter(|l| !l.contains("/bench-warm-"))
-        .collect();
-    println!(
-        "\n{n} sandboxes created, exec'd and deleted at once: {ok} ok, {} failed, {} left, in {elapsed:.2?}",
-        failed.len(),
-        left.len()
-    );
-    if let Some(first) = failed.first() {
-        println!("first failure: {first}");
+    Many {
+        n,
+        ok,
+        failed,
+        elapsed: started.elapsed(),
     }
-    if let Some(rss) = peak_rss_mib() {
-        println!("peak RSS of the process (fakekube and adapter together): {rss:.0} MiB");
+}
+
+/// The release fakekube binary, run as a child process until dropped.
+struct FakeKubeProcess {
+    child: std::process::Child,
+    kubeconfig: String,
+    _dir: tempfile::TempDir,
+}
+
+impl FakeKubeProcess {
+    /// Starts `target/release/fakekube` beside this bench, or `None` when it is not built.
+    fn start() -> Option<Self> {
+        use std::io::BufRead;
+        let exe = std::env::current_exe().ok()?;
+        let bin = exe.parent()?.parent()?.join("fakekube");
+        if !bin.is_file() {
+            return None;
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("kubeconfig");
+        let mut child = std::process::Command::new(&bin)
+            .args(["--namespace", NS, "--kubeconfig"])
+            .arg(&path)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("fakekube binary starts");
+        let mut first = String::new();
+        std::io::BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut first)
+            .expect("fakekube prints its URL");
+        let kubeconfig = std::fs::read_to_string(&path).expect("fakekube wrote a kubeconfig");
+        Some(Self {
+            child,
+            kubeconfig,
+            _dir: dir,
+        })
     }
-    kube.shutdown().await;
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for FakeKubeProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
