@@ -670,12 +670,13 @@ impl AgentSandbox {
         })
     }
 
-    /// Polls until `probe` says done, with a backoff doubling from 1 ms to 250 ms (a fast
-    /// backend answers within a few polls; a slow one gets no more requests than a 5 ms start
-    /// would send) and the readiness timeout; transient errors are retried until then.
+    /// Polls until `probe` says done: once more at once (a controller often finishes during
+    /// the first round trip), then with a backoff doubling from 1 ms to 250 ms (a fast backend
+    /// answers within a few polls; a slow one gets no more requests than a 5 ms start would
+    /// send), until the readiness timeout; transient errors are retried until then.
     async fn poll<T>(&self, what: &str, mut probe: impl AsyncProbe<T>) -> Result<T, Error> {
         let deadline = tokio::time::Instant::now() + self.inner.ready_timeout;
-        let mut delay = Duration::from_millis(1);
+        let mut delay = Duration::ZERO;
         loop {
             let last = match probe.step().await {
                 Ok(Step::Done(value)) => return Ok(value),
@@ -695,8 +696,12 @@ impl AgentSandbox {
                     self.inner.ready_timeout.as_secs()
                 )));
             }
-            tokio::time::sleep(delay.min(deadline - now)).await;
-            delay = (delay * 2).min(Duration::from_millis(250));
+            if delay.is_zero() {
+                delay = Duration::from_millis(1);
+            } else {
+                tokio::time::sleep(delay.min(deadline - now)).await;
+                delay = (delay * 2).min(Duration::from_millis(250));
+            }
         }
     }
 
