@@ -114,8 +114,8 @@ pub struct Builder {
     admin_token: Option<String>,
     tokens: Vec<Token>,
     namespaces: Vec<String>,
-    compaction_window: Duration,
-    event_log_capacity: usize,
+    /// The watch history and continue-token window.
+    store: store::StoreSettings,
     bookmark_interval: Duration,
     shutdown_grace: Duration,
     kubelet: bool,
@@ -132,8 +132,7 @@ impl Default for Builder {
             admin_token: None,
             tokens: Vec::new(),
             namespaces: Vec::new(),
-            compaction_window: Duration::from_secs(300),
-            event_log_capacity: 10_000,
+            store: store::StoreSettings::default(),
             bookmark_interval: Duration::from_secs(1),
             shutdown_grace: Duration::from_secs(5),
             kubelet: true,
@@ -178,7 +177,7 @@ impl Builder {
 
     /// How long a list's continue token stays valid (5 minutes by default); older ones get 410.
     pub fn compaction_window(mut self, window: Duration) -> Self {
-        self.compaction_window = window;
+        self.store.compaction_window = window;
         self
     }
 
@@ -186,7 +185,7 @@ impl Builder {
     /// that history takes, each change holding a whole object); a watch from an
     /// older resourceVersion gets 410.
     pub fn event_log_capacity(mut self, events: usize) -> Self {
-        self.event_log_capacity = events.max(1);
+        self.store.event_log_capacity = events.max(1);
         self
     }
 
@@ -246,10 +245,7 @@ impl Builder {
         for t in self.tokens {
             tokens.add(t);
         }
-        let store = Arc::new(store::Store::new(store::StoreSettings {
-            event_log_capacity: self.event_log_capacity,
-            compaction_window: self.compaction_window,
-        }));
+        let store = Arc::new(store::Store::new(self.store));
         if let Some(ns_type) = resources::find("", "v1", "namespaces") {
             let mut all = vec![
                 "default".to_string(),
