@@ -226,6 +226,14 @@ impl Connection for TlsConn {
     }
 }
 
+/// Which client a request goes through.
+enum Via<'a> {
+    /// The pooled client of API requests.
+    Api,
+    /// The connection of an upgrade.
+    Upgrade(&'a mut hyper::client::conn::http1::SendRequest<Full<Bytes>>),
+}
+
 /// A connection opened for an upgrade by [`KubeClient::connect_for_upgrade`].
 pub(crate) struct UpgradeConnection(TokioIo<TlsConn>);
 
@@ -347,21 +355,7 @@ impl KubeClient {
         body: Option<(&'static str, Bytes)>,
     ) -> Result<Response<Incoming>, KubeError> {
         let uri = self.uri(path_and_query)?;
-        for attempt in 0..2 {
-            let request = self
-                .request(attempt, &method, uri.clone(), headers, body.clone())
-                .await?;
-            let response = self
-                .api
-                .request(request)
-                .await
-                .map_err(|e| KubeError::Transport(transport_message(&e)))?;
-            if response.status() == StatusCode::UNAUTHORIZED && attempt == 0 {
-                continue;
-            }
-            return Ok(response);
-        }
-        Err(unauthorized())
+        self.send_via(Via::Api, method, uri, headers, body).await
     }
 
     /// Opens an HTTP/1.1 connection for [`send_upgrade`](Self::send_upgrade). Callers start it
@@ -403,20 +397,43 @@ impl KubeClient {
                 tracing::debug!(error = %e, "exec connection");
             }
         });
+        self.send_via(
+            Via::Upgrade(&mut sender),
+            Method::GET,
+            target,
+            &headers,
+            None,
+        )
+        .await
+    }
+
+    /// Sends a request `via` a client with the current token; after a 401 it reads the token
+    /// again and retries once. Returns the response of the last attempt.
+    async fn send_via(
+        &self,
+        mut via: Via<'_>,
+        method: Method,
+        uri: Uri,
+        headers: &HeaderMap,
+        body: Option<(&'static str, Bytes)>,
+    ) -> Result<Response<Incoming>, KubeError> {
         for attempt in 0..2 {
             let request = self
-                .request(attempt, &Method::GET, target.clone(), &headers, None)
+                .request(attempt, &method, uri.clone(), headers, body.clone())
                 .await?;
-            sender
-                .ready()
-                .await
-                .map_err(|e| KubeError::Transport(transport_message(&e)))?;
-            let response = sender
-                .send_request(request)
-                .await
-                .map_err(|e| KubeError::Transport(transport_message(&e)))?;
+            let transport = |e: &dyn std::error::Error| KubeError::Transport(transport_message(e));
+            let response = match &mut via {
+                Via::Api => self.api.request(request).await.map_err(|e| transport(&e))?,
+                Via::Upgrade(sender) => {
+                    sender.ready().await.map_err(|e| transport(&e))?;
+                    sender
+                        .send_request(request)
+                        .await
+                        .map_err(|e| transport(&e))?
+                }
+            };
             if response.status() == StatusCode::UNAUTHORIZED && attempt == 0 {
-                // Read the refusal so the connection can carry the retry.
+                // Read the refusal so its connection can carry the retry.
                 let _ = read_body(response.into_body()).await;
                 continue;
             }
