@@ -659,10 +659,6 @@ pub(crate) fn cut(text: &str, max: usize) -> String {
 }
 
 #[cfg(test)]
-#[allow(
-    clippy::unwrap_used,
-    reason = "a failed unwrap is the test's assertion"
-)]
 mod tests {
     use super::*;
     use sandbox_contract::ErrorCode;

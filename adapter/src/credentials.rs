@@ -236,10 +236,6 @@ async fn stamp_of(path: &Path) -> Option<Stamp> {
 }
 
 #[cfg(test)]
-#[allow(
-    clippy::unwrap_used,
-    reason = "a failed unwrap is the test's assertion"
-)]
 mod tests {
     use super::*;
 

@@ -585,10 +585,6 @@ async fn read_events(
 }
 
 #[cfg(test)]
-#[allow(
-    clippy::unwrap_used,
-    reason = "a failed unwrap is the test's assertion"
-)]
 mod tests {
     use super::*;
     use proptest::prelude::*;

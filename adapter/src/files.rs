@@ -167,10 +167,6 @@ pub(crate) fn script_error(path: &str, exit: i32, stdout: &Bytes, stderr: &Bytes
 }
 
 #[cfg(test)]
-#[allow(
-    clippy::unwrap_used,
-    reason = "a failed unwrap is the test's assertion"
-)]
 mod tests {
     use super::*;
     use proptest::prelude::*;

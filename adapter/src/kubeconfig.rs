@@ -189,10 +189,6 @@ fn named<'a>(doc: &'a Value, list: &str, name: &str) -> Option<&'a Value> {
 }
 
 #[cfg(test)]
-#[allow(
-    clippy::unwrap_used,
-    reason = "a failed unwrap is the test's assertion"
-)]
 mod tests {
     use super::*;
     use secrecy::ExposeSecret;

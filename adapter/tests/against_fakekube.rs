@@ -1,6 +1,6 @@
 //! The adapter against fakekube: every item of the seed's "Fake API server" list.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+#![allow(missing_docs)]
 
 mod support;
 
@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use support::*;
 
 fn id(s: &str) -> SandboxId {
-    SandboxId::new(s).unwrap()
+    SandboxId::new(s).expect("valid sandbox id")
 }
 
 fn sandbox_path(name: &str) -> String {
@@ -1149,8 +1149,10 @@ async fn counting_relay(
     std::sync::Arc<std::sync::atomic::AtomicUsize>,
 ) {
     use std::sync::atomic::{AtomicUsize, Ordering};
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind a loopback port");
+    let addr = listener.local_addr().expect("local address");
     let accepted = std::sync::Arc::new(AtomicUsize::new(0));
     let count = accepted.clone();
     tokio::spawn(async move {

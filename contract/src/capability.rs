@@ -297,10 +297,6 @@ impl<'a> IntoIterator for &'a Capabilities {
 }
 
 #[cfg(test)]
-#[allow(
-    clippy::unwrap_used,
-    reason = "a failed unwrap is the test's assertion"
-)]
 mod tests {
     use super::*;
     use proptest::prelude::*;

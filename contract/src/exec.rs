@@ -499,10 +499,6 @@ impl Stream for Replay {
 }
 
 #[cfg(test)]
-#[allow(
-    clippy::unwrap_used,
-    reason = "a failed unwrap is the test's assertion"
-)]
 mod tests {
     use super::*;
     use crate::test_support::block_on;

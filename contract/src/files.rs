@@ -84,10 +84,6 @@ impl FileInfo {
 }
 
 #[cfg(test)]
-#[allow(
-    clippy::unwrap_used,
-    reason = "a failed unwrap is the test's assertion"
-)]
 mod tests {
     use super::*;
     use proptest::prelude::*;

@@ -321,10 +321,6 @@ pub trait Provider: Send + Sync {
 }
 
 #[cfg(test)]
-#[allow(
-    clippy::unwrap_used,
-    reason = "a failed unwrap is the test's assertion"
-)]
 mod tests {
     use super::*;
     use crate::test_support::block_on;

@@ -505,10 +505,6 @@ pub struct Snapshot {
 }
 
 #[cfg(test)]
-#[allow(
-    clippy::unwrap_used,
-    reason = "a failed unwrap is the test's assertion"
-)]
 mod tests {
     use super::*;
     use proptest::prelude::*;

@@ -1171,10 +1171,6 @@ fn apply_retain_keys(
 }
 
 #[cfg(test)]
-#[allow(
-    clippy::unwrap_used,
-    reason = "a test fails loudly on an unexpected error, which is what it is for"
-)]
 mod tests {
     use super::*;
     use proptest::prelude::*;

@@ -2,7 +2,7 @@
 //! tokens limited to the seed's Role, providers pointed at it, an admin client for the objects
 //! a cluster operator would create (templates, warm pools), and a log capture.
 
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, missing_docs)]
+#![allow(dead_code, missing_docs)]
 
 use std::io::Write;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -119,7 +119,7 @@ pub fn capture_logs() {
 
 /// Everything logged so far.
 pub fn logs() -> String {
-    String::from_utf8_lossy(&LOGS.lock().unwrap()).into_owned()
+    String::from_utf8_lossy(&LOGS.lock().expect("log capture lock")).into_owned()
 }
 
 static LOGS: Mutex<Vec<u8>> = Mutex::new(Vec::new());
@@ -129,7 +129,9 @@ struct LogWriter;
 
 impl Write for LogWriter {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        LOGS.lock().unwrap().extend_from_slice(buf);
+        LOGS.lock()
+            .expect("log capture lock")
+            .extend_from_slice(buf);
         Ok(buf.len())
     }
 
@@ -149,13 +151,15 @@ impl Admin {
     pub fn new(kube: &FakeKube) -> Self {
         let mut roots = rustls::RootCertStore::empty();
         for cert in CertificateDer::pem_slice_iter(kube.ca_pem().as_bytes()) {
-            roots.add(cert.unwrap()).unwrap();
+            roots
+                .add(cert.expect("fakekube CA PEM"))
+                .expect("fakekube CA");
         }
         let config = rustls::ClientConfig::builder_with_provider(Arc::new(
             rustls::crypto::ring::default_provider(),
         ))
         .with_safe_default_protocol_versions()
-        .unwrap()
+        .expect("TLS versions")
         .with_root_certificates(roots)
         .with_no_client_auth();
         Admin {
@@ -173,15 +177,21 @@ impl Admin {
         content_type: &str,
         body: Option<&Value>,
     ) -> (u16, Value) {
-        let tcp = tokio::net::TcpStream::connect(self.addr).await.unwrap();
-        let name = ServerName::try_from("127.0.0.1").unwrap();
-        let tls = self.tls.connect(name, tcp).await.unwrap();
+        let tcp = tokio::net::TcpStream::connect(self.addr)
+            .await
+            .expect("connect to fakekube");
+        let name = ServerName::try_from("127.0.0.1").expect("server name");
+        let tls = self
+            .tls
+            .connect(name, tcp)
+            .await
+            .expect("TLS handshake with fakekube");
         let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
             .await
-            .unwrap();
+            .expect("HTTP/1.1 handshake");
         tokio::spawn(conn);
         let bytes = body
-            .map(|b| Bytes::from(serde_json::to_vec(b).unwrap()))
+            .map(|b| Bytes::from(serde_json::to_vec(b).expect("JSON body")))
             .unwrap_or_default();
         let request = Request::builder()
             .method(method)
@@ -191,10 +201,18 @@ impl Admin {
             .header(header::CONTENT_TYPE, content_type)
             .header(header::ACCEPT, "application/json")
             .body(Full::new(bytes))
-            .unwrap();
-        let response = sender.send_request(request).await.unwrap();
+            .expect("request");
+        let response = sender
+            .send_request(request)
+            .await
+            .expect("response from fakekube");
         let status = response.status().as_u16();
-        let body = response.into_body().collect().await.unwrap().to_bytes();
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .expect("response body")
+            .to_bytes();
         (status, serde_json::from_slice(&body).unwrap_or(Value::Null))
     }
 

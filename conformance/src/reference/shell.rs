@@ -879,10 +879,6 @@ fn expand(chars: &[char], start: usize, env: &BTreeMap<String, String>) -> (Stri
 }
 
 #[cfg(test)]
-#[allow(
-    clippy::unwrap_used,
-    reason = "a failed unwrap is the test's assertion"
-)]
 mod tests {
     use super::*;
 

@@ -778,10 +778,6 @@ pub(crate) fn seconds(duration: Duration) -> String {
 }
 
 #[cfg(test)]
-#[allow(
-    clippy::unwrap_used,
-    reason = "a failed unwrap is the test's assertion"
-)]
 mod tests {
     use super::*;
 
