@@ -36,8 +36,9 @@ pub type CheckResult = Result<Option<String>, String>;
 /// A check's body.
 type CheckFuture = Pin<Box<dyn Future<Output = CheckResult> + Send>>;
 
-/// Everything the checks share.
-pub struct Ctx {
+/// What the checks run on and share: the pools under test, the run's own observer of the
+/// cluster, the settings, and the sandboxes the checks have made so far.
+pub struct Testbed {
     /// The direct pool (volume and ports.expose on).
     pub direct: Arc<dyn Provider>,
     /// The warm pool.
@@ -65,7 +66,7 @@ pub struct State {
     pub warm: Option<SandboxId>,
 }
 
-impl Ctx {
+impl Testbed {
     /// The id of a sandbox of this run, `lv-<token>-<suffix>`.
     fn id(&self, suffix: &str) -> Result<SandboxId, String> {
         SandboxId::new(format!("lv-{}-{suffix}", self.run_token))
@@ -107,23 +108,23 @@ struct Check {
     /// Its trial name.
     name: &'static str,
     /// Its body.
-    run: fn(Arc<Ctx>) -> CheckFuture,
+    run: fn(Arc<Testbed>) -> CheckFuture,
     /// Why it cannot run here, if it cannot.
-    skip: fn(&Ctx) -> Option<String>,
+    skip: fn(&Testbed) -> Option<String>,
 }
 
 /// Never skips.
-fn always(_: &Ctx) -> Option<String> {
+fn always(_: &Testbed) -> Option<String> {
     None
 }
 
 /// Skips the missing-image check on a fakekube that was not told the image is missing.
-fn unless_image_marked(ctx: &Ctx) -> Option<String> {
-    (ctx.backend == Backend::Fakekube && !ctx.settings.missing_image_marked).then(|| {
+fn unless_image_marked(testbed: &Testbed) -> Option<String> {
+    (testbed.backend == Backend::Fakekube && !testbed.settings.missing_image_marked).then(|| {
         format!(
             "fakekube runs every image unless told otherwise; start it with \
              `--missing-image {}` and set LIVE_MISSING_IMAGE_MARKED=1",
-            ctx.settings.missing_image
+            testbed.settings.missing_image
         )
     })
 }
@@ -272,12 +273,12 @@ fn names() -> Vec<&'static str> {
 
 /// Builds the trials: each blocks on `runtime`, times its check and records it in `timings`.
 /// A skipped check is an ignored trial; run with `--ignored` it fails with its reason.
-pub fn trials(ctx: Arc<Ctx>, runtime: Handle, timings: Timings) -> Vec<Trial> {
+pub fn trials(testbed: Arc<Testbed>, runtime: Handle, timings: Timings) -> Vec<Trial> {
     catalog()
         .into_iter()
         .enumerate()
         .map(|(order, check)| {
-            let reason = (check.skip)(&ctx);
+            let reason = (check.skip)(&testbed);
             let ignored = reason.is_some();
             if let Some(reason) = &reason {
                 timings.record(Timing {
@@ -288,17 +289,17 @@ pub fn trials(ctx: Arc<Ctx>, runtime: Handle, timings: Timings) -> Vec<Trial> {
                     note: None,
                 });
             }
-            let ctx = ctx.clone();
+            let testbed = testbed.clone();
             let runtime = runtime.clone();
             let timings = timings.clone();
             Trial::test(check.name, move || {
                 if let Some(reason) = reason {
                     return Err(Failed::from(format!("skipped here: {reason}")));
                 }
-                let limit = ctx.backend.check_timeout();
+                let limit = testbed.backend.check_timeout();
                 let started = Instant::now();
                 let result = runtime.block_on(async {
-                    tokio::time::timeout(limit, (check.run)(ctx.clone()))
+                    tokio::time::timeout(limit, (check.run)(testbed.clone()))
                         .await
                         .unwrap_or_else(|_| {
                             Err(format!("did not finish within {}s", limit.as_secs()))
@@ -384,11 +385,11 @@ async fn wait_gone(provider: &dyn Provider, id: &SandboxId, wait: Duration) -> R
 }
 
 /// Waits until the observer gets 404 for `path`.
-async fn wait_absent(ctx: &Ctx, path: &str, what: &str) -> Result<(), String> {
-    let wait = ctx.backend.cleanup_wait();
+async fn wait_absent(testbed: &Testbed, path: &str, what: &str) -> Result<(), String> {
+    let wait = testbed.backend.cleanup_wait();
     let deadline = Instant::now() + wait;
     loop {
-        match ctx.observer.get_opt(path).await {
+        match testbed.observer.get_opt(path).await {
             Ok(None) => return Ok(()),
             Ok(Some(_)) => ensure!(
                 Instant::now() < deadline,
@@ -402,49 +403,54 @@ async fn wait_absent(ctx: &Ctx, path: &str, what: &str) -> Result<(), String> {
 }
 
 /// The direct scenario's sandbox, created now when no earlier check made it.
-async fn direct_sandbox(ctx: &Ctx) -> Result<SandboxId, String> {
-    if let Some(id) = ctx.state().direct.clone() {
+async fn direct_sandbox(testbed: &Testbed) -> Result<SandboxId, String> {
+    if let Some(id) = testbed.state().direct.clone() {
         return Ok(id);
     }
-    let id = ctx.id("d")?;
-    ctx.direct
+    let id = testbed.id("d")?;
+    testbed
+        .direct
         .create(CreateRequest::new(id.clone()).with_ttl(RUN_TTL))
         .await
         .map_err(show("create"))?;
-    ctx.state().direct = Some(id.clone());
+    testbed.state().direct = Some(id.clone());
     Ok(id)
 }
 
 /// The direct scenario's sandbox, started if a check stopped it.
-async fn running_direct(ctx: &Ctx) -> Result<SandboxId, String> {
-    let id = direct_sandbox(ctx).await?;
-    let sandbox = ctx.direct.get(&id).await.map_err(show("get"))?;
+async fn running_direct(testbed: &Testbed) -> Result<SandboxId, String> {
+    let id = direct_sandbox(testbed).await?;
+    let sandbox = testbed.direct.get(&id).await.map_err(show("get"))?;
     if sandbox.state == SandboxState::Stopped {
-        ctx.direct.start(&id).await.map_err(show("start"))?;
+        testbed.direct.start(&id).await.map_err(show("start"))?;
     }
     Ok(id)
 }
 
 /// Runs `request` in the direct sandbox.
 async fn run_direct(
-    ctx: &Ctx,
+    testbed: &Testbed,
     request: ExecRequest,
 ) -> Result<sandbox_contract::ExecOutput, String> {
-    let id = running_direct(ctx).await?;
-    ctx.direct.exec(&id, request).await.map_err(show("exec"))
+    let id = running_direct(testbed).await?;
+    testbed
+        .direct
+        .exec(&id, request)
+        .await
+        .map_err(show("exec"))
 }
 
 /// Create answers a running sandbox (the seed: about 5 s with the image cached).
-async fn direct_create(ctx: Arc<Ctx>) -> CheckResult {
-    let id = ctx.id("d")?;
+async fn direct_create(testbed: Arc<Testbed>) -> CheckResult {
+    let id = testbed.id("d")?;
     let started = Instant::now();
-    let sandbox = ctx
+    let sandbox = testbed
         .direct
         .create(CreateRequest::new(id.clone()).with_ttl(RUN_TTL))
         .await
         .map_err(show("create"))?;
     let took = started.elapsed();
-    ctx.state().direct = Some(id.clone());
+    testbed.state().direct = Some(id.clone());
     ensure!(
         sandbox.state == SandboxState::Running,
         "create answered {}, not running",
@@ -455,9 +461,9 @@ async fn direct_create(ctx: Arc<Ctx>) -> CheckResult {
 }
 
 /// A second create of the same id adopts the Sandbox instead of making another.
-async fn direct_create_again(ctx: Arc<Ctx>) -> CheckResult {
-    let id = direct_sandbox(&ctx).await?;
-    let path = ctx.sandbox_path(id.as_str());
+async fn direct_create_again(testbed: Arc<Testbed>) -> CheckResult {
+    let id = direct_sandbox(&testbed).await?;
+    let path = testbed.sandbox_path(id.as_str());
     let uid = |object: Option<Value>| {
         object.and_then(|o| {
             o.pointer("/metadata/uid")
@@ -465,12 +471,12 @@ async fn direct_create_again(ctx: Arc<Ctx>) -> CheckResult {
                 .map(str::to_owned)
         })
     };
-    let before = uid(ctx
+    let before = uid(testbed
         .observer
         .get_opt(&path)
         .await
         .map_err(|e| e.to_string())?);
-    let again = ctx
+    let again = testbed
         .direct
         .create(CreateRequest::new(id.clone()).with_ttl(RUN_TTL))
         .await
@@ -480,7 +486,7 @@ async fn direct_create_again(ctx: Arc<Ctx>) -> CheckResult {
         "second create answered {}",
         again.state
     );
-    let after = uid(ctx
+    let after = uid(testbed
         .observer
         .get_opt(&path)
         .await
@@ -493,9 +499,9 @@ async fn direct_create_again(ctx: Arc<Ctx>) -> CheckResult {
 }
 
 /// List has the sandbox exactly once.
-async fn direct_list(ctx: Arc<Ctx>) -> CheckResult {
-    let id = direct_sandbox(&ctx).await?;
-    let all = ctx.direct.list().await.map_err(show("list"))?;
+async fn direct_list(testbed: Arc<Testbed>) -> CheckResult {
+    let id = direct_sandbox(&testbed).await?;
+    let all = testbed.direct.list().await.map_err(show("list"))?;
     let found = all.iter().filter(|s| s.id == id).count();
     ensure!(
         found == 1,
@@ -506,9 +512,9 @@ async fn direct_list(ctx: Arc<Ctx>) -> CheckResult {
 }
 
 /// Environment, working directory and an argument list arrive as given.
-async fn direct_exec_env_cwd_and_argv(ctx: Arc<Ctx>) -> CheckResult {
+async fn direct_exec_env_cwd_and_argv(testbed: Arc<Testbed>) -> CheckResult {
     let argv = run_direct(
-        &ctx,
+        &testbed,
         ExecRequest::new(["printf", "[%s]", "two words", "it's", "$HOME", "a\"b", ""]),
     )
     .await?;
@@ -519,7 +525,7 @@ async fn direct_exec_env_cwd_and_argv(ctx: Arc<Ctx>) -> CheckResult {
         String::from_utf8_lossy(&argv.stdout)
     );
     let env = run_direct(
-        &ctx,
+        &testbed,
         ExecRequest::new(["sh", "-c", "echo \"$LIVE_GREETING\""])
             .with_env("LIVE_GREETING", "hello from live"),
     )
@@ -529,7 +535,7 @@ async fn direct_exec_env_cwd_and_argv(ctx: Arc<Ctx>) -> CheckResult {
         "env: stdout {:?}",
         String::from_utf8_lossy(&env.stdout)
     );
-    let cwd = run_direct(&ctx, ExecRequest::new(["pwd"]).with_cwd("/tmp")).await?;
+    let cwd = run_direct(&testbed, ExecRequest::new(["pwd"]).with_cwd("/tmp")).await?;
     ensure!(
         cwd.stdout == "/tmp\n",
         "cwd: stdout {:?}",
@@ -539,9 +545,9 @@ async fn direct_exec_env_cwd_and_argv(ctx: Arc<Ctx>) -> CheckResult {
 }
 
 /// A non-zero exit is data, with both streams.
-async fn direct_exit_7(ctx: Arc<Ctx>) -> CheckResult {
+async fn direct_exit_7(testbed: Arc<Testbed>) -> CheckResult {
     let out = run_direct(
-        &ctx,
+        &testbed,
         ExecRequest::new(["sh", "-c", "echo out; echo err >&2; exit 7"]),
     )
     .await?;
@@ -572,23 +578,23 @@ async fn stdin_check(provider: &dyn Provider, id: &SandboxId) -> CheckResult {
 }
 
 /// Stdin in the direct pool.
-async fn direct_stdin(ctx: Arc<Ctx>) -> CheckResult {
-    let id = running_direct(&ctx).await?;
-    stdin_check(ctx.direct.as_ref(), &id).await
+async fn direct_stdin(testbed: Arc<Testbed>) -> CheckResult {
+    let id = running_direct(&testbed).await?;
+    stdin_check(testbed.direct.as_ref(), &id).await
 }
 
 /// A program that does not exist exits 127.
-async fn direct_missing_binary(ctx: Arc<Ctx>) -> CheckResult {
-    let out = run_direct(&ctx, ExecRequest::new(["live-no-such-program", "x"])).await?;
+async fn direct_missing_binary(testbed: Arc<Testbed>) -> CheckResult {
+    let out = run_direct(&testbed, ExecRequest::new(["live-no-such-program", "x"])).await?;
     ensure!(out.exit_code == 127, "exit {}", out.exit_code);
     Ok(None)
 }
 
 /// A 1 s timeout ends a long command with 124, keeping what it printed first.
-async fn direct_timeout(ctx: Arc<Ctx>) -> CheckResult {
+async fn direct_timeout(testbed: Arc<Testbed>) -> CheckResult {
     let started = Instant::now();
     let out = run_direct(
-        &ctx,
+        &testbed,
         ExecRequest::new(["sh", "-c", "echo started; sleep 30"])
             .with_timeout(Duration::from_secs(1)),
     )
@@ -668,9 +674,9 @@ async fn streaming_check(provider: &dyn Provider, id: &SandboxId) -> CheckResult
 }
 
 /// Streaming in the direct pool.
-async fn direct_streaming(ctx: Arc<Ctx>) -> CheckResult {
-    let id = running_direct(&ctx).await?;
-    streaming_check(ctx.direct.as_ref(), &id).await
+async fn direct_streaming(testbed: Arc<Testbed>) -> CheckResult {
+    let id = running_direct(&testbed).await?;
+    streaming_check(testbed.direct.as_ref(), &id).await
 }
 
 /// The 300 KiB the file checks write: every byte value, in a pattern.
@@ -726,15 +732,15 @@ async fn files_check(provider: &dyn Provider, id: &SandboxId, dir: &str) -> Chec
 }
 
 /// Files in the direct pool, on the volume.
-async fn direct_files(ctx: Arc<Ctx>) -> CheckResult {
-    let id = running_direct(&ctx).await?;
-    files_check(ctx.direct.as_ref(), &id, "/workspace").await
+async fn direct_files(testbed: Arc<Testbed>) -> CheckResult {
+    let id = running_direct(&testbed).await?;
+    files_check(testbed.direct.as_ref(), &id, "/workspace").await
 }
 
 /// Missing files and directories answer `not_found` for read, list and stat.
-async fn direct_missing_paths(ctx: Arc<Ctx>) -> CheckResult {
-    let id = running_direct(&ctx).await?;
-    let p = ctx.direct.as_ref();
+async fn direct_missing_paths(testbed: Arc<Testbed>) -> CheckResult {
+    let id = running_direct(&testbed).await?;
+    let p = testbed.direct.as_ref();
     expect_code(
         "read_file of a missing file",
         p.read_file(&id, "/workspace/live-absent.txt", 1024).await,
@@ -759,18 +765,20 @@ const KEPT: &str = "/workspace/live-kept.txt";
 const LOST: &str = "/tmp/live-lost.txt";
 
 /// Writes the two files and stops the direct sandbox; returns its id and how long stop took.
-async fn write_and_stop(ctx: &Ctx) -> Result<(SandboxId, Duration), String> {
-    let id = running_direct(ctx).await?;
-    ctx.direct
+async fn write_and_stop(testbed: &Testbed) -> Result<(SandboxId, Duration), String> {
+    let id = running_direct(testbed).await?;
+    testbed
+        .direct
         .write_file(&id, KEPT, Bytes::from_static(b"kept\n"))
         .await
         .map_err(show("write_file on the volume"))?;
-    ctx.direct
+    testbed
+        .direct
         .write_file(&id, LOST, Bytes::from_static(b"lost\n"))
         .await
         .map_err(show("write_file outside the volume"))?;
     let started = Instant::now();
-    let stopped = ctx.direct.stop(&id).await.map_err(show("stop"))?;
+    let stopped = testbed.direct.stop(&id).await.map_err(show("stop"))?;
     ensure!(
         stopped.state == SandboxState::Stopped,
         "stop answered {}",
@@ -780,21 +788,21 @@ async fn write_and_stop(ctx: &Ctx) -> Result<(SandboxId, Duration), String> {
 }
 
 /// The direct sandbox, stopped (by [`write_and_stop`] if no check stopped it yet).
-async fn stopped_direct(ctx: &Ctx) -> Result<SandboxId, String> {
-    let id = direct_sandbox(ctx).await?;
-    let sandbox = ctx.direct.get(&id).await.map_err(show("get"))?;
+async fn stopped_direct(testbed: &Testbed) -> Result<SandboxId, String> {
+    let id = direct_sandbox(testbed).await?;
+    let sandbox = testbed.direct.get(&id).await.map_err(show("get"))?;
     if sandbox.state == SandboxState::Stopped {
         return Ok(id);
     }
-    Ok(write_and_stop(ctx).await?.0)
+    Ok(write_and_stop(testbed).await?.0)
 }
 
 /// Stop deletes the pod and keeps the Sandbox's PVC.
-async fn direct_stop(ctx: Arc<Ctx>) -> CheckResult {
-    let (id, took) = write_and_stop(&ctx).await?;
-    let sandbox = ctx
+async fn direct_stop(testbed: Arc<Testbed>) -> CheckResult {
+    let (id, took) = write_and_stop(&testbed).await?;
+    let sandbox = testbed
         .observer
-        .get(&ctx.sandbox_path(id.as_str()))
+        .get(&testbed.sandbox_path(id.as_str()))
         .await
         .map_err(|e| e.to_string())?;
     let pod = sandbox
@@ -802,12 +810,17 @@ async fn direct_stop(ctx: Arc<Ctx>) -> CheckResult {
         .and_then(Value::as_str)
         .unwrap_or(id.as_str())
         .to_owned();
-    wait_absent(&ctx, &ctx.core_path("pods", &pod), &format!("pod {pod}")).await?;
-    let pvcs = ctx
+    wait_absent(
+        &testbed,
+        &testbed.core_path("pods", &pod),
+        &format!("pod {pod}"),
+    )
+    .await?;
+    let pvcs = testbed
         .observer
         .list(&format!(
             "/api/v1/namespaces/{}/persistentvolumeclaims",
-            ctx.settings.namespace
+            testbed.settings.namespace
         ))
         .await
         .map_err(|e| e.to_string())?;
@@ -829,28 +842,28 @@ async fn direct_stop(ctx: Arc<Ctx>) -> CheckResult {
 }
 
 /// Exec while stopped answers `invalid_state`.
-async fn direct_exec_while_stopped(ctx: Arc<Ctx>) -> CheckResult {
-    let id = stopped_direct(&ctx).await?;
+async fn direct_exec_while_stopped(testbed: Arc<Testbed>) -> CheckResult {
+    let id = stopped_direct(&testbed).await?;
     let error = expect_code(
         "exec while stopped",
-        ctx.direct.exec(&id, ExecRequest::new(["true"])).await,
+        testbed.direct.exec(&id, ExecRequest::new(["true"])).await,
         ErrorCode::InvalidState,
     )?;
     Ok(Some(error.message().chars().take(80).collect()))
 }
 
 /// Start runs the sandbox again with the volume's file, and without the other.
-async fn direct_start(ctx: Arc<Ctx>) -> CheckResult {
-    let id = stopped_direct(&ctx).await?;
+async fn direct_start(testbed: Arc<Testbed>) -> CheckResult {
+    let id = stopped_direct(&testbed).await?;
     let started = Instant::now();
-    let sandbox = ctx.direct.start(&id).await.map_err(show("start"))?;
+    let sandbox = testbed.direct.start(&id).await.map_err(show("start"))?;
     let took = started.elapsed();
     ensure!(
         sandbox.state == SandboxState::Running,
         "start answered {}",
         sandbox.state
     );
-    let kept = ctx
+    let kept = testbed
         .direct
         .read_file(&id, KEPT, 1024)
         .await
@@ -858,28 +871,28 @@ async fn direct_start(ctx: Arc<Ctx>) -> CheckResult {
     ensure!(kept == "kept\n", "the volume's file holds {kept:?}");
     expect_code(
         "stat of the file outside the volume",
-        ctx.direct.stat(&id, LOST).await,
+        testbed.direct.stat(&id, LOST).await,
         ErrorCode::NotFound,
     )?;
     Ok(Some(format!("running again in {}", secs(took))))
 }
 
 /// The exposed URL is the headless Service's DNS name, and it resolves in the cluster.
-async fn direct_service_dns(ctx: Arc<Ctx>) -> CheckResult {
-    let id = running_direct(&ctx).await?;
-    let url = ctx
+async fn direct_service_dns(testbed: Arc<Testbed>) -> CheckResult {
+    let id = running_direct(&testbed).await?;
+    let url = testbed
         .direct
         .expose_port(&id, 8080)
         .await
         .map_err(show("expose_port"))?;
-    let host = format!("{id}.{}.svc.cluster.local", ctx.settings.namespace);
+    let host = format!("{id}.{}.svc.cluster.local", testbed.settings.namespace);
     ensure!(
         url == format!("http://{host}:8080"),
         "expose_port answered {url}"
     );
-    let service = ctx
+    let service = testbed
         .observer
-        .get_opt(&ctx.core_path("services", id.as_str()))
+        .get_opt(&testbed.core_path("services", id.as_str()))
         .await
         .map_err(|e| e.to_string())?
         .ok_or_else(|| format!("there is no Service {id}"))?;
@@ -888,12 +901,12 @@ async fn direct_service_dns(ctx: Arc<Ctx>) -> CheckResult {
         cluster_ip == Some("None"),
         "Service {id} is not headless: clusterIP {cluster_ip:?}"
     );
-    if ctx.backend == Backend::Fakekube {
+    if testbed.backend == Backend::Fakekube {
         return Ok(Some(
             "headless Service found; DNS not checked (fakekube has no cluster DNS)".to_owned(),
         ));
     }
-    let out = ctx
+    let out = testbed
         .direct
         .exec(&id, ExecRequest::new(["getent", "hosts", host.as_str()]))
         .await
@@ -925,12 +938,17 @@ fn apart(a: SystemTime, b: SystemTime) -> Duration {
 }
 
 /// `set_ttl` moves the Sandbox's `shutdownTime` (with `shutdownPolicy: Delete`).
-async fn direct_ttl(ctx: Arc<Ctx>) -> CheckResult {
-    let id = running_direct(&ctx).await?;
-    let before = ctx.direct.get(&id).await.map_err(show("get"))?.expires_at;
+async fn direct_ttl(testbed: Arc<Testbed>) -> CheckResult {
+    let id = running_direct(&testbed).await?;
+    let before = testbed
+        .direct
+        .get(&id)
+        .await
+        .map_err(show("get"))?
+        .expires_at;
     let ttl = Duration::from_secs(40 * 60);
     let asked = SystemTime::now() + ttl;
-    let moved = ctx
+    let moved = testbed
         .direct
         .set_ttl(&id, Some(ttl))
         .await
@@ -947,14 +965,19 @@ async fn direct_ttl(ctx: Arc<Ctx>) -> CheckResult {
         before.is_none_or(|b| apart(b, expires) >= Duration::from_secs(60)),
         "the expiry did not move"
     );
-    let got = ctx.direct.get(&id).await.map_err(show("get"))?.expires_at;
+    let got = testbed
+        .direct
+        .get(&id)
+        .await
+        .map_err(show("get"))?
+        .expires_at;
     ensure!(
         got.is_some_and(|g| apart(g, expires) < Duration::from_secs(2)),
         "get reports another expiry than set_ttl"
     );
-    let sandbox = ctx
+    let sandbox = testbed
         .observer
-        .get(&ctx.sandbox_path(id.as_str()))
+        .get(&testbed.sandbox_path(id.as_str()))
         .await
         .map_err(|e| e.to_string())?;
     let shutdown = sandbox
@@ -977,20 +1000,21 @@ async fn direct_ttl(ctx: Arc<Ctx>) -> CheckResult {
 }
 
 /// Delete removes the Sandbox; a second delete succeeds too.
-async fn direct_delete(ctx: Arc<Ctx>) -> CheckResult {
-    let id = direct_sandbox(&ctx).await?;
+async fn direct_delete(testbed: Arc<Testbed>) -> CheckResult {
+    let id = direct_sandbox(&testbed).await?;
     let started = Instant::now();
-    ctx.direct.delete(&id).await.map_err(show("delete"))?;
-    wait_gone(ctx.direct.as_ref(), &id, ctx.backend.cleanup_wait()).await?;
+    testbed.direct.delete(&id).await.map_err(show("delete"))?;
+    wait_gone(testbed.direct.as_ref(), &id, testbed.backend.cleanup_wait()).await?;
     let took = started.elapsed();
-    ctx.state().direct = None;
-    ctx.direct
+    testbed.state().direct = None;
+    testbed
+        .direct
         .delete(&id)
         .await
         .map_err(show("second delete"))?;
     wait_absent(
-        &ctx,
-        &ctx.sandbox_path(id.as_str()),
+        &testbed,
+        &testbed.sandbox_path(id.as_str()),
         &format!("Sandbox {id}"),
     )
     .await?;
@@ -999,30 +1023,30 @@ async fn direct_delete(ctx: Arc<Ctx>) -> CheckResult {
 
 /// An image that does not exist fails create at once with `invalid_request`, and the
 /// Sandbox is removed.
-async fn direct_missing_image(ctx: Arc<Ctx>) -> CheckResult {
-    let id = ctx.id("img")?;
+async fn direct_missing_image(testbed: Arc<Testbed>) -> CheckResult {
+    let id = testbed.id("img")?;
     let started = Instant::now();
-    let result = ctx
+    let result = testbed
         .direct
         .create(
             CreateRequest::new(id.clone())
-                .with_template(ctx.settings.missing_image.clone())
+                .with_template(testbed.settings.missing_image.clone())
                 .with_ttl(RUN_TTL),
         )
         .await;
     let took = started.elapsed();
     if result.is_ok() {
-        let _ = ctx.direct.delete(&id).await;
+        let _ = testbed.direct.delete(&id).await;
     }
     expect_code(
         "create with a missing image",
         result,
         ErrorCode::InvalidRequest,
     )?;
-    wait_gone(ctx.direct.as_ref(), &id, ctx.backend.cleanup_wait()).await?;
+    wait_gone(testbed.direct.as_ref(), &id, testbed.backend.cleanup_wait()).await?;
     wait_absent(
-        &ctx,
-        &ctx.sandbox_path(id.as_str()),
+        &testbed,
+        &testbed.sandbox_path(id.as_str()),
         &format!("Sandbox {id}"),
     )
     .await?;
@@ -1030,15 +1054,19 @@ async fn direct_missing_image(ctx: Arc<Ctx>) -> CheckResult {
 }
 
 /// Waits until the warm pool has a ready member, so that a claim can adopt one.
-async fn warm_pool_ready(ctx: &Ctx) -> Result<(), String> {
+async fn warm_pool_ready(testbed: &Testbed) -> Result<(), String> {
     let path = format!(
         "/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/{}/sandboxwarmpools/{}",
-        ctx.settings.namespace, ctx.settings.warm_pool
+        testbed.settings.namespace, testbed.settings.warm_pool
     );
-    let wait = ctx.backend.warm_pool_wait();
+    let wait = testbed.backend.warm_pool_wait();
     let deadline = Instant::now() + wait;
     loop {
-        let pool = ctx.observer.get(&path).await.map_err(|e| e.to_string())?;
+        let pool = testbed
+            .observer
+            .get(&path)
+            .await
+            .map_err(|e| e.to_string())?;
         let ready = pool
             .pointer("/status/readyReplicas")
             .and_then(Value::as_u64)
@@ -1049,7 +1077,7 @@ async fn warm_pool_ready(ctx: &Ctx) -> Result<(), String> {
         ensure!(
             Instant::now() < deadline,
             "the SandboxWarmPool {} has no ready member after {}s",
-            ctx.settings.warm_pool,
+            testbed.settings.warm_pool,
             wait.as_secs()
         );
         tokio::time::sleep(Duration::from_millis(250)).await;
@@ -1057,40 +1085,41 @@ async fn warm_pool_ready(ctx: &Ctx) -> Result<(), String> {
 }
 
 /// The warm scenario's sandbox, claimed now when no earlier check made it.
-async fn warm_sandbox(ctx: &Ctx) -> Result<SandboxId, String> {
-    if let Some(id) = ctx.state().warm.clone() {
+async fn warm_sandbox(testbed: &Testbed) -> Result<SandboxId, String> {
+    if let Some(id) = testbed.state().warm.clone() {
         return Ok(id);
     }
-    let id = ctx.id("w")?;
-    warm_pool_ready(ctx).await?;
-    ctx.warm
+    let id = testbed.id("w")?;
+    warm_pool_ready(testbed).await?;
+    testbed
+        .warm
         .create(CreateRequest::new(id.clone()).with_ttl(RUN_TTL))
         .await
         .map_err(show("create"))?;
-    ctx.state().warm = Some(id.clone());
+    testbed.state().warm = Some(id.clone());
     Ok(id)
 }
 
 /// Create claims a pre-started pod of the warm pool (the seed: 0.5 to 1 s).
-async fn warm_create(ctx: Arc<Ctx>) -> CheckResult {
-    let id = ctx.id("w")?;
-    warm_pool_ready(&ctx).await?;
+async fn warm_create(testbed: Arc<Testbed>) -> CheckResult {
+    let id = testbed.id("w")?;
+    warm_pool_ready(&testbed).await?;
     let started = Instant::now();
-    let sandbox = ctx
+    let sandbox = testbed
         .warm
         .create(CreateRequest::new(id.clone()).with_ttl(RUN_TTL))
         .await
         .map_err(show("create"))?;
     let took = started.elapsed();
-    ctx.state().warm = Some(id.clone());
+    testbed.state().warm = Some(id.clone());
     ensure!(
         sandbox.state == SandboxState::Running,
         "create answered {}",
         sandbox.state
     );
-    let claim = ctx
+    let claim = testbed
         .observer
-        .get(&ctx.claim_path(id.as_str()))
+        .get(&testbed.claim_path(id.as_str()))
         .await
         .map_err(|e| e.to_string())?;
     let adopted = claim
@@ -1105,9 +1134,9 @@ async fn warm_create(ctx: Arc<Ctx>) -> CheckResult {
 }
 
 /// A command runs in the adopted pod, its exit code kept.
-async fn warm_exec(ctx: Arc<Ctx>) -> CheckResult {
-    let id = warm_sandbox(&ctx).await?;
-    let out = ctx
+async fn warm_exec(testbed: Arc<Testbed>) -> CheckResult {
+    let id = warm_sandbox(&testbed).await?;
+    let out = testbed
         .warm
         .exec(&id, ExecRequest::new(["sh", "-c", "echo warm; exit 3"]))
         .await
@@ -1122,29 +1151,29 @@ async fn warm_exec(ctx: Arc<Ctx>) -> CheckResult {
 }
 
 /// Stdin in the warm pool.
-async fn warm_stdin(ctx: Arc<Ctx>) -> CheckResult {
-    let id = warm_sandbox(&ctx).await?;
-    stdin_check(ctx.warm.as_ref(), &id).await
+async fn warm_stdin(testbed: Arc<Testbed>) -> CheckResult {
+    let id = warm_sandbox(&testbed).await?;
+    stdin_check(testbed.warm.as_ref(), &id).await
 }
 
 /// Streaming in the warm pool.
-async fn warm_streaming(ctx: Arc<Ctx>) -> CheckResult {
-    let id = warm_sandbox(&ctx).await?;
-    streaming_check(ctx.warm.as_ref(), &id).await
+async fn warm_streaming(testbed: Arc<Testbed>) -> CheckResult {
+    let id = warm_sandbox(&testbed).await?;
+    streaming_check(testbed.warm.as_ref(), &id).await
 }
 
 /// Files in the warm pool (no volume: under /tmp).
-async fn warm_files(ctx: Arc<Ctx>) -> CheckResult {
-    let id = warm_sandbox(&ctx).await?;
-    files_check(ctx.warm.as_ref(), &id, "/tmp").await
+async fn warm_files(testbed: Arc<Testbed>) -> CheckResult {
+    let id = warm_sandbox(&testbed).await?;
+    files_check(testbed.warm.as_ref(), &id, "/tmp").await
 }
 
 /// Stop is not offered on a warm pool: `unsupported_operation`, HTTP 501.
-async fn warm_stop(ctx: Arc<Ctx>) -> CheckResult {
-    let id = warm_sandbox(&ctx).await?;
+async fn warm_stop(testbed: Arc<Testbed>) -> CheckResult {
+    let id = warm_sandbox(&testbed).await?;
     let error = expect_code(
         "stop on a warm pool",
-        ctx.warm.stop(&id).await,
+        testbed.warm.stop(&id).await,
         ErrorCode::UnsupportedOperation,
     )?;
     ensure!(
@@ -1152,7 +1181,7 @@ async fn warm_stop(ctx: Arc<Ctx>) -> CheckResult {
         "unsupported_operation maps to HTTP {}",
         error.http_status()
     );
-    let still = ctx.warm.get(&id).await.map_err(show("get"))?;
+    let still = testbed.warm.get(&id).await.map_err(show("get"))?;
     ensure!(
         still.state == SandboxState::Running,
         "after the refused stop the sandbox is {}",
@@ -1162,29 +1191,38 @@ async fn warm_stop(ctx: Arc<Ctx>) -> CheckResult {
 }
 
 /// Delete removes the claim (and through it the adopted Sandbox); a second delete succeeds.
-async fn warm_delete(ctx: Arc<Ctx>) -> CheckResult {
-    let id = warm_sandbox(&ctx).await?;
+async fn warm_delete(testbed: Arc<Testbed>) -> CheckResult {
+    let id = warm_sandbox(&testbed).await?;
     let started = Instant::now();
-    ctx.warm.delete(&id).await.map_err(show("delete"))?;
-    wait_gone(ctx.warm.as_ref(), &id, ctx.backend.cleanup_wait()).await?;
+    testbed.warm.delete(&id).await.map_err(show("delete"))?;
+    wait_gone(testbed.warm.as_ref(), &id, testbed.backend.cleanup_wait()).await?;
     let took = started.elapsed();
-    ctx.state().warm = None;
-    ctx.warm.delete(&id).await.map_err(show("second delete"))?;
-    wait_absent(&ctx, &ctx.claim_path(id.as_str()), &format!("claim {id}")).await?;
+    testbed.state().warm = None;
+    testbed
+        .warm
+        .delete(&id)
+        .await
+        .map_err(show("second delete"))?;
+    wait_absent(
+        &testbed,
+        &testbed.claim_path(id.as_str()),
+        &format!("claim {id}"),
+    )
+    .await?;
     Ok(Some(format!("gone in {}", secs(took))))
 }
 
 /// After the run (and deleting what the checks still hold), no Sandbox, claim, PVC or
 /// Service is left in the namespace beyond the warm pool's members and what was there before.
-async fn nothing_left_behind(ctx: Arc<Ctx>) -> CheckResult {
+async fn nothing_left_behind(testbed: Arc<Testbed>) -> CheckResult {
     let held: Vec<(Arc<dyn Provider>, SandboxId)> = {
-        let mut state = ctx.state();
+        let mut state = testbed.state();
         let mut held = Vec::new();
         if let Some(id) = state.direct.take() {
-            held.push((ctx.direct.clone(), id));
+            held.push((testbed.direct.clone(), id));
         }
         if let Some(id) = state.warm.take() {
-            held.push((ctx.warm.clone(), id));
+            held.push((testbed.warm.clone(), id));
         }
         held
     };
@@ -1194,16 +1232,16 @@ async fn nothing_left_behind(ctx: Arc<Ctx>) -> CheckResult {
             .await
             .map_err(show("deleting what a failed check left"))?;
     }
-    let wait = ctx.backend.cleanup_wait();
+    let wait = testbed.backend.cleanup_wait();
     let deadline = Instant::now() + wait;
     loop {
-        let observed = Observed::list(&ctx.observer, &ctx.settings.namespace)
+        let observed = Observed::list(&testbed.observer, &testbed.settings.namespace)
             .await
             .map_err(|e| format!("listing the namespace: {e}"))?;
         let left: Vec<String> = observed
             .leftovers()
             .into_iter()
-            .filter(|name| !ctx.baseline.contains(name))
+            .filter(|name| !testbed.baseline.contains(name))
             .collect();
         if left.is_empty() {
             let mut note = format!(
@@ -1213,10 +1251,10 @@ async fn nothing_left_behind(ctx: Arc<Ctx>) -> CheckResult {
                 observed.pvcs.len(),
                 observed.services.len()
             );
-            if !ctx.baseline.is_empty() {
+            if !testbed.baseline.is_empty() {
                 note.push_str(&format!(
                     "; {} left from before the run ignored",
-                    ctx.baseline.len()
+                    testbed.baseline.len()
                 ));
             }
             if !held.is_empty() {

@@ -12,7 +12,7 @@ use sandbox_conformance::{Fixtures, Suite};
 use sandbox_contract::{Capabilities, Capability, Provider};
 use serde_json::Value;
 
-use crate::checks::{self, Ctx, State};
+use crate::checks::{self, State, Testbed};
 use crate::kube::KubeClient;
 use crate::leaks::Observed;
 use crate::settings::{Backend, Settings};
@@ -39,8 +39,8 @@ enum Stop {
 
 /// What the phases share once the cluster is found.
 struct Live {
-    /// The checks' context (pools, observer, settings).
-    ctx: Arc<Ctx>,
+    /// What the checks run on (pools, observer, settings).
+    testbed: Arc<Testbed>,
     /// The server's version, for the header.
     version: String,
 }
@@ -82,7 +82,7 @@ pub fn run(args: &Arguments) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let ctx = live.ctx.clone();
+    let testbed = live.testbed.clone();
     if !args.list {
         print_header(&live);
     }
@@ -93,8 +93,8 @@ pub fn run(args: &Arguments) -> ExitCode {
         suite_args.test_threads = Some(SUITE_THREADS);
     }
     let report = Suite::new()
-        .pool("direct", ctx.direct.clone(), direct_fixtures(&ctx))
-        .pool("warm", ctx.warm.clone(), warm_fixtures(&ctx))
+        .pool("direct", testbed.direct.clone(), direct_fixtures(&testbed))
+        .pool("warm", testbed.warm.clone(), warm_fixtures(&testbed))
         .run(&suite_args);
     let suite_took = started.elapsed();
 
@@ -102,7 +102,7 @@ pub fn run(args: &Arguments) -> ExitCode {
     let mut check_args = args.clone();
     check_args.test_threads = Some(1);
     let timings = Timings::default();
-    let trials = checks::trials(ctx.clone(), runtime.handle().clone(), timings.clone());
+    let trials = checks::trials(testbed.clone(), runtime.handle().clone(), timings.clone());
     if !args.list {
         println!("\nlive: the seed's live checks, in order");
     }
@@ -110,7 +110,7 @@ pub fn run(args: &Arguments) -> ExitCode {
     if !args.list {
         println!(
             "\nlive: checks and timings against {}",
-            ctx.observer.server()
+            testbed.observer.server()
         );
         print!("{}", timings::table(&timings.rows()));
         println!(
@@ -128,33 +128,38 @@ pub fn run(args: &Arguments) -> ExitCode {
 
 /// Prints what the run is against.
 fn print_header(live: &Live) {
-    let ctx = &live.ctx;
+    let testbed = &live.testbed;
     println!(
         "live: server {} ({}, {}), namespace {}",
-        ctx.observer.server(),
+        testbed.observer.server(),
         live.version,
-        ctx.backend.as_str(),
-        ctx.settings.namespace
+        testbed.backend.as_str(),
+        testbed.settings.namespace
     );
     println!(
         "live: pools `direct` (image {}, 1Gi volume at /workspace, ports.expose) and `warm` \
          (SandboxWarmPool {})",
-        ctx.settings.image, ctx.settings.warm_pool
+        testbed.settings.image, testbed.settings.warm_pool
     );
-    if ctx.backend == Backend::Fakekube {
+    if testbed.backend == Backend::Fakekube {
         println!(
             "live: fakekube: cluster DNS is not checked{}",
-            if ctx.settings.missing_image_marked {
+            if testbed.settings.missing_image_marked {
                 ""
             } else {
                 ", and the missing-image checks are skipped (image not marked missing)"
             }
         );
     }
-    if !ctx.baseline.is_empty() {
+    if !testbed.baseline.is_empty() {
         println!(
             "live: left in the namespace before this run (ignored by the leak check): {}",
-            ctx.baseline.iter().cloned().collect::<Vec<_>>().join(", ")
+            testbed
+                .baseline
+                .iter()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
 }
@@ -198,7 +203,7 @@ async fn prepare(settings: &Settings) -> Result<Live, Stop> {
             ))
         })?
         .leftovers();
-    let ctx = Ctx {
+    let testbed = Testbed {
         direct,
         warm,
         observer,
@@ -209,7 +214,7 @@ async fn prepare(settings: &Settings) -> Result<Live, Stop> {
         state: Mutex::new(State::default()),
     };
     Ok(Live {
-        ctx: Arc::new(ctx),
+        testbed: Arc::new(testbed),
         version: git("gitVersion"),
     })
 }
@@ -253,21 +258,21 @@ async fn connect(pool: PoolConfig, backend: Backend) -> Result<Arc<dyn Provider>
 }
 
 /// The suite's fixtures for the direct pool.
-fn direct_fixtures(ctx: &Ctx) -> Fixtures {
+fn direct_fixtures(testbed: &Testbed) -> Fixtures {
     let mut opt_in = Capabilities::new();
     opt_in.insert(Capability::PortsExpose);
-    let missing = ctx.backend == Backend::Cluster || ctx.settings.missing_image_marked;
+    let missing = testbed.backend == Backend::Cluster || testbed.settings.missing_image_marked;
     Fixtures {
         volume_path: Some("/workspace".to_owned()),
-        missing_image: missing.then(|| ctx.settings.missing_image.clone()),
+        missing_image: missing.then(|| testbed.settings.missing_image.clone()),
         opt_in,
-        ..shared_fixtures(ctx.backend)
+        ..shared_fixtures(testbed.backend)
     }
 }
 
 /// The suite's fixtures for the warm pool.
-fn warm_fixtures(ctx: &Ctx) -> Fixtures {
-    shared_fixtures(ctx.backend)
+fn warm_fixtures(testbed: &Testbed) -> Fixtures {
+    shared_fixtures(testbed.backend)
 }
 
 /// What both pools' fixtures share: the waits of the backend.
@@ -350,7 +355,7 @@ mod tests {
         let fixtures = |backend, marked| {
             let mut settings = Settings::from_lookup(|_| None);
             settings.missing_image_marked = marked;
-            let ctx = Ctx {
+            let testbed = Testbed {
                 direct: Arc::new(sandbox_conformance::ReferenceProvider::new()),
                 warm: Arc::new(sandbox_conformance::ReferenceProvider::new()),
                 observer: KubeClient::new(crate::kube::Kubeconfig {
@@ -366,7 +371,7 @@ mod tests {
                 baseline: BTreeSet::new(),
                 state: Mutex::new(State::default()),
             };
-            direct_fixtures(&ctx).missing_image
+            direct_fixtures(&testbed).missing_image
         };
         assert!(fixtures(Backend::Cluster, false).is_some());
         assert!(fixtures(Backend::Fakekube, false).is_none());
