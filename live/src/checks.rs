@@ -11,6 +11,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Service};
+use kube::core::DynamicObject;
 use libtest_mimic::{Failed, Trial};
 use sandbox_contract::{
     CreateRequest, Error, ErrorCode, ExecEvent, ExecRequest, FileKind, Provider, SandboxId,
@@ -19,8 +21,8 @@ use sandbox_contract::{
 use serde_json::Value;
 use tokio::runtime::Handle;
 
-use crate::kube::KubeClient;
 use crate::leaks::Observed;
+use crate::observer::{Objects, ObserveError, Observer};
 use crate::settings::{Backend, Settings};
 use crate::timings::{Outcome, Timing, Timings};
 
@@ -44,7 +46,7 @@ pub struct Testbed {
     /// The warm pool.
     pub warm: Arc<dyn Provider>,
     /// The run's own eyes.
-    pub observer: KubeClient,
+    pub observer: Observer,
     /// The run's settings.
     pub settings: Settings,
     /// The kind of server.
@@ -76,30 +78,6 @@ impl Testbed {
     /// Locks the state.
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// The observer's path of a Sandbox.
-    fn sandbox_path(&self, name: &str) -> String {
-        format!(
-            "/apis/agents.x-k8s.io/v1beta1/namespaces/{}/sandboxes/{name}",
-            self.settings.namespace
-        )
-    }
-
-    /// The observer's path of a SandboxClaim.
-    fn claim_path(&self, name: &str) -> String {
-        format!(
-            "/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/{}/sandboxclaims/{name}",
-            self.settings.namespace
-        )
-    }
-
-    /// The observer's path of an object of the core group.
-    fn core_path(&self, plural: &str, name: &str) -> String {
-        format!(
-            "/api/v1/namespaces/{}/{plural}/{name}",
-            self.settings.namespace
-        )
     }
 }
 
@@ -384,22 +362,35 @@ async fn wait_gone(provider: &dyn Provider, id: &SandboxId, wait: Duration) -> R
     }
 }
 
-/// Waits until the observer gets 404 for `path`.
-async fn wait_absent(testbed: &Testbed, path: &str, what: &str) -> Result<(), String> {
+/// Waits until the observer gets 404 for the object `name`.
+async fn wait_absent<K>(
+    testbed: &Testbed,
+    objects: &Objects<K>,
+    name: &str,
+    what: &str,
+) -> Result<(), String>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
     let wait = testbed.backend.cleanup_wait();
     let deadline = Instant::now() + wait;
     loop {
-        match testbed.observer.get_opt(path).await {
+        match objects.get_opt(name).await {
             Ok(None) => return Ok(()),
             Ok(Some(_)) => ensure!(
                 Instant::now() < deadline,
                 "{what} still exists after {}s",
                 wait.as_secs()
             ),
-            Err(e) => return Err(format!("observing {what}: {e}")),
+            Err(e) => return Err(format!("observing {what}: {}", e.report())),
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
+}
+
+/// Describes an observer error for a failure message, with its causes.
+fn seen(error: ObserveError) -> String {
+    error.report()
 }
 
 /// The direct scenario's sandbox, created now when no earlier check made it.
@@ -463,19 +454,9 @@ async fn direct_create(testbed: Arc<Testbed>) -> CheckResult {
 /// A second create of the same id adopts the Sandbox instead of making another.
 async fn direct_create_again(testbed: Arc<Testbed>) -> CheckResult {
     let id = direct_sandbox(&testbed).await?;
-    let path = testbed.sandbox_path(id.as_str());
-    let uid = |object: Option<Value>| {
-        object.and_then(|o| {
-            o.pointer("/metadata/uid")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        })
-    };
-    let before = uid(testbed
-        .observer
-        .get_opt(&path)
-        .await
-        .map_err(|e| e.to_string())?);
+    let sandboxes = testbed.observer.sandboxes();
+    let uid = |object: Option<DynamicObject>| object.and_then(|o| o.metadata.uid);
+    let before = uid(sandboxes.get_opt(id.as_str()).await.map_err(seen)?);
     let again = testbed
         .direct
         .create(CreateRequest::new(id.clone()).with_ttl(RUN_TTL))
@@ -486,11 +467,7 @@ async fn direct_create_again(testbed: Arc<Testbed>) -> CheckResult {
         "second create answered {}",
         again.state
     );
-    let after = uid(testbed
-        .observer
-        .get_opt(&path)
-        .await
-        .map_err(|e| e.to_string())?);
+    let after = uid(sandboxes.get_opt(id.as_str()).await.map_err(seen)?);
     ensure!(
         before.is_some() && before == after,
         "the Sandbox changed identity: uid {before:?} then {after:?}"
@@ -802,37 +779,31 @@ async fn direct_stop(testbed: Arc<Testbed>) -> CheckResult {
     let (id, took) = write_and_stop(&testbed).await?;
     let sandbox = testbed
         .observer
-        .get(&testbed.sandbox_path(id.as_str()))
+        .sandboxes()
+        .get(id.as_str())
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(seen)?;
     let pod = sandbox
-        .pointer("/metadata/annotations/agents.x-k8s.io~1pod-name")
-        .and_then(Value::as_str)
-        .unwrap_or(id.as_str())
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get("agents.x-k8s.io/pod-name"))
+        .map_or(id.as_str(), String::as_str)
         .to_owned();
-    wait_absent(
-        &testbed,
-        &testbed.core_path("pods", &pod),
-        &format!("pod {pod}"),
-    )
-    .await?;
+    let pods = testbed.observer.core::<Pod>();
+    wait_absent(&testbed, &pods, &pod, &format!("pod {pod}")).await?;
     let pvcs = testbed
         .observer
-        .list(&format!(
-            "/api/v1/namespaces/{}/persistentvolumeclaims",
-            testbed.settings.namespace
-        ))
+        .core::<PersistentVolumeClaim>()
+        .list()
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(seen)?;
     let kept = pvcs.iter().any(|pvc| {
-        pvc.pointer("/metadata/ownerReferences")
-            .and_then(Value::as_array)
-            .is_some_and(|owners| {
-                owners.iter().any(|o| {
-                    o.get("kind").and_then(Value::as_str) == Some("Sandbox")
-                        && o.get("name").and_then(Value::as_str) == Some(id.as_str())
-                })
-            })
+        pvc.metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .any(|o| o.kind == "Sandbox" && o.name == id.as_str())
     });
     ensure!(kept, "no PVC of {id} is left while it is stopped");
     Ok(Some(format!(
@@ -892,11 +863,13 @@ async fn direct_service_dns(testbed: Arc<Testbed>) -> CheckResult {
     );
     let service = testbed
         .observer
-        .get_opt(&testbed.core_path("services", id.as_str()))
+        .core::<Service>()
+        .get_opt(id.as_str())
         .await
-        .map_err(|e| e.to_string())?
+        .map_err(seen)?
         .ok_or_else(|| format!("there is no Service {id}"))?;
-    let cluster_ip = service.pointer("/spec/clusterIP").and_then(Value::as_str);
+    let cluster_ip = service.spec.and_then(|spec| spec.cluster_ip);
+    let cluster_ip = cluster_ip.as_deref();
     ensure!(
         cluster_ip == Some("None"),
         "Service {id} is not headless: clusterIP {cluster_ip:?}"
@@ -977,9 +950,11 @@ async fn direct_ttl(testbed: Arc<Testbed>) -> CheckResult {
     );
     let sandbox = testbed
         .observer
-        .get(&testbed.sandbox_path(id.as_str()))
+        .sandboxes()
+        .get(id.as_str())
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(seen)?
+        .data;
     let shutdown = sandbox
         .pointer("/spec/shutdownTime")
         .and_then(Value::as_str)
@@ -1012,12 +987,8 @@ async fn direct_delete(testbed: Arc<Testbed>) -> CheckResult {
         .delete(&id)
         .await
         .map_err(show("second delete"))?;
-    wait_absent(
-        &testbed,
-        &testbed.sandbox_path(id.as_str()),
-        &format!("Sandbox {id}"),
-    )
-    .await?;
+    let sandboxes = testbed.observer.sandboxes();
+    wait_absent(&testbed, &sandboxes, id.as_str(), &format!("Sandbox {id}")).await?;
     Ok(Some(format!("gone in {}", secs(took))))
 }
 
@@ -1044,30 +1015,20 @@ async fn direct_missing_image(testbed: Arc<Testbed>) -> CheckResult {
         ErrorCode::InvalidRequest,
     )?;
     wait_gone(testbed.direct.as_ref(), &id, testbed.backend.cleanup_wait()).await?;
-    wait_absent(
-        &testbed,
-        &testbed.sandbox_path(id.as_str()),
-        &format!("Sandbox {id}"),
-    )
-    .await?;
+    let sandboxes = testbed.observer.sandboxes();
+    wait_absent(&testbed, &sandboxes, id.as_str(), &format!("Sandbox {id}")).await?;
     Ok(Some(format!("refused in {}", secs(took))))
 }
 
 /// Waits until the warm pool has a ready member, so that a claim can adopt one.
 async fn warm_pool_ready(testbed: &Testbed) -> Result<(), String> {
-    let path = format!(
-        "/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/{}/sandboxwarmpools/{}",
-        testbed.settings.namespace, testbed.settings.warm_pool
-    );
+    let pools = testbed.observer.warm_pools();
     let wait = testbed.backend.warm_pool_wait();
     let deadline = Instant::now() + wait;
     loop {
-        let pool = testbed
-            .observer
-            .get(&path)
-            .await
-            .map_err(|e| e.to_string())?;
+        let pool = pools.get(&testbed.settings.warm_pool).await.map_err(seen)?;
         let ready = pool
+            .data
             .pointer("/status/readyReplicas")
             .and_then(Value::as_u64)
             .unwrap_or(0);
@@ -1119,10 +1080,12 @@ async fn warm_create(testbed: Arc<Testbed>) -> CheckResult {
     );
     let claim = testbed
         .observer
-        .get(&testbed.claim_path(id.as_str()))
+        .claims()
+        .get(id.as_str())
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(seen)?;
     let adopted = claim
+        .data
         .pointer("/status/sandbox/name")
         .and_then(Value::as_str)
         .unwrap_or("");
@@ -1203,12 +1166,8 @@ async fn warm_delete(testbed: Arc<Testbed>) -> CheckResult {
         .delete(&id)
         .await
         .map_err(show("second delete"))?;
-    wait_absent(
-        &testbed,
-        &testbed.claim_path(id.as_str()),
-        &format!("claim {id}"),
-    )
-    .await?;
+    let claims = testbed.observer.claims();
+    wait_absent(&testbed, &claims, id.as_str(), &format!("claim {id}")).await?;
     Ok(Some(format!("gone in {}", secs(took))))
 }
 
@@ -1235,9 +1194,9 @@ async fn nothing_left_behind(testbed: Arc<Testbed>) -> CheckResult {
     let wait = testbed.backend.cleanup_wait();
     let deadline = Instant::now() + wait;
     loop {
-        let observed = Observed::list(&testbed.observer, &testbed.settings.namespace)
+        let observed = Observed::list(&testbed.observer)
             .await
-            .map_err(|e| format!("listing the namespace: {e}"))?;
+            .map_err(|e| format!("listing the namespace: {}", e.report()))?;
         let left: Vec<String> = observed
             .leftovers()
             .into_iter()

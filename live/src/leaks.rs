@@ -3,45 +3,33 @@
 
 use std::collections::BTreeSet;
 
-use serde_json::Value;
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Service};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::Resource;
 
-use crate::kube::{KubeClient, KubeError};
+use crate::observer::{ObserveError, Observer};
 
-/// The objects of one namespace the leak check looks at.
+/// The objects of the run's namespace the leak check looks at, by their metadata.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Observed {
     /// The Sandboxes.
-    pub sandboxes: Vec<Value>,
+    pub sandboxes: Vec<ObjectMeta>,
     /// The SandboxClaims.
-    pub claims: Vec<Value>,
+    pub claims: Vec<ObjectMeta>,
     /// The PersistentVolumeClaims.
-    pub pvcs: Vec<Value>,
+    pub pvcs: Vec<ObjectMeta>,
     /// The Services.
-    pub services: Vec<Value>,
+    pub services: Vec<ObjectMeta>,
 }
 
 impl Observed {
-    /// Lists the four kinds in `namespace` through `client`.
-    pub async fn list(client: &KubeClient, namespace: &str) -> Result<Observed, KubeError> {
+    /// Lists the four kinds in the observer's namespace.
+    pub async fn list(observer: &Observer) -> Result<Observed, ObserveError> {
         Ok(Observed {
-            sandboxes: client
-                .list(&format!(
-                    "/apis/agents.x-k8s.io/v1beta1/namespaces/{namespace}/sandboxes"
-                ))
-                .await?,
-            claims: client
-                .list(&format!(
-                    "/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/{namespace}/sandboxclaims"
-                ))
-                .await?,
-            pvcs: client
-                .list(&format!(
-                    "/api/v1/namespaces/{namespace}/persistentvolumeclaims"
-                ))
-                .await?,
-            services: client
-                .list(&format!("/api/v1/namespaces/{namespace}/services"))
-                .await?,
+            sandboxes: metadata(observer.sandboxes().list().await?),
+            claims: metadata(observer.claims().list().await?),
+            pvcs: metadata(observer.core::<PersistentVolumeClaim>().list().await?),
+            services: metadata(observer.core::<Service>().list().await?),
         })
     }
 
@@ -87,33 +75,47 @@ impl Observed {
     }
 }
 
+/// The metadata of each object.
+fn metadata<K: Resource>(objects: Vec<K>) -> Vec<ObjectMeta> {
+    objects
+        .into_iter()
+        .map(|mut object| std::mem::take(object.meta_mut()))
+        .collect()
+}
+
 /// An object's name.
-fn name(object: &Value) -> Option<&str> {
-    object.pointer("/metadata/name").and_then(Value::as_str)
+fn name(meta: &ObjectMeta) -> Option<&str> {
+    meta.name.as_deref()
 }
 
 /// The names of the owners of `kind` in an object's ownerReferences.
-fn owned_by<'a>(object: &'a Value, kind: &'a str) -> impl Iterator<Item = &'a str> + 'a {
-    object
-        .pointer("/metadata/ownerReferences")
-        .and_then(Value::as_array)
-        .into_iter()
+fn owned_by<'a>(meta: &'a ObjectMeta, kind: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+    meta.owner_references
+        .iter()
         .flatten()
-        .filter(move |r| r.get("kind").and_then(Value::as_str) == Some(kind))
-        .filter_map(|r| r.get("name").and_then(Value::as_str))
+        .filter(move |r| r.kind == kind)
+        .map(|r| r.name.as_str())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
-    fn object(name: &str, owner: Option<(&str, &str)>) -> Value {
-        match owner {
-            Some((kind, owner)) => json!({"metadata": {"name": name, "ownerReferences": [
-                {"apiVersion": "x/v1", "kind": kind, "name": owner, "uid": "u", "controller": true}
-            ]}}),
-            None => json!({"metadata": {"name": name}}),
+    fn object(name: &str, owner: Option<(&str, &str)>) -> ObjectMeta {
+        ObjectMeta {
+            name: Some(name.to_owned()),
+            owner_references: owner.map(|(kind, owner)| {
+                vec![OwnerReference {
+                    api_version: "x/v1".to_owned(),
+                    kind: kind.to_owned(),
+                    name: owner.to_owned(),
+                    uid: "u".to_owned(),
+                    controller: Some(true),
+                    ..OwnerReference::default()
+                }]
+            }),
+            ..ObjectMeta::default()
         }
     }
 
@@ -171,12 +173,13 @@ mod tests {
     }
 
     #[test]
-    fn objects_without_a_name_are_ignored_rather_than_panicking() {
+    fn objects_without_a_name_are_ignored() {
+        let nameless = ObjectMeta::default();
         let observed = Observed {
-            sandboxes: vec![json!({}), json!({"metadata": {"ownerReferences": "bad"}})],
-            claims: vec![json!(null)],
-            pvcs: vec![json!({"metadata": {"name": 3}})],
-            services: vec![],
+            sandboxes: vec![nameless.clone()],
+            claims: vec![nameless.clone()],
+            pvcs: vec![nameless.clone()],
+            services: vec![nameless],
         };
         assert!(observed.leftovers().is_empty());
     }

@@ -19,7 +19,7 @@
 //! # Layout
 //!
 //! - `settings`: what the run reads from the environment ([`Settings`]).
-//! - `kube`: a small read-only Kubernetes client for the run's own observations (the server's
+//! - `observer`: the run's own read-only view of the cluster through kube-rs (the server's
 //!   version, the warm pool, the objects left behind); the adapter is what is under test.
 //! - `leaks`: which objects count as left behind.
 //! - `checks`: the live checks, as libtest-mimic trials.
@@ -39,9 +39,9 @@
 #[cfg(feature = "live")]
 mod checks;
 #[cfg(feature = "live")]
-mod kube;
-#[cfg(feature = "live")]
 mod leaks;
+#[cfg(feature = "live")]
+mod observer;
 #[cfg(feature = "live")]
 mod runner;
 #[cfg(feature = "live")]

@@ -10,11 +10,10 @@ use agentsandbox::{AgentSandbox, ConnectOptions, PoolConfig};
 use libtest_mimic::Arguments;
 use sandbox_conformance::{Fixtures, Suite};
 use sandbox_contract::{Capabilities, Capability, Provider};
-use serde_json::Value;
 
 use crate::checks::{self, State, Testbed};
-use crate::kube::KubeClient;
 use crate::leaks::Observed;
+use crate::observer::Observer;
 use crate::settings::{Backend, Settings};
 use crate::timings::{self, Timings};
 
@@ -93,8 +92,16 @@ pub fn run(args: &Arguments) -> ExitCode {
         suite_args.test_threads = Some(SUITE_THREADS);
     }
     let report = Suite::new()
-        .pool("direct", testbed.direct.clone(), direct_fixtures(&testbed))
-        .pool("warm", testbed.warm.clone(), warm_fixtures(&testbed))
+        .pool(
+            "direct",
+            testbed.direct.clone(),
+            direct_fixtures(&testbed.settings, testbed.backend),
+        )
+        .pool(
+            "warm",
+            testbed.warm.clone(),
+            shared_fixtures(testbed.backend),
+        )
         .run(&suite_args);
     let suite_took = started.elapsed();
 
@@ -176,30 +183,28 @@ async fn prepare(settings: &Settings) -> Result<Live, Stop> {
         )));
     }
     let observer_path = settings.observer().cloned().unwrap_or(kubeconfig);
-    let observer =
-        KubeClient::from_path(&observer_path).map_err(|e| Stop::Broken(e.to_string()))?;
-    let version = match observer.get("/version").await {
-        Ok(version) => version,
-        Err(e) if e.is_unreachable() => return Err(Stop::NoCluster(e.to_string())),
-        Err(e) => return Err(Stop::Broken(e.to_string())),
-    };
-    let git = |key: &str| {
-        version
-            .get(key)
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned()
-    };
-    let backend = Backend::from_git_commit(&git("gitCommit"));
+    let observer = Observer::from_kubeconfig(&observer_path, &settings.namespace)
+        .await
+        .map_err(|e| Stop::Broken(e.report()))?;
+    observer
+        .reach()
+        .await
+        .map_err(|e| Stop::NoCluster(e.report()))?;
+    let version = observer
+        .version()
+        .await
+        .map_err(|e| Stop::Broken(e.report()))?;
+    let backend = Backend::from_git_commit(&version.git_commit);
     let direct = connect(direct_pool(settings)?, backend).await?;
     let warm = connect(warm_pool(settings)?, backend).await?;
-    let baseline = Observed::list(&observer, &settings.namespace)
+    let baseline = Observed::list(&observer)
         .await
         .map_err(|e| {
             Stop::Broken(format!(
-                "the observer cannot list the namespace {} ({e}); on kind, export \
+                "the observer cannot list the namespace {} ({}); on kind, export \
                  LIVE_OBSERVER_KUBECONFIG as ci/kind-up.sh prints it",
-                settings.namespace
+                settings.namespace,
+                e.report()
             ))
         })?
         .leftovers();
@@ -215,7 +220,7 @@ async fn prepare(settings: &Settings) -> Result<Live, Stop> {
     };
     Ok(Live {
         testbed: Arc::new(testbed),
-        version: git("gitVersion"),
+        version: version.git_version,
     })
 }
 
@@ -258,24 +263,20 @@ async fn connect(pool: PoolConfig, backend: Backend) -> Result<Arc<dyn Provider>
 }
 
 /// The suite's fixtures for the direct pool.
-fn direct_fixtures(testbed: &Testbed) -> Fixtures {
+fn direct_fixtures(settings: &Settings, backend: Backend) -> Fixtures {
     let mut opt_in = Capabilities::new();
     opt_in.insert(Capability::PortsExpose);
-    let missing = testbed.backend == Backend::Cluster || testbed.settings.missing_image_marked;
+    let missing = backend == Backend::Cluster || settings.missing_image_marked;
     Fixtures {
         volume_path: Some("/workspace".to_owned()),
-        missing_image: missing.then(|| testbed.settings.missing_image.clone()),
+        missing_image: missing.then(|| settings.missing_image.clone()),
         opt_in,
-        ..shared_fixtures(testbed.backend)
+        ..shared_fixtures(backend)
     }
 }
 
-/// The suite's fixtures for the warm pool.
-fn warm_fixtures(testbed: &Testbed) -> Fixtures {
-    shared_fixtures(testbed.backend)
-}
-
-/// What both pools' fixtures share: the waits of the backend.
+/// The suite's fixtures for the warm pool, and what both pools' fixtures share: the waits of
+/// the backend.
 fn shared_fixtures(backend: Backend) -> Fixtures {
     Fixtures {
         op_timeout: backend.op_timeout(),
@@ -355,23 +356,7 @@ mod tests {
         let fixtures = |backend, marked| {
             let mut settings = Settings::from_lookup(|_| None);
             settings.missing_image_marked = marked;
-            let testbed = Testbed {
-                direct: Arc::new(sandbox_conformance::ReferenceProvider::new()),
-                warm: Arc::new(sandbox_conformance::ReferenceProvider::new()),
-                observer: KubeClient::new(crate::kube::Kubeconfig {
-                    server: "https://127.0.0.1:1".to_owned(),
-                    ca_pem: include_bytes!("../testdata/ca.pem").to_vec(),
-                    token: secrecy::SecretString::from("t".to_owned()),
-                    namespace: None,
-                })
-                .expect("client"),
-                settings,
-                backend,
-                run_token: "abc123".to_owned(),
-                baseline: BTreeSet::new(),
-                state: Mutex::new(State::default()),
-            };
-            direct_fixtures(&testbed).missing_image
+            direct_fixtures(&settings, backend).missing_image
         };
         assert!(fixtures(Backend::Cluster, false).is_some());
         assert!(fixtures(Backend::Fakekube, false).is_none());
