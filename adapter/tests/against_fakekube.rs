@@ -10,7 +10,8 @@ use std::time::Duration;
 use agentsandbox::{CreatedKind, POOL_LABEL};
 use bytes::Bytes;
 use fakekube::FakeKube;
-use http::Method;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, Patch, PatchParams};
 use sandbox_contract::{
     Capability, CreateRequest, ErrorCode, ExecEvent, ExecRequest, FileKind, Provider, Resources,
     SandboxId, SandboxState,
@@ -20,10 +21,6 @@ use support::*;
 
 fn id(s: &str) -> SandboxId {
     SandboxId::new(s).expect("valid sandbox id")
-}
-
-fn sandbox_path(name: &str) -> String {
-    format!("/apis/agents.x-k8s.io/v1beta1/namespaces/{NS}/sandboxes/{name}")
 }
 
 async fn stored(kube: &FakeKube, resource: &str, name: &str) -> Value {
@@ -176,7 +173,7 @@ async fn create_is_idempotent_and_a_second_create_adopts() {
 async fn create_waits_until_ready_for_the_current_generation() {
     let kube = fake_with(FakeKube::builder().kubelet(false)).await;
     let p = direct(&kube, &[]).await;
-    let admin = Admin::new(&kube);
+    let pods: Api<Pod> = Api::namespaced(admin(&kube).await, NS);
     let create = tokio::spawn({
         let p = p.clone();
         async move { p.create(CreateRequest::new(id("sb-slow"))).await }
@@ -190,21 +187,26 @@ async fn create_waits_until_ready_for_the_current_generation() {
         "create returned before the pod was ready"
     );
     // Play the kubelet: the pod runs and is ready.
-    let pod_path = format!("/api/v1/namespaces/{NS}/pods/sb-slow");
-    admin
-        .patch(&pod_path, json!({"spec": {"nodeName": "node-1"}}))
-        .await;
-    admin
-        .patch(
-            &format!("{pod_path}/status"),
-            json!({"status": {
-                "phase": "Running",
-                "podIP": "10.0.0.9",
-                "podIPs": [{"ip": "10.0.0.9"}],
-                "conditions": [{"type": "Ready", "status": "True"}, {"type": "PodScheduled", "status": "True"}]
-            }}),
-        )
-        .await;
+    let merge = PatchParams::default();
+    pods.patch(
+        "sb-slow",
+        &merge,
+        &Patch::Merge(json!({"spec": {"nodeName": "node-1"}})),
+    )
+    .await
+    .unwrap();
+    pods.patch_status(
+        "sb-slow",
+        &merge,
+        &Patch::Merge(json!({"status": {
+            "phase": "Running",
+            "podIP": "10.0.0.9",
+            "podIPs": [{"ip": "10.0.0.9"}],
+            "conditions": [{"type": "Ready", "status": "True"}, {"type": "PodScheduled", "status": "True"}]
+        }})),
+    )
+    .await
+    .unwrap();
     let sandbox = create.await.unwrap().unwrap();
     assert_eq!(sandbox.state, SandboxState::Running);
     let stored = stored(&kube, "sandboxes", "sb-slow").await;
@@ -995,16 +997,10 @@ async fn credentials_are_never_echoed() {
     ] {
         seen.push(format!("{error} {error:?}"));
     }
-    let admin = Admin::new(&kube);
-    let (status, _) = admin
-        .request(
-            Method::GET,
-            &sandbox_path("sb-echo"),
-            "application/json",
-            None,
-        )
-        .await;
-    assert_eq!(status, 200);
+    sandboxes(&admin(&kube).await)
+        .get("sb-echo")
+        .await
+        .expect("the admin sees the Sandbox");
     kube.revoke_token(secret);
     let refused = p.get(&sb).await.unwrap_err();
     assert!(refused.is_unauthenticated());

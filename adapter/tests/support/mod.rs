@@ -1,21 +1,19 @@
 //! Helpers for the adapter's tests against fakekube: a server with the `sandboxes` namespace,
-//! tokens limited to the seed's Role, providers pointed at it, an admin client for the objects
-//! a cluster operator would create (templates, warm pools), and a log capture.
+//! tokens limited to the seed's Role, providers pointed at it, an admin kube-rs client for what a
+//! cluster operator would do (templates, warm pools), and a log capture.
 
-#![allow(dead_code, missing_docs)]
+#![allow(missing_docs)]
 
 use std::io::Write;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use agentsandbox::{AgentSandbox, ConnectOptions, PoolConfig};
-use bytes::Bytes;
 use fakekube::{FakeKube, Rule, Token};
-use http::{Method, Request, header};
-use http_body_util::{BodyExt, Full};
-use hyper_util::rt::TokioIo;
-use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, ServerName};
+use kube::api::{Api, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
+use kube::{Client, Config};
 use serde_json::{Value, json};
 
 /// The namespace every test works in.
@@ -140,104 +138,34 @@ impl Write for LogWriter {
     }
 }
 
-/// A client with the admin token, for what an operator would create.
-pub struct Admin {
-    tls: tokio_rustls::TlsConnector,
-    addr: std::net::SocketAddr,
-    token: String,
+/// A kube-rs client with fakekube's admin token, built from the kubeconfig it writes, for what
+/// a cluster operator would do.
+pub async fn admin(kube: &FakeKube) -> Client {
+    let kubeconfig = Kubeconfig::from_yaml(&kube.kubeconfig()).expect("the kubeconfig parses");
+    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .expect("kube-rs accepts the kubeconfig");
+    Client::try_from(config).expect("kube-rs builds a client")
 }
 
-impl Admin {
-    pub fn new(kube: &FakeKube) -> Self {
-        let mut roots = rustls::RootCertStore::empty();
-        for cert in CertificateDer::pem_slice_iter(kube.ca_pem().as_bytes()) {
-            roots
-                .add(cert.expect("fakekube CA PEM"))
-                .expect("fakekube CA");
-        }
-        let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .expect("TLS versions")
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-        Admin {
-            tls: tokio_rustls::TlsConnector::from(Arc::new(config)),
-            addr: kube.addr(),
-            token: kube.token().to_owned(),
-        }
-    }
+/// An agent-sandbox kind (`v1beta1`) in the `sandboxes` namespace.
+fn agent_sandbox(client: &Client, group: &str, kind: &str, plural: &str) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk(group, "v1beta1", kind);
+    let resource = ApiResource::from_gvk_with_plural(&gvk, plural);
+    Api::namespaced_with(client.clone(), NS, &resource)
+}
 
-    /// Sends one request and returns the status and the JSON body.
-    pub async fn request(
-        &self,
-        method: Method,
-        path: &str,
-        content_type: &str,
-        body: Option<&Value>,
-    ) -> (u16, Value) {
-        let tcp = tokio::net::TcpStream::connect(self.addr)
-            .await
-            .expect("connect to fakekube");
-        let name = ServerName::try_from("127.0.0.1").expect("server name");
-        let tls = self
-            .tls
-            .connect(name, tcp)
-            .await
-            .expect("TLS handshake with fakekube");
-        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
-            .await
-            .expect("HTTP/1.1 handshake");
-        tokio::spawn(conn);
-        let bytes = body
-            .map(|b| Bytes::from(serde_json::to_vec(b).expect("JSON body")))
-            .unwrap_or_default();
-        let request = Request::builder()
-            .method(method)
-            .uri(path)
-            .header(header::HOST, "127.0.0.1")
-            .header(header::AUTHORIZATION, format!("Bearer {}", self.token))
-            .header(header::CONTENT_TYPE, content_type)
-            .header(header::ACCEPT, "application/json")
-            .body(Full::new(bytes))
-            .expect("request");
-        let response = sender
-            .send_request(request)
-            .await
-            .expect("response from fakekube");
-        let status = response.status().as_u16();
-        let body = response
-            .into_body()
-            .collect()
-            .await
-            .expect("response body")
-            .to_bytes();
-        (status, serde_json::from_slice(&body).unwrap_or(Value::Null))
-    }
+/// The Sandboxes in the `sandboxes` namespace.
+pub fn sandboxes(client: &Client) -> Api<DynamicObject> {
+    agent_sandbox(client, "agents.x-k8s.io", "Sandbox", "sandboxes")
+}
 
-    /// Creates an object; panics unless the server answers 201.
-    pub async fn create(&self, collection: &str, object: Value) -> Value {
-        let (status, body) = self
-            .request(Method::POST, collection, "application/json", Some(&object))
-            .await;
-        assert_eq!(status, 201, "creating in {collection}: {body}");
-        body
-    }
-
-    /// Merge-patches an object.
-    pub async fn patch(&self, path: &str, patch: Value) -> Value {
-        let (status, body) = self
-            .request(
-                Method::PATCH,
-                path,
-                "application/merge-patch+json",
-                Some(&patch),
-            )
-            .await;
-        assert_eq!(status, 200, "patching {path}: {body}");
-        body
-    }
+/// Creates `object` through `api`.
+async fn create(api: &Api<DynamicObject>, object: Value) -> DynamicObject {
+    let object: DynamicObject = serde_json::from_value(object).expect("a Kubernetes object");
+    api.create(&PostParams::default(), &object)
+        .await
+        .unwrap_or_else(|e| panic!("creating in {}: {e}", api.resource_url()))
 }
 
 /// The keep-alive loop the warm pool's template runs.
@@ -246,36 +174,35 @@ pub const TEMPLATE_LOOP: &str = "trap 'exit 0' TERM; while true; do sleep 3600 &
 /// Creates the SandboxTemplate `python` and the SandboxWarmPool `python-warm` with `replicas`
 /// members, and waits until they are ready.
 pub async fn warm_pool(kube: &FakeKube, replicas: u32) {
-    let admin = Admin::new(kube);
-    admin
-        .create(
-            &format!("/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/{NS}/sandboxtemplates"),
-            json!({
-                "apiVersion": "extensions.agents.x-k8s.io/v1beta1",
-                "kind": "SandboxTemplate",
-                "metadata": {"name": "python"},
-                "spec": {
-                    "envVarsInjectionPolicy": "Allowed",
-                    "podTemplate": {"spec": {"containers": [{
-                        "name": "main",
-                        "image": "python:3.13-slim",
-                        "command": ["/bin/sh", "-c", TEMPLATE_LOOP],
-                    }]}}
-                }
-            }),
-        )
-        .await;
-    admin
-        .create(
-            &format!("/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/{NS}/sandboxwarmpools"),
-            json!({
-                "apiVersion": "extensions.agents.x-k8s.io/v1beta1",
-                "kind": "SandboxWarmPool",
-                "metadata": {"name": "python-warm"},
-                "spec": {"replicas": replicas, "sandboxTemplateRef": {"name": "python"}}
-            }),
-        )
-        .await;
+    let admin = admin(kube).await;
+    let group = "extensions.agents.x-k8s.io";
+    create(
+        &agent_sandbox(&admin, group, "SandboxTemplate", "sandboxtemplates"),
+        json!({
+            "apiVersion": "extensions.agents.x-k8s.io/v1beta1",
+            "kind": "SandboxTemplate",
+            "metadata": {"name": "python"},
+            "spec": {
+                "envVarsInjectionPolicy": "Allowed",
+                "podTemplate": {"spec": {"containers": [{
+                    "name": "main",
+                    "image": "python:3.13-slim",
+                    "command": ["/bin/sh", "-c", TEMPLATE_LOOP],
+                }]}}
+            }
+        }),
+    )
+    .await;
+    create(
+        &agent_sandbox(&admin, group, "SandboxWarmPool", "sandboxwarmpools"),
+        json!({
+            "apiVersion": "extensions.agents.x-k8s.io/v1beta1",
+            "kind": "SandboxWarmPool",
+            "metadata": {"name": "python-warm"},
+            "spec": {"replicas": replicas, "sandboxTemplateRef": {"name": "python"}}
+        }),
+    )
+    .await;
     kube.wait_for("sandboxwarmpools", NS, "python-warm", WAIT, |pool| {
         pool.and_then(|p| p.pointer("/status/readyReplicas"))
             .and_then(Value::as_u64)
