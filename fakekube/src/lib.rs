@@ -41,14 +41,19 @@ mod exec;
 mod faults;
 mod kubelet;
 mod meta;
+mod objects;
 mod patch;
 mod protobuf;
+mod request;
 mod resources;
+mod response;
 mod reviews;
+mod route;
 mod runtime;
 mod schema;
 mod selector;
 mod server;
+mod state;
 mod status;
 mod store;
 mod subresources;
@@ -274,7 +279,7 @@ impl Builder {
         if self.kubelet {
             kubelet.spawn(shutdown.clone());
         }
-        let shared = Arc::new(server::Shared {
+        let shared = Arc::new(state::Shared {
             store: store.clone(),
             tokens: tokens.clone(),
             version: discovery::Version {
@@ -287,7 +292,7 @@ impl Builder {
             bookmark_interval: self.bookmark_interval,
             kubelet: self.kubelet.then(|| kubelet.clone()),
         });
-        let router = server::router(shared);
+        let router = api::router(shared);
         let acceptor = tokio_rustls::TlsAcceptor::from(material.server_config.clone());
         if self.controllers {
             controllers::spawn(
