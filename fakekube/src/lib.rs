@@ -39,6 +39,7 @@ mod defaults;
 mod discovery;
 mod exec;
 mod faults;
+mod inspect;
 mod kubelet;
 mod meta;
 mod objects;
@@ -61,8 +62,8 @@ mod tls;
 mod watch;
 
 pub use auth::{Rule, Token};
-pub use controllers::WaitTimeout;
 pub use faults::Faults;
+pub use inspect::WaitTimeout;
 pub use kubelet::{CommandCall, CommandError, Images};
 pub use tls::TlsError;
 
@@ -448,7 +449,7 @@ impl FakeKube {
     /// One object by plural resource name (`sandboxes`, `pods`...), namespace and name, as
     /// stored; `None` when absent or the resource is not served.
     pub fn get(&self, resource: &str, namespace: &str, name: &str) -> Option<serde_json::Value> {
-        controllers::get(&self.store, resource, namespace, name)
+        inspect::get(&self.store, resource, namespace, name)
     }
 
     /// Waits until `pred` holds for an object (given `None` while it is absent), re-checking
@@ -462,13 +463,13 @@ impl FakeKube {
         timeout: Duration,
         pred: impl Fn(Option<&serde_json::Value>) -> bool,
     ) -> Result<Option<serde_json::Value>, WaitTimeout> {
-        controllers::wait_for(&self.store, resource, namespace, name, timeout, pred).await
+        inspect::wait_for(&self.store, resource, namespace, name, timeout, pred).await
     }
 
     /// The leak check: every Sandbox, SandboxClaim, Pod, Service and PVC still present, as
     /// `"<plural>/<namespace>/<name>"` (empty when a run cleaned up after itself).
     pub fn leaks(&self) -> Vec<String> {
-        controllers::leaks(&self.store)
+        inspect::leaks(&self.store)
     }
 
     /// Creates an object in-process, as `kubectl create -f` would: its `apiVersion` and `kind`

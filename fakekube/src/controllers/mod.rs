@@ -18,13 +18,9 @@
 //! informer-cache "expectations" (the store is read directly, so there is no cache lag to guard).
 
 mod claim;
-mod inspect;
 mod sandbox;
 mod template;
 mod warmpool;
-
-pub use inspect::WaitTimeout;
-pub(crate) use inspect::{get, leaks, wait_for};
 
 use crate::meta::{self, meta_str};
 use crate::resources::{self, ResourceType};
