@@ -446,7 +446,6 @@ async fn run_attach(
         mut output,
         stdin,
         cancel,
-        ..
     } = target;
     let forward_stdin = async move {
         if let (Some(mut from), Some(to)) = (io.stdin, stdin) {
