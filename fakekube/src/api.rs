@@ -164,6 +164,7 @@ async fn resource(
     }
     let verb = verb_of(method, rp, query)?;
     if rt.create_only && verb == "create" {
+        // Every authenticated user may ask what it may do: no authorization.
         return reviews::serve(rt, caller, headers, body).await;
     }
     caller.authorize(&Attributes {
