@@ -1,9 +1,7 @@
 //! Faults a test can switch on while the server runs: throttling, slow responses, failing list
 //! pages, exec without v5, exec connections dropped mid-output.
 
-use crate::api::Route;
 use crate::status::ApiError;
-use axum::response::{IntoResponse, Response};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
@@ -70,11 +68,9 @@ impl Faults {
             .unwrap_or(None)
     }
 
-    /// Applies the request-level faults; `Some` is the response to send instead.
-    pub(crate) async fn before_request(&self, route: &Route) -> Option<Response> {
-        if !matches!(route, Route::Resource(_)) {
-            return None;
-        }
+    /// Applies the request-level faults to a resource request (slow responses, throttling);
+    /// `Some` is the error to answer instead.
+    pub(crate) async fn before_resource_request(&self) -> Option<ApiError> {
         let delay = self.delay.lock().map(|d| *d).unwrap_or_default();
         if !delay.is_zero() {
             tokio::time::sleep(delay).await;
@@ -84,7 +80,7 @@ impl Faults {
             let c = self.counter.fetch_add(1, Ordering::SeqCst) + 1;
             if c.is_multiple_of(n) {
                 let secs = self.retry_after_secs.load(Ordering::SeqCst);
-                return Some(ApiError::too_many_requests(secs).into_response());
+                return Some(ApiError::too_many_requests(secs));
             }
         }
         None

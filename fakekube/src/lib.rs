@@ -20,8 +20,40 @@
 //! # Layout
 //!
 //! The public surface is [`FakeKube`] (the builder and the running server's handle), [`Token`]
-//! and [`Rule`] for credentials, and [`Faults`] for injected failures. The store, the routes,
-//! the schemas and the patch engine stay private.
+//! and [`Rule`] for credentials, [`Faults`] for injected failures, and the kubelet's [`Images`]
+//! and [`CommandCall`]. Every module stays private, in layers: a module imports modules of the
+//! layers below its own, and of its own layer without a cycle, never one above
+//! (`python3 ci/module-cycles.py fakekube/src` finds any cycle).
+//!
+//! - Transport: `server` (the TLS listener: a task per connection, HTTP/1.1 and HTTP/2,
+//!   upgrades, graceful shutdown; it serves any router and imports nothing of the crate) and
+//!   `tls` (the CA and serving certificate made at start).
+//! - Dispatch: `api`, the router and the one handler every request reaches: it routes the path,
+//!   applies the request faults, authenticates, checks the kind, scope and verb, authorizes, and
+//!   hands the request to a handler. It only dispatches.
+//! - Handlers: `objects` (get, list, create, update, patch, delete, deletecollection), `watch`
+//!   (watch streams), `subresources` (`scale`, `serviceaccounts/token`), `reviews` (self-subject
+//!   access and rules reviews) and `exec` (`pods/exec` and `pods/attach` over WebSocket).
+//! - Request and response: `route` (a path as a `Route`), `request` (query parameters,
+//!   each verb's options, bodies read and decoded), `response` (JSON, warnings, every error as
+//!   a `metav1.Status`) and `state` (what the handlers share: store, tokens, faults, kubelet).
+//! - Authentication, authorization and faults: `auth` (bearer tokens and per-token rules, 401
+//!   and 403) and `faults` (the switches of [`Faults`]).
+//! - Kubelet and controllers, the store's clients, neither importing the other: `kubelet` (pods
+//!   from Pending to Running, images, logs, where exec and attach connect; its containers run in
+//!   `runtime`) and `controllers` (the agent-sandbox controllers).
+//! - Store: `store` (objects, resourceVersions, the change log watches and controllers follow,
+//!   garbage collection; admission calls into the registry), `inspect` (the handle's in-process
+//!   reads: one object, waiting for a state, the leak check), `selector` (label and field
+//!   selectors), `patch` (merge, JSON, strategic merge and apply patches) and `protobuf` (the
+//!   protobuf bodies client-go sends).
+//! - Registry: `resources` (the table of served kinds), `schema` (CRD schemas: pruning,
+//!   defaults, validation), `defaults` (defaults and checks of the core kinds) and `discovery`
+//!   (`/version`, `/api`, `/apis` and `/openapi/v3`, built from the table).
+//! - Foundation: `status` (`metav1.Status` and the errors every layer answers with) and `meta`
+//!   (object metadata helpers).
+//! - `runtime`: the hermetic runtime behind exec (in-memory filesystem, shell, programs); it
+//!   imports nothing of the rest.
 //!
 //! # Known limitations
 //!
@@ -39,25 +71,32 @@ mod defaults;
 mod discovery;
 mod exec;
 mod faults;
+mod inspect;
 mod kubelet;
 mod meta;
+mod objects;
 mod patch;
 mod protobuf;
+mod request;
 mod resources;
+mod response;
 mod reviews;
+mod route;
 mod runtime;
 mod schema;
 mod selector;
 mod server;
+mod state;
 mod status;
 mod store;
 mod subresources;
 mod tls;
 mod watch;
 
+// The public interface is:
 pub use auth::{Rule, Token};
-pub use controllers::WaitTimeout;
 pub use faults::Faults;
+pub use inspect::WaitTimeout;
 pub use kubelet::{CommandCall, CommandError, Images};
 pub use tls::TlsError;
 
@@ -274,7 +313,7 @@ impl Builder {
         if self.kubelet {
             kubelet.spawn(shutdown.clone());
         }
-        let shared = Arc::new(server::Shared {
+        let shared = Arc::new(state::Shared {
             store: store.clone(),
             tokens: tokens.clone(),
             version: discovery::Version {
@@ -287,7 +326,7 @@ impl Builder {
             bookmark_interval: self.bookmark_interval,
             kubelet: self.kubelet.then(|| kubelet.clone()),
         });
-        let router = server::router(shared);
+        let router = api::router(shared);
         let acceptor = tokio_rustls::TlsAcceptor::from(material.server_config.clone());
         if self.controllers {
             controllers::spawn(
@@ -443,7 +482,7 @@ impl FakeKube {
     /// One object by plural resource name (`sandboxes`, `pods`...), namespace and name, as
     /// stored; `None` when absent or the resource is not served.
     pub fn get(&self, resource: &str, namespace: &str, name: &str) -> Option<serde_json::Value> {
-        controllers::get(&self.store, resource, namespace, name)
+        inspect::get(&self.store, resource, namespace, name)
     }
 
     /// Waits until `pred` holds for an object (given `None` while it is absent), re-checking
@@ -457,13 +496,13 @@ impl FakeKube {
         timeout: Duration,
         pred: impl Fn(Option<&serde_json::Value>) -> bool,
     ) -> Result<Option<serde_json::Value>, WaitTimeout> {
-        controllers::wait_for(&self.store, resource, namespace, name, timeout, pred).await
+        inspect::wait_for(&self.store, resource, namespace, name, timeout, pred).await
     }
 
     /// The leak check: every Sandbox, SandboxClaim, Pod, Service and PVC still present, as
     /// `"<plural>/<namespace>/<name>"` (empty when a run cleaned up after itself).
     pub fn leaks(&self) -> Vec<String> {
-        controllers::leaks(&self.store)
+        inspect::leaks(&self.store)
     }
 
     /// Creates an object in-process, as `kubectl create -f` would: its `apiVersion` and `kind`

@@ -1,14 +1,29 @@
 //! `SelfSubjectAccessReview` and `SelfSubjectRulesReview`: what `kubectl auth can-i` asks.
 
-use crate::api::json_response;
 use crate::auth::{Attributes, Caller};
+use crate::request;
 use crate::resources::ResourceType;
+use crate::response::json_response;
+use crate::status::ApiError;
+use axum::body::Body;
 use axum::response::Response;
-use http::StatusCode;
+use http::{HeaderMap, StatusCode};
 use serde_json::{Value, json};
 
+/// Reads a review of the caller's own permissions from the body and answers it. Every
+/// authenticated user may ask what it may do (`system:basic-user`), so nothing is authorized.
+pub(crate) async fn serve(
+    rt: &ResourceType,
+    caller: &Caller,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let body = request::decode(headers, &request::read_body(body).await?)?;
+    Ok(review(rt, caller, body))
+}
+
 /// Answers a review of the caller's own permissions.
-pub(crate) fn review(rt: &ResourceType, caller: &Caller, mut body: Value) -> Response {
+fn review(rt: &ResourceType, caller: &Caller, mut body: Value) -> Response {
     let str_at = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
     let status = match rt.kind {
         "SelfSubjectAccessReview" => {

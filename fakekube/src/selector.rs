@@ -9,8 +9,8 @@
 //!
 //! Behaviours that look odd but are the API server's, kept on purpose:
 //! - `!=` and `notin` match objects that lack the key;
-//! - `key in ()` is not an error: the parser reads it as `key in ("")`. Only a
-//!   `metav1.LabelSelector` expression with an empty `values` list is rejected;
+//! - `key in ()` is not an error: the parser reads it as `key in ("")` (apimachinery rejects an
+//!   empty `values` list only in a `metav1.LabelSelector` object, which no request here reads);
 //! - but `key in (x,,)` and `key in (,,)` are errors, because apimachinery's list reader wants a
 //!   value after a double comma;
 //! - field selectors are not trimmed: ` metadata.name=x` names the field ` metadata.name`;
@@ -35,27 +35,6 @@ pub(crate) enum SelectorError {
         /// What the parser would have accepted there.
         expected: &'static str,
     },
-    /// A `metav1.LabelSelector` object holds an invalid requirement.
-    #[allow(
-        dead_code,
-        reason = "metav1.LabelSelector objects are read by the controllers (issue 3)"
-    )]
-    #[error(transparent)]
-    InvalidExpression(RequirementError),
-    #[allow(
-        dead_code,
-        reason = "metav1.LabelSelector objects are read by the controllers (issue 3)"
-    )]
-    /// A `matchExpressions` entry names an operator other than In, NotIn, Exists, DoesNotExist.
-    #[error("{0:?} is not a valid label selector operator")]
-    UnknownOperator(String),
-    /// A `metav1.LabelSelector` object is not shaped as the API defines it.
-    #[allow(
-        dead_code,
-        reason = "metav1.LabelSelector objects are read by the controllers (issue 3)"
-    )]
-    #[error("invalid label selector: {0}")]
-    MalformedObject(String),
     /// A field selector term has none of the operators `=`, `==` and `!=`.
     #[error("invalid selector: '{selector}'; can't understand '{term}'")]
     UnreadableFieldTerm {
@@ -255,60 +234,10 @@ impl LabelSelector {
         Ok(Self { requirements })
     }
 
-    /// Converts a `metav1.LabelSelector` object (`matchLabels` and `matchExpressions`). An object
-    /// with neither selects everything. A missing (null) selector matches nothing in Kubernetes;
-    /// that is the caller's case to handle, and here it is an error like any non-object.
-    #[allow(
-        dead_code,
-        reason = "metav1.LabelSelector objects are read by the controllers (issue 3)"
-    )]
-    pub(crate) fn from_api(selector: &Value) -> Result<Self, SelectorError> {
-        let malformed = |what: &str| SelectorError::MalformedObject(what.to_string());
-        let Some(object) = selector.as_object() else {
-            return Err(malformed("a label selector must be an object"));
-        };
-        let mut requirements = Vec::new();
-        match object.get("matchLabels") {
-            None | Some(Value::Null) => {}
-            Some(Value::Object(labels)) => {
-                for (key, value) in labels {
-                    let Some(value) = value.as_str() else {
-                        return Err(malformed(&format!("matchLabels[{key:?}] must be a string")));
-                    };
-                    let requirement =
-                        Requirement::new(key.clone(), Operator::Equals, vec![value.to_string()])
-                            .map_err(SelectorError::InvalidExpression)?;
-                    requirements.push(requirement);
-                }
-            }
-            Some(_) => return Err(malformed("matchLabels must be an object")),
-        }
-        match object.get("matchExpressions") {
-            None | Some(Value::Null) => {}
-            Some(Value::Array(expressions)) => {
-                for (index, expression) in expressions.iter().enumerate() {
-                    requirements.push(requirement_from_expression(index, expression)?);
-                }
-            }
-            Some(_) => return Err(malformed("matchExpressions must be a list")),
-        }
-        requirements.sort();
-        Ok(Self { requirements })
-    }
-
     /// Whether an object with these `metadata.labels` is selected. Objects without labels
     /// (`None`) are selected by the empty selector and by `!=`, `notin` and `!key` alone.
     pub(crate) fn matches(&self, labels: Option<&Map<String, Value>>) -> bool {
         self.requirements.iter().all(|r| r.matches(labels))
-    }
-
-    /// Whether the selector selects everything.
-    #[allow(
-        dead_code,
-        reason = "kept with the selector API; the controllers (issue 3) use it"
-    )]
-    pub(crate) fn is_empty(&self) -> bool {
-        self.requirements.is_empty()
     }
 }
 
@@ -324,54 +253,6 @@ impl fmt::Display for LabelSelector {
         }
         Ok(())
     }
-}
-
-#[allow(
-    dead_code,
-    reason = "metav1.LabelSelector objects are read by the controllers (issue 3)"
-)]
-/// Converts entry `index` of `matchExpressions` into a requirement.
-fn requirement_from_expression(
-    index: usize,
-    expression: &Value,
-) -> Result<Requirement, SelectorError> {
-    let malformed =
-        |what: &str| SelectorError::MalformedObject(format!("matchExpressions[{index}]{what}"));
-    let Some(expression) = expression.as_object() else {
-        return Err(malformed(" must be an object"));
-    };
-    let key = match expression.get("key") {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(key)) => key.clone(),
-        Some(_) => return Err(malformed(".key must be a string")),
-    };
-    let operator = match expression.get("operator") {
-        None | Some(Value::Null) => "",
-        Some(Value::String(op)) => op.as_str(),
-        Some(_) => return Err(malformed(".operator must be a string")),
-    };
-    let operator = match operator {
-        "In" => Operator::In,
-        "NotIn" => Operator::NotIn,
-        "Exists" => Operator::Exists,
-        "DoesNotExist" => Operator::DoesNotExist,
-        other => return Err(SelectorError::UnknownOperator(other.to_string())),
-    };
-    let values = match expression.get("values") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(values)) => {
-            let mut strings = Vec::with_capacity(values.len());
-            for value in values {
-                let Some(value) = value.as_str() else {
-                    return Err(malformed(".values must hold only strings"));
-                };
-                strings.push(value.to_string());
-            }
-            strings
-        }
-        Some(_) => return Err(malformed(".values must be a list")),
-    };
-    Requirement::new(key, operator, values).map_err(SelectorError::InvalidExpression)
 }
 
 /// The kinds of token in a label selector.
@@ -984,30 +865,6 @@ impl FieldSelector {
             }
         })
     }
-
-    /// The name when the selector is exactly `metadata.name=<name>`, as clients send to watch
-    /// one object.
-    #[allow(
-        dead_code,
-        reason = "kept with the selector API; the controllers (issue 3) use it"
-    )]
-    pub(crate) fn single_name(&self) -> Option<&str> {
-        match self.terms.as_slice() {
-            [term] if term.field == "metadata.name" && term.operator == FieldOperator::Equals => {
-                Some(&term.value)
-            }
-            _ => None,
-        }
-    }
-
-    /// Whether the selector selects everything.
-    #[allow(
-        dead_code,
-        reason = "kept with the selector API; the controllers (issue 3) use it"
-    )]
-    pub(crate) fn is_empty(&self) -> bool {
-        self.terms.is_empty()
-    }
 }
 
 /// Prints the canonical form: terms sorted, `==` as `=`, values escaped. It parses back to an
@@ -1161,7 +1018,6 @@ mod tests {
     fn empty_label_selector_matches_everything() {
         for input in ["", "   ", " \t\r\n "] {
             let s = sel(input);
-            assert!(s.is_empty());
             assert!(s.matches(None));
             assert!(s.matches(Some(&labels(&[("a", "b")]))));
             assert_eq!(s.to_string(), "");
@@ -1171,7 +1027,6 @@ mod tests {
     #[test]
     fn label_selector_equals_matches_only_that_value() {
         let s = sel("app=web");
-        assert!(!s.is_empty());
         assert!(s.matches(Some(&labels(&[("app", "web"), ("x", "y")]))));
         assert!(!s.matches(Some(&labels(&[("app", "db")]))));
         assert!(!s.matches(Some(&labels(&[]))));
@@ -1539,145 +1394,10 @@ mod tests {
     }
 
     #[test]
-    fn label_selector_from_api_combines_labels_and_expressions() {
-        let s = LabelSelector::from_api(&json!({
-            "matchLabels": {"app": "web"},
-            "matchExpressions": [
-                {"key": "tier", "operator": "In", "values": ["a", "b"]},
-                {"key": "legacy", "operator": "DoesNotExist"},
-                {"key": "zone", "operator": "NotIn", "values": ["x"]},
-                {"key": "team", "operator": "Exists", "values": []},
-            ]
-        }));
-        let Ok(s) = s else { panic!("{s:?}") };
-        assert_eq!(s, sel("app=web,tier in (a,b),!legacy,zone notin (x),team"));
-        assert!(s.matches(Some(&labels(&[
-            ("app", "web"),
-            ("tier", "a"),
-            ("team", "t")
-        ]))));
-        assert!(!s.matches(Some(&labels(&[
-            ("app", "web"),
-            ("tier", "c"),
-            ("team", "t")
-        ]))));
-    }
-
-    #[test]
-    fn label_selector_from_api_empty_object_selects_everything() {
-        for v in [
-            json!({}),
-            json!({"matchLabels": {}, "matchExpressions": []}),
-            json!({"matchLabels": null}),
-        ] {
-            let Ok(s) = LabelSelector::from_api(&v) else {
-                panic!("{v}")
-            };
-            assert!(s.is_empty());
-            assert!(s.matches(None));
-        }
-    }
-
-    #[test]
-    fn label_selector_from_api_rejects_in_without_values() {
-        let v = json!({"matchExpressions": [{"key": "a", "operator": "In", "values": []}]});
-        let error = LabelSelector::from_api(&v);
-        assert_eq!(
-            error,
-            Err(SelectorError::InvalidExpression(
-                RequirementError::EmptyValues
-            ))
-        );
-        let Err(error) = error else { unreachable!() };
-        assert_eq!(
-            error.to_string(),
-            "values: Invalid value: []: for 'in', 'notin' operators, values set can't be empty"
-        );
-        let v = json!({"matchExpressions": [{"key": "a", "operator": "NotIn"}]});
-        assert_eq!(
-            LabelSelector::from_api(&v),
-            Err(SelectorError::InvalidExpression(
-                RequirementError::EmptyValues
-            ))
-        );
-    }
-
-    #[test]
-    fn label_selector_from_api_rejects_values_on_exists() {
-        let v = json!({"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]});
-        assert_eq!(
-            LabelSelector::from_api(&v),
-            Err(SelectorError::InvalidExpression(
-                RequirementError::UnexpectedValues(vec!["x".to_string()])
-            ))
-        );
-    }
-
-    #[test]
-    fn label_selector_from_api_rejects_unknown_operators() {
-        let v = json!({"matchExpressions": [{"key": "a", "operator": "in", "values": ["x"]}]});
-        let error = LabelSelector::from_api(&v);
-        assert_eq!(error, Err(SelectorError::UnknownOperator("in".to_string())));
-        assert_eq!(
-            error.map_err(|e| e.to_string()),
-            Err("\"in\" is not a valid label selector operator".to_string())
-        );
-        let v = json!({"matchExpressions": [{"key": "a"}]});
-        assert_eq!(
-            LabelSelector::from_api(&v),
-            Err(SelectorError::UnknownOperator(String::new()))
-        );
-    }
-
-    #[test]
-    fn label_selector_from_api_validates_keys_and_values() {
-        let bad_key = json!({"matchLabels": {"a/b/c": "x"}});
-        assert!(matches!(
-            LabelSelector::from_api(&bad_key),
-            Err(SelectorError::InvalidExpression(
-                RequirementError::InvalidKey { .. }
-            ))
-        ));
-        let bad_value = json!({"matchExpressions": [{"key": "a", "operator": "In", "values": ["ok", "not ok"]}]});
-        assert!(matches!(
-            LabelSelector::from_api(&bad_value),
-            Err(SelectorError::InvalidExpression(
-                RequirementError::InvalidValue { .. }
-            ))
-        ));
-    }
-
-    #[test]
-    fn label_selector_from_api_rejects_malformed_objects() {
-        for v in [
-            json!(null),
-            json!("app=web"),
-            json!({"matchLabels": ["app"]}),
-            json!({"matchLabels": {"app": 1}}),
-            json!({"matchExpressions": {}}),
-            json!({"matchExpressions": ["a"]}),
-            json!({"matchExpressions": [{"key": 1, "operator": "Exists"}]}),
-            json!({"matchExpressions": [{"key": "a", "operator": 1}]}),
-            json!({"matchExpressions": [{"key": "a", "operator": "In", "values": "x"}]}),
-            json!({"matchExpressions": [{"key": "a", "operator": "In", "values": [1]}]}),
-        ] {
-            assert!(
-                matches!(
-                    LabelSelector::from_api(&v),
-                    Err(SelectorError::MalformedObject(_))
-                ),
-                "{v} was accepted"
-            );
-        }
-    }
-
-    #[test]
     fn field_selector_empty_matches_everything() {
         for input in ["", ",", ",,"] {
             let s = fsel(input);
-            assert!(s.is_empty());
             assert!(s.matches(|_| None));
-            assert_eq!(s.single_name(), None);
         }
     }
 
@@ -1795,21 +1515,6 @@ mod tests {
             ))
         );
         assert!(s.matches(|f| (f == " metadata.name ").then(|| " a".to_string())));
-    }
-
-    #[test]
-    fn field_selector_single_name_only_for_one_name_equality() {
-        assert_eq!(fsel("metadata.name=claim-1").single_name(), Some("claim-1"));
-        assert_eq!(
-            fsel("metadata.name==claim-1").single_name(),
-            Some("claim-1")
-        );
-        assert_eq!(fsel("metadata.name!=claim-1").single_name(), None);
-        assert_eq!(
-            fsel("metadata.name=a,metadata.namespace=b").single_name(),
-            None
-        );
-        assert_eq!(fsel("metadata.namespace=a").single_name(), None);
     }
 
     #[test]
@@ -2056,7 +1761,6 @@ mod tests {
             }
             if let Ok(s) = FieldSelector::parse(&input) {
                 prop_assert_eq!(FieldSelector::parse(&s.to_string()), Ok(s.clone()));
-                let _ = s.single_name();
                 let _ = s.check_supported(&["metadata.name"]);
             }
         }

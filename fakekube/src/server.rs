@@ -1,41 +1,14 @@
-//! The listener: TLS with ALPN (h2, http/1.1), one task per connection, graceful shutdown.
+//! The listener: TLS with ALPN (h2, http/1.1), one task per connection serving a [`Router`]
+//! (with upgrades, for exec), graceful shutdown. It knows nothing of what the router serves.
 
-use crate::auth::Tokens;
-use crate::discovery::Version;
-use crate::faults::Faults;
-use crate::store::Store;
 use axum::Router;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
-use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
-
-/// What every request handler shares.
-#[derive(Debug)]
-pub(crate) struct Shared {
-    pub(crate) store: Arc<Store>,
-    pub(crate) tokens: Arc<Tokens>,
-    pub(crate) version: Version,
-    /// `host:port`, for `/api`'s serverAddressByClientCIDRs.
-    pub(crate) address: String,
-    pub(crate) faults: Arc<Faults>,
-    pub(crate) shutdown: CancellationToken,
-    pub(crate) bookmark_interval: Duration,
-    /// The fake kubelet, when the server runs one (`pods/exec` and `pods/attach` ask it where
-    /// a container runs).
-    pub(crate) kubelet: Option<Arc<crate::kubelet::Kubelet>>,
-}
-
-/// The router of every path.
-pub(crate) fn router(shared: Arc<Shared>) -> Router {
-    Router::new()
-        .fallback(crate::api::handle)
-        .with_state(shared)
-}
 
 /// Accepts connections until `shutdown` fires, then waits (up to `grace`) for open connections.
 pub(crate) async fn serve(

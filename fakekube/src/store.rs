@@ -304,15 +304,6 @@ impl Store {
         self.lock().ok()?.get(rt, ns, name)
     }
 
-    #[allow(
-        dead_code,
-        reason = "for the agent-sandbox controllers and the kubelet (issue 3)"
-    )]
-    /// Whether a namespace exists.
-    pub(crate) fn namespace_exists(&self, ns: &str) -> bool {
-        self.lock().map(|i| i.namespace_exists(ns)).unwrap_or(false)
-    }
-
     /// A page of objects, as a `<Kind>List`.
     pub(crate) fn list(
         &self,
@@ -398,11 +389,8 @@ impl Store {
         }))
     }
 
-    #[allow(
-        dead_code,
-        reason = "for the agent-sandbox controllers and the kubelet (issue 3)"
-    )]
-    /// Every object of a type (in a namespace or all), unpaged, for controllers.
+    /// Every object of a type (in a namespace or all), unpaged, for the controllers, the
+    /// kubelet and the leak check.
     pub(crate) fn list_all(&self, rt: &'static ResourceType, ns: Option<&str>) -> Vec<Arc<Value>> {
         let Ok(inner) = self.lock() else {
             return Vec::new();

@@ -1,17 +1,18 @@
 //! The `scale` subresource of SandboxWarmPools and `serviceaccounts/token` (TokenRequest).
 
-use crate::api::{Query, json_response};
 use crate::meta;
 use crate::patch::{self, MergeKeys, PatchKind};
+use crate::request::{self, Query};
 use crate::resources::{self, ResourceType};
-use crate::server::Shared;
-use crate::status::ApiError;
-use crate::store::{Part, WriteOptions};
+use crate::response::json_response;
+use crate::route::ResourcePath;
+use crate::state::Shared;
+use crate::status::{ApiError, Cause, Target};
+use crate::store::{Part, Store, WriteOptions};
+use axum::body::Body;
 use axum::response::Response;
-use bytes::Bytes;
 use http::{HeaderMap, StatusCode, header};
 use serde_json::{Value, json};
-use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
 
 fn scale_of(obj: &Value) -> Value {
@@ -36,18 +37,17 @@ fn scale_of(obj: &Value) -> Value {
 }
 
 /// GET, PUT or PATCH of `<kind>/scale`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn scale(
-    shared: &Arc<Shared>,
+pub(crate) async fn scale(
+    store: &Store,
     rt: &'static ResourceType,
-    ns: &str,
-    name: &str,
+    rp: &ResourcePath,
     verb: &str,
     headers: &HeaderMap,
     query: &Query,
-    body: Bytes,
+    body: Body,
 ) -> Result<Response, ApiError> {
-    let store = &shared.store;
+    let (ns, name) = (rp.namespace.as_str(), rp.name.as_str());
+    let body = request::read_body(body).await?;
     let current = store.get(rt, ns, name)?;
     let scale = scale_of(&current);
     let wanted = match verb {
@@ -93,13 +93,21 @@ pub(crate) fn scale(
     Ok(json_response(StatusCode::OK, &scale_of(&updated)))
 }
 
-/// `POST serviceaccounts/<name>/token`: mints a token the server accepts.
-pub(crate) fn token_request(
-    shared: &Arc<Shared>,
+/// `POST serviceaccounts/<name>/token`: mints a token the server accepts. An empty body asks
+/// for the defaults.
+pub(crate) async fn token_request(
+    shared: &Shared,
     ns: &str,
     name: &str,
-    mut req: Value,
+    headers: &HeaderMap,
+    body: Body,
 ) -> Result<Response, ApiError> {
+    let raw = request::read_body(body).await?;
+    let mut req = if raw.is_empty() {
+        json!({})
+    } else {
+        request::decode(headers, &raw)?
+    };
     let sa_type = resources::find("", "v1", "serviceaccounts")
         .ok_or_else(|| ApiError::internal("no serviceaccounts"))?;
     shared.store.get(sa_type, ns, name)?;
@@ -110,13 +118,13 @@ pub(crate) fn token_request(
         .unwrap_or(3600);
     if secs < 600 {
         return Err(ApiError::invalid(
-            crate::status::Target {
+            Target {
                 group: "authentication.k8s.io",
                 resource: "token",
                 kind: "TokenRequest",
                 name,
             },
-            vec![crate::status::Cause {
+            vec![Cause {
                 reason: "FieldValueInvalid".into(),
                 message: format!(
                     "Invalid value: {secs}: may not specify a duration less than 10 minutes"

@@ -1,10 +1,11 @@
 //! `?watch=1`: a newline-delimited JSON stream of ADDED, MODIFIED, DELETED, BOOKMARK and ERROR
 //! events, from a resourceVersion, with selectors applied.
 
-use crate::api::{Query, event_line, json_response, timeout_param};
 use crate::meta;
+use crate::request::{self, Query, timeout_param};
 use crate::resources::ResourceType;
-use crate::server::Shared;
+use crate::selector::{self, FieldSelector};
+use crate::state::Shared;
 use crate::status::ApiError;
 use crate::store::{Event, EventType, ListQuery};
 use axum::body::Body;
@@ -32,7 +33,7 @@ fn selected(obj: &Value, ns: Option<&str>, q: &ListQuery) -> bool {
         return false;
     }
     if let Some(f) = &q.fields
-        && !f.matches(|path| crate::selector::field_value(obj, path))
+        && !f.matches(|path| selector::field_value(obj, path))
     {
         return false;
     }
@@ -54,6 +55,14 @@ fn translate(e: &Event, ns: Option<&str>, q: &ListQuery) -> Option<EventType> {
             (false, false) => None,
         },
     }
+}
+
+/// The watch event line for `kind`.
+fn event_line(kind: EventType, obj: &Value) -> Vec<u8> {
+    let mut line =
+        serde_json::to_vec(&json!({ "type": kind.as_str(), "object": obj })).unwrap_or_default();
+    line.push(b'\n');
+    line
 }
 
 fn bookmark(rt: &ResourceType, rv: u64, initial_end: bool) -> Vec<u8> {
@@ -82,14 +91,23 @@ fn error_line(e: &ApiError) -> Vec<u8> {
     line
 }
 
-/// Starts a watch and answers with its stream.
+/// Starts a watch of `rt` (in namespace `ns`, or every namespace when it is empty; of the
+/// object `name` alone when it is not) and answers with its stream.
 pub(crate) fn serve(
     shared: Arc<Shared>,
     rt: &'static ResourceType,
-    ns: Option<String>,
-    q: ListQuery,
+    ns: &str,
+    name: &str,
     query: &Query,
 ) -> Result<Response, ApiError> {
+    let mut q = request::list_query(rt, query)?;
+    if !name.is_empty() {
+        q.fields = Some(
+            FieldSelector::parse(&format!("metadata.name={name}"))
+                .map_err(|e| ApiError::bad_request(e.to_string()))?,
+        );
+    }
+    let ns = (!ns.is_empty()).then(|| ns.to_string());
     let bookmarks = query.flag("allowWatchBookmarks");
     let send_initial = query
         .get("sendInitialEvents")
@@ -198,7 +216,6 @@ pub(crate) fn serve(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
-    let _ = json_response;
     Ok(resp)
 }
 

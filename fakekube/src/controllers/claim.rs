@@ -29,7 +29,7 @@
 
 use super::warmpool::{apply_secure_defaults, blueprint, blueprint_hash, same_blueprint};
 use super::{
-    CLAIM_UID_LABEL, CONFLICT_RETRY, CREATED_BY_LABEL, Cond, Cx, EXTENSIONS_GROUP,
+    CLAIM_UID_LABEL, CONFLICT_RETRY, CREATED_BY_LABEL, Cluster, Cond, EXTENSIONS_GROUP,
     LAUNCH_TYPE_LABEL, POD_NAME_ANNOTATION, POD_TEMPLATE_HASH_LABEL, Requeue, SAFE_TO_EVICT,
     SANDBOX_NAME_ANNOTATION, TEMPLATE_HASH_LABEL, TEMPLATE_REF_ANNOTATION, TEMPLATE_REF_HASH_LABEL,
     WARM_POOL_LABEL, WriteError, annotation, at, condition_true, conditions, controlled_by,
@@ -139,9 +139,9 @@ enum Lookup {
 }
 
 /// Reconciles one SandboxClaim.
-pub(crate) fn reconcile(cx: Cx<'_>, ns: &str, name: &str) -> Requeue {
-    let k = cx.kinds;
-    let claim = cx.store.get_opt(k.claim, ns, name)?;
+pub(crate) fn reconcile(cluster: Cluster<'_>, ns: &str, name: &str) -> Requeue {
+    let k = cluster.kinds;
+    let claim = cluster.store.get_opt(k.claim, ns, name)?;
     if deleting(&claim) {
         return None;
     }
@@ -152,7 +152,7 @@ pub(crate) fn reconcile(cx: Cx<'_>, ns: &str, name: &str) -> Requeue {
     let (expired, _) = expiry(&claim, &conds, now);
     if expired && !claim_expired(&conds) {
         set_condition(&mut conds, expired_condition(gen_));
-        return match write_status(cx, &claim, &conds, sandbox_status.as_ref()) {
+        return match write_status(cluster, &claim, &conds, sandbox_status.as_ref()) {
             Ok(()) => Some(Duration::ZERO),
             Err(e) => e.is_conflict().then_some(CONFLICT_RETRY),
         };
@@ -163,19 +163,19 @@ pub(crate) fn reconcile(cx: Cx<'_>, ns: &str, name: &str) -> Requeue {
             propagation: (policy == "DeleteForeground").then_some(Propagation::Foreground),
             ..Default::default()
         };
-        if let Err(e) = super::delete(cx, k.claim, ns, name, &opts) {
+        if let Err(e) = super::delete(cluster, k.claim, ns, name, &opts) {
             tracing::debug!(claim = name, error = %e.message, "deleting an expired claim");
             return Some(CONFLICT_RETRY);
         }
         return None;
     }
     let (sandbox, err) = if expired {
-        match reconcile_expired(cx, &claim) {
+        match reconcile_expired(cluster, &claim) {
             Ok(sb) => (sb, None),
             Err(e) => (None, Some(e)),
         }
     } else {
-        match reconcile_active(cx, &claim) {
+        match reconcile_active(cluster, &claim) {
             Ok(Lookup::Pending(after)) => return Some(after),
             Ok(Lookup::Found(sb)) => (Some(sb), None),
             Ok(Lookup::Missing) => (None, None),
@@ -220,12 +220,12 @@ pub(crate) fn reconcile(cx: Cx<'_>, ns: &str, name: &str) -> Requeue {
     let (expired_now, left) = expiry(&claim, &conds, OffsetDateTime::now_utc());
     if expired_now && !claim_expired(&conds) {
         set_condition(&mut conds, expired_condition(gen_));
-        return match write_status(cx, &claim, &conds, sandbox_status.as_ref()) {
+        return match write_status(cluster, &claim, &conds, sandbox_status.as_ref()) {
             Ok(()) => Some(Duration::ZERO),
             Err(e) => e.is_conflict().then_some(CONFLICT_RETRY),
         };
     }
-    let wrote = write_status(cx, &claim, &conds, sandbox_status.as_ref());
+    let wrote = write_status(cluster, &claim, &conds, sandbox_status.as_ref());
     if let Err(e) = &wrote {
         tracing::debug!(claim = name, error = %e, "writing claim status");
     }
@@ -290,7 +290,7 @@ fn expiry(claim: &Value, conds: &[Value], now: OffsetDateTime) -> (bool, Option<
 
 /// Writes the claim status (conditions sorted by type) when it changed.
 fn write_status(
-    cx: Cx<'_>,
+    cluster: Cluster<'_>,
     claim: &Value,
     conds: &[Value],
     sandbox: Option<&Value>,
@@ -314,7 +314,7 @@ fn write_status(
     }
     let ns = meta_str(claim, "namespace").unwrap_or("");
     let name = meta_str(claim, "name").unwrap_or("");
-    modify(cx, cx.kinds.claim, ns, name, Part::Status, |v| {
+    modify(cluster, cluster.kinds.claim, ns, name, Part::Status, |v| {
         if let Some(o) = v.as_object_mut() {
             o.insert("status".into(), status.clone());
         }
@@ -369,14 +369,17 @@ fn ready_condition(
 }
 
 /// Retain policy after expiry: deletes the claim's Sandbox, keeps the claim.
-fn reconcile_expired(cx: Cx<'_>, claim: &Value) -> Result<Option<Arc<Value>>, ClaimError> {
-    let k = cx.kinds;
+fn reconcile_expired(
+    cluster: Cluster<'_>,
+    claim: &Value,
+) -> Result<Option<Arc<Value>>, ClaimError> {
+    let k = cluster.kinds;
     let ns = meta_str(claim, "namespace").unwrap_or("");
     let claim_name = meta_str(claim, "name").unwrap_or("");
     let sb_name = str_at(claim, &["status", "sandbox", "name"])
         .filter(|n| !n.is_empty())
         .unwrap_or(claim_name);
-    let Some(sb) = cx.store.get_opt(k.sandbox, ns, sb_name) else {
+    let Some(sb) = cluster.store.get_opt(k.sandbox, ns, sb_name) else {
         return Ok(None);
     };
     if !controlled_by(&sb, claim) {
@@ -386,7 +389,7 @@ fn reconcile_expired(cx: Cx<'_>, claim: &Value) -> Result<Option<Arc<Value>>, Cl
         });
     }
     if !deleting(&sb)
-        && let Err(e) = super::delete(cx, k.sandbox, ns, sb_name, &DeleteOptions::default())
+        && let Err(e) = super::delete(cluster, k.sandbox, ns, sb_name, &DeleteOptions::default())
     {
         return Err(ClaimError::Reconciler(format!(
             "failed to delete expired sandbox: {}",
@@ -396,37 +399,40 @@ fn reconcile_expired(cx: Cx<'_>, claim: &Value) -> Result<Option<Arc<Value>>, Cl
     Ok(Some(sb))
 }
 
-fn reconcile_active(cx: Cx<'_>, claim: &Value) -> Result<Lookup, ClaimError> {
+fn reconcile_active(cluster: Cluster<'_>, claim: &Value) -> Result<Lookup, ClaimError> {
     let extra_labels = string_map(claim, &["spec", "additionalPodMetadata", "labels"]);
     let extra_annotations = string_map(claim, &["spec", "additionalPodMetadata", "annotations"]);
     validate_metadata(
         &extra_labels,
         &extra_annotations,
-        &cx.config.allowed_label_domains,
+        &cluster.config.allowed_label_domains,
     )
     .map_err(ClaimError::InvalidMetadata)?;
-    match get_or_adopt(cx, claim)? {
-        Lookup::Found(sb) => sync_sandbox_metadata(cx, claim, sb).map(Lookup::Found),
+    match get_or_adopt(cluster, claim)? {
+        Lookup::Found(sb) => sync_sandbox_metadata(cluster, claim, sb).map(Lookup::Found),
         Lookup::Pending(d) => Ok(Lookup::Pending(d)),
         Lookup::Missing => {
-            let (_, tpl) = pool_and_template(cx, claim)?;
-            create_sandbox(cx, claim, &tpl).map(Lookup::Found)
+            let (_, tpl) = pool_and_template(cluster, claim)?;
+            create_sandbox(cluster, claim, &tpl).map(Lookup::Found)
         }
     }
 }
 
 /// The claim's pool and that pool's template.
-fn pool_and_template(cx: Cx<'_>, claim: &Value) -> Result<(Arc<Value>, Arc<Value>), ClaimError> {
+fn pool_and_template(
+    cluster: Cluster<'_>,
+    claim: &Value,
+) -> Result<(Arc<Value>, Arc<Value>), ClaimError> {
     let ns = meta_str(claim, "namespace").unwrap_or("");
     let pool_name = str_at(claim, &["spec", "warmPoolRef", "name"]).unwrap_or("");
-    let pool = cx
+    let pool = cluster
         .store
-        .get_opt(cx.kinds.pool, ns, pool_name)
+        .get_opt(cluster.kinds.pool, ns, pool_name)
         .ok_or_else(|| ClaimError::WarmPoolNotFound(pool_name.to_string()))?;
     let tpl_name = str_at(&pool, &["spec", "sandboxTemplateRef", "name"]).unwrap_or("");
-    let tpl = cx
+    let tpl = cluster
         .store
-        .get_opt(cx.kinds.template, ns, tpl_name)
+        .get_opt(cluster.kinds.template, ns, tpl_name)
         .ok_or_else(|| {
             ClaimError::TemplateNotFound(format!("SandboxTemplate {tpl_name:?} not found"))
         })?;
@@ -436,7 +442,7 @@ fn pool_and_template(cx: Cx<'_>, claim: &Value) -> Result<(Arc<Value>, Arc<Value
 /// The pod template metadata a claim's Sandbox must have: the template's, the claim's identity
 /// labels, and `additionalPodMetadata` (which may not contradict the template).
 fn merged_pod_metadata(
-    cx: Cx<'_>,
+    cluster: Cluster<'_>,
     tpl: &Value,
     claim: &Value,
     ref_hash: &str,
@@ -458,13 +464,13 @@ fn merged_pod_metadata(
             labels.remove(CREATED_BY_LABEL);
         }
     }
-    merge_additional(cx, claim, &mut labels, &mut annotations)?;
+    merge_additional(cluster, claim, &mut labels, &mut annotations)?;
     Ok(pod_metadata(&labels, &annotations))
 }
 
 /// Adds the claim's `additionalPodMetadata` to a pod template's maps.
 fn merge_additional(
-    cx: Cx<'_>,
+    cluster: Cluster<'_>,
     claim: &Value,
     labels: &mut BTreeMap<String, String>,
     annotations: &mut BTreeMap<String, String>,
@@ -474,7 +480,7 @@ fn merge_additional(
     validate_metadata(
         &extra_labels,
         &extra_annotations,
-        &cx.config.allowed_label_domains,
+        &cluster.config.allowed_label_domains,
     )
     .map_err(ClaimError::Reconciler)?;
     for (kind, extra, base) in [
@@ -521,13 +527,13 @@ fn current_pod_metadata(sb: &Value) -> Value {
 /// Keeps a found Sandbox's pod template metadata, template label and `created-by` in line
 /// with the claim.
 fn sync_sandbox_metadata(
-    cx: Cx<'_>,
+    cluster: Cluster<'_>,
     claim: &Value,
     sb: Arc<Value>,
 ) -> Result<Arc<Value>, ClaimError> {
     let extra = !string_map(claim, &["spec", "additionalPodMetadata", "labels"]).is_empty()
         || !string_map(claim, &["spec", "additionalPodMetadata", "annotations"]).is_empty();
-    let tpl = match pool_and_template(cx, claim) {
+    let tpl = match pool_and_template(cluster, claim) {
         Ok((_, t)) => t,
         Err(e) if extra => {
             return Err(e.prefixed("failed to get template for metadata propagation: "));
@@ -536,7 +542,7 @@ fn sync_sandbox_metadata(
     };
     let tpl_name = meta_str(&tpl, "name").unwrap_or("");
     let ref_hash = name_hash(tpl_name);
-    let merged = merged_pod_metadata(cx, &tpl, claim, &ref_hash)?;
+    let merged = merged_pod_metadata(cluster, &tpl, claim, &ref_hash)?;
     let created_by = label(claim, CREATED_BY_LABEL)
         .filter(|v| !v.is_empty())
         .map(str::to_string);
@@ -548,23 +554,30 @@ fn sync_sandbox_metadata(
     }
     let ns = meta_str(&sb, "namespace").unwrap_or("").to_string();
     let sb_name = meta_str(&sb, "name").unwrap_or("").to_string();
-    match modify(cx, cx.kinds.sandbox, &ns, &sb_name, Part::Main, |v| {
-        if let Some(pt) = obj_at(v, &["spec", "podTemplate"]) {
-            pt.insert("metadata".into(), merged.clone());
-        }
-        set_map_key(
-            v,
-            &["metadata", "labels"],
-            TEMPLATE_REF_HASH_LABEL,
-            Some(&ref_hash),
-        );
-        set_map_key(
-            v,
-            &["metadata", "labels"],
-            CREATED_BY_LABEL,
-            created_by.as_deref(),
-        );
-    }) {
+    match modify(
+        cluster,
+        cluster.kinds.sandbox,
+        &ns,
+        &sb_name,
+        Part::Main,
+        |v| {
+            if let Some(pt) = obj_at(v, &["spec", "podTemplate"]) {
+                pt.insert("metadata".into(), merged.clone());
+            }
+            set_map_key(
+                v,
+                &["metadata", "labels"],
+                TEMPLATE_REF_HASH_LABEL,
+                Some(&ref_hash),
+            );
+            set_map_key(
+                v,
+                &["metadata", "labels"],
+                CREATED_BY_LABEL,
+                created_by.as_deref(),
+            );
+        },
+    ) {
         Ok(Some(now)) => Ok(now),
         Ok(None) => Ok(sb),
         Err(e) => Err(ClaimError::Reconciler(format!(
@@ -575,15 +588,26 @@ fn sync_sandbox_metadata(
 }
 
 /// Sets the launch-type label on a Sandbox that has none.
-fn init_launch_type(cx: Cx<'_>, sb: Arc<Value>, launch: &str) -> Result<Arc<Value>, ClaimError> {
+fn init_launch_type(
+    cluster: Cluster<'_>,
+    sb: Arc<Value>,
+    launch: &str,
+) -> Result<Arc<Value>, ClaimError> {
     if label(&sb, LAUNCH_TYPE_LABEL).is_some() {
         return Ok(sb);
     }
     let ns = meta_str(&sb, "namespace").unwrap_or("").to_string();
     let name = meta_str(&sb, "name").unwrap_or("").to_string();
-    match modify(cx, cx.kinds.sandbox, &ns, &name, Part::Main, |v| {
-        set_map_key(v, &["metadata", "labels"], LAUNCH_TYPE_LABEL, Some(launch));
-    }) {
+    match modify(
+        cluster,
+        cluster.kinds.sandbox,
+        &ns,
+        &name,
+        Part::Main,
+        |v| {
+            set_map_key(v, &["metadata", "labels"], LAUNCH_TYPE_LABEL, Some(launch));
+        },
+    ) {
         Ok(now) => Ok(now.unwrap_or(sb)),
         Err(e) => Err(ClaimError::Reconciler(format!(
             "failed to initialize launch type label on sandbox {name:?}: {e}"
@@ -592,7 +616,7 @@ fn init_launch_type(cx: Cx<'_>, sb: Arc<Value>, launch: &str) -> Result<Arc<Valu
 }
 
 /// Drops the claim's reference to a Sandbox it could not adopt.
-fn drop_reference(cx: Cx<'_>, claim: &Value, from_label: bool) -> Result<(), ClaimError> {
+fn drop_reference(cluster: Cluster<'_>, claim: &Value, from_label: bool) -> Result<(), ClaimError> {
     let ns = meta_str(claim, "namespace").unwrap_or("");
     let name = meta_str(claim, "name").unwrap_or("");
     let path: &[&str] = if from_label {
@@ -600,7 +624,7 @@ fn drop_reference(cx: Cx<'_>, claim: &Value, from_label: bool) -> Result<(), Cla
     } else {
         &["metadata", "annotations"]
     };
-    modify(cx, cx.kinds.claim, ns, name, Part::Main, |v| {
+    modify(cluster, cluster.kinds.claim, ns, name, Part::Main, |v| {
         set_map_key(v, path, SANDBOX_NAME_ANNOTATION, None);
     })
     .map(|_| ())
@@ -609,21 +633,21 @@ fn drop_reference(cx: Cx<'_>, claim: &Value, from_label: bool) -> Result<(), Cla
 
 /// Finds the claim's Sandbox (by status, by its adoption annotation, by name) or adopts a
 /// warm member.
-fn get_or_adopt(cx: Cx<'_>, claim: &Value) -> Result<Lookup, ClaimError> {
-    let k = cx.kinds;
+fn get_or_adopt(cluster: Cluster<'_>, claim: &Value) -> Result<Lookup, ClaimError> {
+    let k = cluster.kinds;
     let ns = meta_str(claim, "namespace").unwrap_or("");
     let claim_name = meta_str(claim, "name").unwrap_or("");
     let assigned_annotation = annotation(claim, SANDBOX_NAME_ANNOTATION).filter(|n| !n.is_empty());
     let assigned_label = label(claim, SANDBOX_NAME_ANNOTATION).filter(|n| !n.is_empty());
     if let Some(sname) = str_at(claim, &["status", "sandbox", "name"]).filter(|n| !n.is_empty())
-        && let Some(sb) = cx.store.get_opt(k.sandbox, ns, sname)
+        && let Some(sb) = cluster.store.get_opt(k.sandbox, ns, sname)
         && controlled_by(&sb, claim)
     {
         let warm = assigned_annotation == Some(sname)
             || assigned_label == Some(sname)
             || sname != claim_name;
         let launch = if warm { "warm" } else { "cold" };
-        return init_launch_type(cx, sb, launch).map(Lookup::Found);
+        return init_launch_type(cluster, sb, launch).map(Lookup::Found);
     }
     let (assigned, from_label) = match (assigned_annotation, assigned_label) {
         (Some(a), _) => (Some(a), false),
@@ -631,10 +655,10 @@ fn get_or_adopt(cx: Cx<'_>, claim: &Value) -> Result<Lookup, ClaimError> {
         (None, None) => (None, false),
     };
     if let Some(sb_name) = assigned {
-        match cx.store.get_opt(k.sandbox, ns, sb_name) {
+        match cluster.store.get_opt(k.sandbox, ns, sb_name) {
             Some(sb) => {
                 if controlled_by(&sb, claim) {
-                    return init_launch_type(cx, sb, "warm").map(Lookup::Found);
+                    return init_launch_type(cluster, sb, "warm").map(Lookup::Found);
                 }
                 let ctrl = controller_of(&sb);
                 let by_pool = ctrl.is_some_and(|r| {
@@ -645,23 +669,23 @@ fn get_or_adopt(cx: Cx<'_>, claim: &Value) -> Result<Lookup, ClaimError> {
                 });
                 if by_pool {
                     match verify_candidate(&sb, claim) {
-                        Ok(()) => return complete_adoption(cx, claim, &sb).map(Lookup::Found),
-                        Err(_) => drop_reference(cx, claim, from_label)?,
+                        Ok(()) => return complete_adoption(cluster, claim, &sb).map(Lookup::Found),
+                        Err(_) => drop_reference(cluster, claim, from_label)?,
                     }
                 } else if by_claim {
-                    drop_reference(cx, claim, from_label)?;
+                    drop_reference(cluster, claim, from_label)?;
                 }
             }
-            None => drop_reference(cx, claim, from_label)?,
+            None => drop_reference(cluster, claim, from_label)?,
         }
     }
-    if let Some(sb) = cx.store.get_opt(k.sandbox, ns, claim_name) {
+    if let Some(sb) = cluster.store.get_opt(k.sandbox, ns, claim_name) {
         if !controlled_by(&sb, claim) {
             return Err(ClaimError::Reconciler(format!(
                 "sandbox {claim_name:?} is not controlled by claim {claim_name:?}. Please use a different claim name or delete the sandbox manually"
             )));
         }
-        return init_launch_type(cx, sb, "cold").map(Lookup::Found);
+        return init_launch_type(cluster, sb, "cold").map(Lookup::Found);
     }
     let has_env = at(claim, &["spec", "env"])
         .and_then(Value::as_array)
@@ -672,7 +696,7 @@ fn get_or_adopt(cx: Cx<'_>, claim: &Value) -> Result<Lookup, ClaimError> {
     if has_env || has_vcts {
         return Ok(Lookup::Missing);
     }
-    adopt_from_pool(cx, claim)
+    adopt_from_pool(cluster, claim)
 }
 
 /// Whether a Sandbox is a member of the claim's pool that may be adopted.
@@ -713,19 +737,19 @@ fn pod_ips_of(sb: &Value) -> bool {
 }
 
 /// Picks a member of the claim's pool and adopts it.
-fn adopt_from_pool(cx: Cx<'_>, claim: &Value) -> Result<Lookup, ClaimError> {
-    let k = cx.kinds;
+fn adopt_from_pool(cluster: Cluster<'_>, claim: &Value) -> Result<Lookup, ClaimError> {
+    let k = cluster.kinds;
     let ns = meta_str(claim, "namespace").unwrap_or("");
     let pool = str_at(claim, &["spec", "warmPoolRef", "name"])
-        .and_then(|p| cx.store.get_opt(k.pool, ns, p));
+        .and_then(|p| cluster.store.get_opt(k.pool, ns, p));
     let recreate_template = pool
         .as_ref()
         .filter(|p| str_at(p, &["spec", "updateStrategy", "type"]) == Some("Recreate"))
         .and_then(|p| {
             let t = str_at(p, &["spec", "sandboxTemplateRef", "name"])?;
-            cx.store.get_opt(k.template, ns, t)
+            cluster.store.get_opt(k.template, ns, t)
         });
-    let mut candidates: Vec<Arc<Value>> = cx
+    let mut candidates: Vec<Arc<Value>> = cluster
         .store
         .list_all(k.sandbox, Some(ns))
         .into_iter()
@@ -775,7 +799,7 @@ fn adopt_from_pool(cx: Cx<'_>, claim: &Value) -> Result<Lookup, ClaimError> {
     if let Some(picked) = best.or(fallback) {
         let sb_name = meta_str(&picked, "name").unwrap_or("").to_string();
         let claim_name = meta_str(claim, "name").unwrap_or("");
-        modify(cx, k.claim, ns, claim_name, Part::Main, |v| {
+        modify(cluster, k.claim, ns, claim_name, Part::Main, |v| {
             set_map_key(
                 v,
                 &["metadata", "annotations"],
@@ -784,13 +808,13 @@ fn adopt_from_pool(cx: Cx<'_>, claim: &Value) -> Result<Lookup, ClaimError> {
             );
         })
         .map_err(|e| ClaimError::from_write(&format!("claim {claim_name}"), &e))?;
-        return complete_adoption(cx, claim, &picked).map(Lookup::Found);
+        return complete_adoption(cluster, claim, &picked).map(Lookup::Found);
     }
     if pending > 0
         && let Some(created) = created_at(claim)
     {
         let deadline = created
-            + time::Duration::try_from(cx.config.warm_candidate_grace)
+            + time::Duration::try_from(cluster.config.warm_candidate_grace)
                 .unwrap_or(time::Duration::ZERO);
         let now = OffsetDateTime::now_utc();
         if now < deadline {
@@ -801,11 +825,15 @@ fn adopt_from_pool(cx: Cx<'_>, claim: &Value) -> Result<Lookup, ClaimError> {
 }
 
 /// Moves a warm member to the claim: labels, eviction hint, ownership, pod template metadata.
-fn complete_adoption(cx: Cx<'_>, claim: &Value, sb: &Value) -> Result<Arc<Value>, ClaimError> {
-    let k = cx.kinds;
+fn complete_adoption(
+    cluster: Cluster<'_>,
+    claim: &Value,
+    sb: &Value,
+) -> Result<Arc<Value>, ClaimError> {
+    let k = cluster.kinds;
     let ns = meta_str(sb, "namespace").unwrap_or("").to_string();
     let sb_name = meta_str(sb, "name").unwrap_or("").to_string();
-    let tpl = pool_and_template(cx, claim).ok().map(|(_, t)| t);
+    let tpl = pool_and_template(cluster, claim).ok().map(|(_, t)| t);
     let ref_hash = label(sb, TEMPLATE_REF_HASH_LABEL)
         .filter(|h| !h.is_empty())
         .map(str::to_string)
@@ -815,7 +843,7 @@ fn complete_adoption(cx: Cx<'_>, claim: &Value, sb: &Value) -> Result<Arc<Value>
         })
         .unwrap_or_default();
     let merged = match &tpl {
-        Some(t) => Some(merged_pod_metadata(cx, t, claim, &ref_hash)?),
+        Some(t) => Some(merged_pod_metadata(cluster, t, claim, &ref_hash)?),
         None => None,
     };
     let uid = meta_str(claim, "uid").unwrap_or("").to_string();
@@ -824,7 +852,7 @@ fn complete_adoption(cx: Cx<'_>, claim: &Value, sb: &Value) -> Result<Arc<Value>
         .map(str::to_string);
     let claim_ref = controller_ref(k.claim, claim);
     let mut lost = None;
-    let adopted = modify(cx, k.sandbox, &ns, &sb_name, Part::Main, |v| {
+    let adopted = modify(cluster, k.sandbox, &ns, &sb_name, Part::Main, |v| {
         if let Err(why) = verify_candidate(v, claim) {
             lost = Some(why);
             return;
@@ -1082,8 +1110,12 @@ fn apply_env(spec: &mut Value, claim: &Value, policy: &str) -> Result<(), ClaimE
 }
 
 /// Cold start: a Sandbox named after the claim, from the pool's template.
-fn create_sandbox(cx: Cx<'_>, claim: &Value, tpl: &Value) -> Result<Arc<Value>, ClaimError> {
-    let k = cx.kinds;
+fn create_sandbox(
+    cluster: Cluster<'_>,
+    claim: &Value,
+    tpl: &Value,
+) -> Result<Arc<Value>, ClaimError> {
+    let k = cluster.kinds;
     let ns = meta_str(claim, "namespace").unwrap_or("");
     let claim_name = meta_str(claim, "name").unwrap_or("");
     let tpl_name = meta_str(tpl, "name").unwrap_or("");
@@ -1135,7 +1167,7 @@ fn create_sandbox(cx: Cx<'_>, claim: &Value, tpl: &Value) -> Result<Arc<Value>, 
         }
     }
     pt_labels.insert(TEMPLATE_REF_HASH_LABEL.into(), ref_hash);
-    merge_additional(cx, claim, &mut pt_labels, &mut pt_annotations)?;
+    merge_additional(cluster, claim, &mut pt_labels, &mut pt_annotations)?;
     if let Some(pt) = obj_at(&mut spec, &["podTemplate"]) {
         pt.insert("metadata".into(), pod_metadata(&pt_labels, &pt_annotations));
     }
@@ -1157,7 +1189,7 @@ fn create_sandbox(cx: Cx<'_>, claim: &Value, tpl: &Value) -> Result<Arc<Value>, 
         },
         "spec": spec,
     });
-    match super::create(cx, k.sandbox, ns, body) {
+    match super::create(cluster, k.sandbox, ns, body) {
         Ok(sb) => Ok(sb),
         Err(e) if e.code == 409 => Err(ClaimError::CreatePending),
         Err(e) => Err(ClaimError::Reconciler(format!(

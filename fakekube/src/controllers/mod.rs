@@ -18,13 +18,9 @@
 //! informer-cache "expectations" (the store is read directly, so there is no cache lag to guard).
 
 mod claim;
-mod inspect;
 mod sandbox;
 mod template;
 mod warmpool;
-
-pub use inspect::WaitTimeout;
-pub(crate) use inspect::{get, leaks, wait_for};
 
 use crate::meta::{self, meta_str};
 use crate::resources::{self, ResourceType};
@@ -140,9 +136,10 @@ impl Kinds {
     }
 }
 
-/// What a reconcile pass sees: the store, the kinds and the settings.
+/// The cluster as every reconcile function sees it: the store it reads and writes, the kinds
+/// resolved once, and the controllers' settings.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Cx<'a> {
+pub(crate) struct Cluster<'a> {
     /// The store read and written.
     pub(crate) store: &'a Store,
     /// The kinds.
@@ -234,13 +231,13 @@ async fn run(store: Arc<Store>, kinds: Kinds, config: Config, shutdown: Cancella
             deadlines.remove(&k);
             queue.insert(k);
         }
-        let cx = Cx {
+        let cluster = Cluster {
             store: &store,
             kinds: &kinds,
             config: &config,
         };
         for key in std::mem::take(&mut queue) {
-            let requeue = reconcile(cx, &key);
+            let requeue = reconcile(cluster, &key);
             match requeue {
                 Some(after) => {
                     deadlines.insert(key, Instant::now() + after);
@@ -273,12 +270,12 @@ async fn sleep_until(at: Option<Instant>) {
     }
 }
 
-fn reconcile(cx: Cx<'_>, key: &Key) -> Requeue {
+fn reconcile(cluster: Cluster<'_>, key: &Key) -> Requeue {
     match key.controller {
-        Controller::Sandbox => sandbox::reconcile(cx, &key.ns, &key.name),
-        Controller::Template => template::reconcile(cx, &key.ns, &key.name),
-        Controller::Pool => warmpool::reconcile(cx, &key.ns, &key.name),
-        Controller::Claim => claim::reconcile(cx, &key.ns, &key.name),
+        Controller::Sandbox => sandbox::reconcile(cluster, &key.ns, &key.name),
+        Controller::Template => template::reconcile(cluster, &key.ns, &key.name),
+        Controller::Pool => warmpool::reconcile(cluster, &key.ns, &key.name),
+        Controller::Claim => claim::reconcile(cluster, &key.ns, &key.name),
     }
 }
 
@@ -740,7 +737,7 @@ impl WriteError {
 /// guarded by the resourceVersion read (retried on a conflict). `Ok(None)` when the object is
 /// gone; the stored object otherwise.
 pub(crate) fn modify(
-    cx: Cx<'_>,
+    cluster: Cluster<'_>,
     rt: &'static ResourceType,
     ns: &str,
     name: &str,
@@ -748,7 +745,7 @@ pub(crate) fn modify(
     mut f: impl FnMut(&mut Value),
 ) -> Result<Option<Arc<Value>>, WriteError> {
     for _ in 0..3 {
-        let Some(cur) = cx.store.get_opt(rt, ns, name) else {
+        let Some(cur) = cluster.store.get_opt(rt, ns, name) else {
             return Ok(None);
         };
         let mut next = Value::clone(&cur);
@@ -756,7 +753,7 @@ pub(crate) fn modify(
         if next == *cur {
             return Ok(Some(cur));
         }
-        match cx
+        match cluster
             .store
             .update(rt, ns, name, next, part, WriteOptions::default())
         {
@@ -771,25 +768,26 @@ pub(crate) fn modify(
 
 /// Creates an object.
 pub(crate) fn create(
-    cx: Cx<'_>,
+    cluster: Cluster<'_>,
     rt: &'static ResourceType,
     ns: &str,
     obj: Value,
 ) -> Result<Arc<Value>, ApiError> {
-    cx.store
+    cluster
+        .store
         .create(rt, ns, obj, WriteOptions::default())
         .map(|(v, _)| v)
 }
 
 /// Deletes an object (background propagation); a missing object is not an error.
 pub(crate) fn delete(
-    cx: Cx<'_>,
+    cluster: Cluster<'_>,
     rt: &'static ResourceType,
     ns: &str,
     name: &str,
     opts: &DeleteOptions,
 ) -> Result<(), ApiError> {
-    match cx.store.delete(rt, ns, name, opts) {
+    match cluster.store.delete(rt, ns, name, opts) {
         Ok(_) => Ok(()),
         Err(e) if e.code == 404 => Ok(()),
         Err(e) => Err(e),

@@ -17,8 +17,8 @@
 //! no write-behind deferral of Pod metadata patches.
 
 use super::{
-    ADOPTABLE_LABEL, CONFLICT_RETRY, CREATED_BY_LABEL, Cond, Cx, EXTENSIONS_GROUP, NAME_HASH_LABEL,
-    POD_NAME_ANNOTATION, PROPAGATED_ANNOTATIONS, PROPAGATED_LABELS, Requeue,
+    ADOPTABLE_LABEL, CONFLICT_RETRY, CREATED_BY_LABEL, Cluster, Cond, EXTENSIONS_GROUP,
+    NAME_HASH_LABEL, POD_NAME_ANNOTATION, PROPAGATED_ANNOTATIONS, PROPAGATED_LABELS, Requeue,
     TEMPLATE_REF_HASH_LABEL, TRACE_ANNOTATION, WARM_POOL_LABEL, WriteError, annotation, at,
     conditions, controlled_by, controller_of, controller_ref, create, delete, deleting,
     find_condition, generation, label, modify, name_hash, owner_group, owner_kind, owner_name,
@@ -235,8 +235,8 @@ fn extension_pod_labels(sb: &Value) -> BTreeMap<String, String> {
 }
 
 /// Reconciles one Sandbox; returns when to look again without a change.
-pub(crate) fn reconcile(cx: Cx<'_>, ns: &str, name: &str) -> Requeue {
-    let mut sb = cx.store.get_opt(cx.kinds.sandbox, ns, name)?;
+pub(crate) fn reconcile(cluster: Cluster<'_>, ns: &str, name: &str) -> Requeue {
+    let mut sb = cluster.store.get_opt(cluster.kinds.sandbox, ns, name)?;
     if deleting(&sb) {
         return None;
     }
@@ -248,21 +248,21 @@ pub(crate) fn reconcile(cx: Cx<'_>, ns: &str, name: &str) -> Requeue {
     if shutdown.is_some_and(|t| now >= t) {
         if !marked_expired(&st) {
             set_expired(&mut st, gen_);
-            return match write_status(cx, &sb, &old, &st) {
+            return match write_status(cluster, &sb, &old, &st) {
                 Ok(()) => Some(Duration::ZERO),
                 Err(e) => e.is_conflict().then_some(CONFLICT_RETRY),
             };
         }
-        let (gone, errors) = handle_expiry(cx, &sb, &mut st, gen_);
+        let (gone, errors) = handle_expiry(cluster, &sb, &mut st, gen_);
         if gone {
             return None;
         }
-        let wrote = write_status(cx, &sb, &old, &st);
+        let wrote = write_status(cluster, &sb, &old, &st);
         let conflict = errors.iter().any(SandboxError::is_conflict)
             || wrote.as_ref().is_err_and(WriteError::is_conflict);
         return conflict.then_some(CONFLICT_RETRY);
     }
-    let errors = reconcile_children(cx, &mut sb, &mut st);
+    let errors = reconcile_children(cluster, &mut sb, &mut st);
     let mut requeue = None;
     if let Some(t) = shutdown {
         let now = OffsetDateTime::now_utc();
@@ -273,7 +273,7 @@ pub(crate) fn reconcile(cx: Cx<'_>, ns: &str, name: &str) -> Requeue {
             requeue = Some(until(now, t).max(Duration::from_millis(1)));
         }
     }
-    let wrote = write_status(cx, &sb, &old, &st);
+    let wrote = write_status(cluster, &sb, &old, &st);
     if let Err(e) = &wrote {
         tracing::debug!(sandbox = name, error = %e, "writing sandbox status");
     }
@@ -308,24 +308,29 @@ fn set_expired(st: &mut Status, gen_: i64) {
 
 /// Deletes the owned Pod and Service of an expired Sandbox, then the Sandbox itself (policy
 /// `Delete`) or its live status (`Retain`). Returns whether the Sandbox was deleted.
-fn handle_expiry(cx: Cx<'_>, sb: &Value, st: &mut Status, gen_: i64) -> (bool, Vec<SandboxError>) {
-    let k = cx.kinds;
+fn handle_expiry(
+    cluster: Cluster<'_>,
+    sb: &Value,
+    st: &mut Status,
+    gen_: i64,
+) -> (bool, Vec<SandboxError>) {
+    let k = cluster.kinds;
     let ns = meta_str(sb, "namespace").unwrap_or("");
     let name = meta_str(sb, "name").unwrap_or("");
     let mut errors = Vec::new();
     let pod_name = resolve_pod_name(sb);
-    if let Some(pod) = cx.store.get_opt(k.pod, ns, &pod_name)
+    if let Some(pod) = cluster.store.get_opt(k.pod, ns, &pod_name)
         && controlled_by(&pod, sb)
-        && let Err(e) = delete(cx, k.pod, ns, &pod_name, &DeleteOptions::default())
+        && let Err(e) = delete(cluster, k.pod, ns, &pod_name, &DeleteOptions::default())
     {
         errors.push(SandboxError::write(
             "failed to delete pod",
             WriteError::Api(e),
         ));
     }
-    if let Some(svc) = cx.store.get_opt(k.service, ns, name)
+    if let Some(svc) = cluster.store.get_opt(k.service, ns, name)
         && controlled_by(&svc, sb)
-        && let Err(e) = delete(cx, k.service, ns, name, &DeleteOptions::default())
+        && let Err(e) = delete(cluster, k.service, ns, name, &DeleteOptions::default())
     {
         errors.push(SandboxError::write(
             "failed to delete service",
@@ -333,7 +338,7 @@ fn handle_expiry(cx: Cx<'_>, sb: &Value, st: &mut Status, gen_: i64) -> (bool, V
         ));
     }
     if str_at(sb, &["spec", "shutdownPolicy"]) == Some("Delete") {
-        match delete(cx, k.sandbox, ns, name, &DeleteOptions::default()) {
+        match delete(cluster, k.sandbox, ns, name, &DeleteOptions::default()) {
             Ok(()) => return (true, errors),
             Err(e) => errors.push(SandboxError::write(
                 "failed to delete sandbox",
@@ -362,7 +367,12 @@ fn handle_expiry(cx: Cx<'_>, sb: &Value, st: &mut Status, gen_: i64) -> (bool, V
 
 /// Writes the status when it changed. A change of `nodeName` alone waits for the next write
 /// unless the Sandbox is Ready.
-fn write_status(cx: Cx<'_>, sb: &Value, old: &Status, st: &Status) -> Result<(), WriteError> {
+fn write_status(
+    cluster: Cluster<'_>,
+    sb: &Value,
+    old: &Status,
+    st: &Status,
+) -> Result<(), WriteError> {
     if old == st {
         return Ok(());
     }
@@ -377,11 +387,18 @@ fn write_status(cx: Cx<'_>, sb: &Value, old: &Status, st: &Status) -> Result<(),
     let ns = meta_str(sb, "namespace").unwrap_or("");
     let name = meta_str(sb, "name").unwrap_or("");
     let status = st.to_value();
-    modify(cx, cx.kinds.sandbox, ns, name, Part::Status, |v| {
-        if let Some(o) = v.as_object_mut() {
-            o.insert("status".into(), status.clone());
-        }
-    })
+    modify(
+        cluster,
+        cluster.kinds.sandbox,
+        ns,
+        name,
+        Part::Status,
+        |v| {
+            if let Some(o) = v.as_object_mut() {
+                o.insert("status".into(), status.clone());
+            }
+        },
+    )
     .map(|_| ())
 }
 
@@ -394,14 +411,18 @@ fn resolve_pod_name(sb: &Value) -> String {
 }
 
 /// PVCs, Pod and Service, then the status fields and conditions they give.
-fn reconcile_children(cx: Cx<'_>, sb: &mut Arc<Value>, st: &mut Status) -> Vec<SandboxError> {
+fn reconcile_children(
+    cluster: Cluster<'_>,
+    sb: &mut Arc<Value>,
+    st: &mut Status,
+) -> Vec<SandboxError> {
     let name = meta_str(sb, "name").unwrap_or("").to_string();
     let hash = name_hash(&name);
     let mut errors = Vec::new();
-    if let Err(e) = reconcile_pvcs(cx, sb, &hash) {
+    if let Err(e) = reconcile_pvcs(cluster, sb, &hash) {
         errors.push(e);
     }
-    let (pod, pod_err) = reconcile_pod(cx, sb, &hash);
+    let (pod, pod_err) = reconcile_pod(cluster, sb, &hash);
     let conflict = matches!(pod_err, Some(SandboxError::MultiplePods(_)));
     match &pod {
         None => {
@@ -426,7 +447,7 @@ fn reconcile_children(cx: Cx<'_>, sb: &mut Arc<Value>, st: &mut Status) -> Vec<S
     let svc = if conflict {
         None
     } else {
-        let (svc, svc_err) = reconcile_service(cx, sb, &hash, st);
+        let (svc, svc_err) = reconcile_service(cluster, sb, &hash, st);
         if let Some(e) = svc_err {
             errors.push(e);
         }
@@ -484,8 +505,8 @@ fn pod_condition<'a>(pod: &'a Value, kind: &str) -> Option<&'a Value> {
         .and_then(|a| find_condition(a, kind))
 }
 
-fn reconcile_pvcs(cx: Cx<'_>, sb: &Value, hash: &str) -> Result<(), SandboxError> {
-    let k = cx.kinds;
+fn reconcile_pvcs(cluster: Cluster<'_>, sb: &Value, hash: &str) -> Result<(), SandboxError> {
+    let k = cluster.kinds;
     let ns = meta_str(sb, "namespace").unwrap_or("");
     let sb_name = meta_str(sb, "name").unwrap_or("");
     let vcts = at(sb, &["spec", "volumeClaimTemplates"])
@@ -495,7 +516,7 @@ fn reconcile_pvcs(cx: Cx<'_>, sb: &Value, hash: &str) -> Result<(), SandboxError
     for vct in &vcts {
         let vname = str_at(vct, &["metadata", "name"]).unwrap_or("");
         let pvc_name = format!("{vname}-{sb_name}");
-        if let Some(pvc) = cx.store.get_opt(k.pvc, ns, &pvc_name) {
+        if let Some(pvc) = cluster.store.get_opt(k.pvc, ns, &pvc_name) {
             match ownership(&pvc, sb) {
                 Ownership::Other(r) => return Err(owned_by_other("PVC", &pvc_name, r, sb)),
                 Ownership::Unowned => {
@@ -505,7 +526,7 @@ fn reconcile_pvcs(cx: Cx<'_>, sb: &Value, hash: &str) -> Result<(), SandboxError
                             name: pvc_name,
                         });
                     }
-                    modify(cx, k.pvc, ns, &pvc_name, Part::Main, |v| {
+                    modify(cluster, k.pvc, ns, &pvc_name, Part::Main, |v| {
                         set_controller_ref(v, k.sandbox, sb);
                     })
                     .map_err(|e| {
@@ -534,21 +555,28 @@ fn reconcile_pvcs(cx: Cx<'_>, sb: &Value, hash: &str) -> Result<(), SandboxError
             "metadata": md,
             "spec": vct.get("spec").cloned().unwrap_or_else(|| json!({})),
         });
-        create(cx, k.pvc, ns, pvc).map_err(|e| SandboxError::Create(e.message))?;
+        create(cluster, k.pvc, ns, pvc).map_err(|e| SandboxError::Create(e.message))?;
     }
     Ok(())
 }
 
 /// Removes the pod-name annotation from the Sandbox when present.
-fn clear_pod_name(cx: Cx<'_>, sb: &mut Arc<Value>) -> Result<(), SandboxError> {
+fn clear_pod_name(cluster: Cluster<'_>, sb: &mut Arc<Value>) -> Result<(), SandboxError> {
     if at(sb, &["metadata", "annotations", POD_NAME_ANNOTATION]).is_none() {
         return Ok(());
     }
     let ns = meta_str(sb, "namespace").unwrap_or("").to_string();
     let name = meta_str(sb, "name").unwrap_or("").to_string();
-    match modify(cx, cx.kinds.sandbox, &ns, &name, Part::Main, |v| {
-        set_map_key(v, &["metadata", "annotations"], POD_NAME_ANNOTATION, None);
-    }) {
+    match modify(
+        cluster,
+        cluster.kinds.sandbox,
+        &ns,
+        &name,
+        Part::Main,
+        |v| {
+            set_map_key(v, &["metadata", "annotations"], POD_NAME_ANNOTATION, None);
+        },
+    ) {
         Ok(Some(now)) => {
             *sb = now;
             Ok(())
@@ -562,21 +590,32 @@ fn clear_pod_name(cx: Cx<'_>, sb: &mut Arc<Value>) -> Result<(), SandboxError> {
 }
 
 /// Records the Pod's name on the Sandbox unless it already names another Pod.
-fn ensure_pod_name(cx: Cx<'_>, sb: &mut Arc<Value>, pod_name: &str) -> Result<(), SandboxError> {
+fn ensure_pod_name(
+    cluster: Cluster<'_>,
+    sb: &mut Arc<Value>,
+    pod_name: &str,
+) -> Result<(), SandboxError> {
     let current = annotation(sb, POD_NAME_ANNOTATION).unwrap_or("");
     if current == pod_name || !current.is_empty() {
         return Ok(());
     }
     let ns = meta_str(sb, "namespace").unwrap_or("").to_string();
     let name = meta_str(sb, "name").unwrap_or("").to_string();
-    match modify(cx, cx.kinds.sandbox, &ns, &name, Part::Main, |v| {
-        set_map_key(
-            v,
-            &["metadata", "annotations"],
-            POD_NAME_ANNOTATION,
-            Some(pod_name),
-        );
-    }) {
+    match modify(
+        cluster,
+        cluster.kinds.sandbox,
+        &ns,
+        &name,
+        Part::Main,
+        |v| {
+            set_map_key(
+                v,
+                &["metadata", "annotations"],
+                POD_NAME_ANNOTATION,
+                Some(pod_name),
+            );
+        },
+    ) {
         Ok(Some(now)) => {
             *sb = now;
             Ok(())
@@ -588,11 +627,11 @@ fn ensure_pod_name(cx: Cx<'_>, sb: &mut Arc<Value>, pod_name: &str) -> Result<()
 
 type PodResult = (Option<Arc<Value>>, Option<SandboxError>);
 
-fn reconcile_pod(cx: Cx<'_>, sb: &mut Arc<Value>, hash: &str) -> PodResult {
-    let k = cx.kinds;
+fn reconcile_pod(cluster: Cluster<'_>, sb: &mut Arc<Value>, hash: &str) -> PodResult {
+    let k = cluster.kinds;
     let ns = meta_str(sb, "namespace").unwrap_or("").to_string();
     let sb_name = meta_str(sb, "name").unwrap_or("").to_string();
-    let mut owned: Vec<Arc<Value>> = cx
+    let mut owned: Vec<Arc<Value>> = cluster
         .store
         .list_all(k.pod, Some(&ns))
         .into_iter()
@@ -600,10 +639,10 @@ fn reconcile_pod(cx: Cx<'_>, sb: &mut Arc<Value>, hash: &str) -> PodResult {
         .collect();
     let pod_name = resolve_pod_name(sb);
     let annotated = at(sb, &["metadata", "annotations", POD_NAME_ANNOTATION]).is_some();
-    let mut pod = cx.store.get_opt(k.pod, &ns, &pod_name);
+    let mut pod = cluster.store.get_opt(k.pod, &ns, &pod_name);
     if pod.is_none()
         && annotated
-        && let Err(e) = clear_pod_name(cx, sb)
+        && let Err(e) = clear_pod_name(cluster, sb)
     {
         return (None, Some(e));
     }
@@ -624,7 +663,7 @@ fn reconcile_pod(cx: Cx<'_>, sb: &mut Arc<Value>, hash: &str) -> PodResult {
             .is_none_or(|p| meta_str(p, "name") != meta_str(only, "name"))
     {
         if at(sb, &["metadata", "annotations", POD_NAME_ANNOTATION]).is_some()
-            && let Err(e) = clear_pod_name(cx, sb)
+            && let Err(e) = clear_pod_name(cluster, sb)
         {
             return (None, Some(e));
         }
@@ -636,7 +675,7 @@ fn reconcile_pod(cx: Cx<'_>, sb: &mut Arc<Value>, hash: &str) -> PodResult {
         {
             if !deleting(p) {
                 let pname = meta_str(p, "name").unwrap_or("");
-                if let Err(e) = delete(cx, k.pod, &ns, pname, &DeleteOptions::default()) {
+                if let Err(e) = delete(cluster, k.pod, &ns, pname, &DeleteOptions::default()) {
                     return (
                         pod,
                         Some(SandboxError::write(
@@ -649,24 +688,24 @@ fn reconcile_pod(cx: Cx<'_>, sb: &mut Arc<Value>, hash: &str) -> PodResult {
             // The deleted Pod is still reported this pass: the Sandbox is suspending.
             return (pod, None);
         }
-        if let Err(e) = clear_pod_name(cx, sb) {
+        if let Err(e) = clear_pod_name(cluster, sb) {
             return (pod, Some(e));
         }
         return (pod, None);
     }
     if let Some(p) = pod {
-        return reconcile_existing_pod(cx, sb, p, hash);
+        return reconcile_existing_pod(cluster, sb, p, hash);
     }
     let pod = build_pod(sb, hash, k.sandbox);
-    match create(cx, k.pod, &ns, pod) {
+    match create(cluster, k.pod, &ns, pod) {
         Ok(created) => {
-            if let Err(e) = ensure_pod_name(cx, sb, &sb_name) {
+            if let Err(e) = ensure_pod_name(cluster, sb, &sb_name) {
                 return (None, Some(e));
             }
             (Some(created), None)
         }
-        Err(e) if e.code == 409 => match cx.store.get_opt(k.pod, &ns, &sb_name) {
-            Some(existing) => reconcile_existing_pod(cx, sb, existing, hash),
+        Err(e) if e.code == 409 => match cluster.store.get_opt(k.pod, &ns, &sb_name) {
+            Some(existing) => reconcile_existing_pod(cluster, sb, existing, hash),
             None => (
                 None,
                 Some(SandboxError::Create(format!(
@@ -762,18 +801,18 @@ fn build_pod(sb: &Value, hash: &str, sandbox_rt: &crate::resources::ResourceType
 }
 
 fn reconcile_existing_pod(
-    cx: Cx<'_>,
+    cluster: Cluster<'_>,
     sb: &mut Arc<Value>,
     pod: Arc<Value>,
     hash: &str,
 ) -> PodResult {
-    let k = cx.kinds;
+    let k = cluster.kinds;
     let ns = meta_str(sb, "namespace").unwrap_or("").to_string();
     let pname = meta_str(&pod, "name").unwrap_or("").to_string();
     let adopt = match ownership(&pod, sb) {
         Ownership::Other(r) => {
             let err = owned_by_other("pod", &pname, r, sb);
-            if let Err(e) = clear_pod_name(cx, sb) {
+            if let Err(e) = clear_pod_name(cluster, sb) {
                 return (None, Some(e));
             }
             return (None, Some(err));
@@ -793,7 +832,7 @@ fn reconcile_existing_pod(
         Ownership::Owned => false,
     };
     let sb_now = sb.clone();
-    let updated = match modify(cx, k.pod, &ns, &pname, Part::Main, |v| {
+    let updated = match modify(cluster, k.pod, &ns, &pname, Part::Main, |v| {
         if adopt {
             set_controller_ref(v, k.sandbox, &sb_now);
         }
@@ -802,7 +841,7 @@ fn reconcile_existing_pod(
         Ok(p) => p.unwrap_or(pod),
         Err(e) => return (None, Some(SandboxError::write("failed to patch pod", e))),
     };
-    if let Err(e) = ensure_pod_name(cx, sb, &pname) {
+    if let Err(e) = ensure_pod_name(cluster, sb, &pname) {
         return (None, Some(e));
     }
     (Some(updated), None)
@@ -993,11 +1032,11 @@ fn ports_equal(a: &[Value], b: &[Value]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| key(x) == key(y))
 }
 
-fn set_service_status(cx: Cx<'_>, st: &mut Status, svc: &Value) {
+fn set_service_status(cluster: Cluster<'_>, st: &mut Status, svc: &Value) {
     let name = meta_str(svc, "name").unwrap_or("");
     let ns = meta_str(svc, "namespace").unwrap_or("");
     st.service = name.to_string();
-    st.service_fqdn = format!("{name}.{ns}.svc.{}", cx.config.cluster_domain);
+    st.service_fqdn = format!("{name}.{ns}.svc.{}", cluster.config.cluster_domain);
 }
 
 fn clear_service_status(st: &mut Status) {
@@ -1007,14 +1046,14 @@ fn clear_service_status(st: &mut Status) {
 
 type SvcResult = (Option<Arc<Value>>, Option<SandboxError>);
 
-fn reconcile_service(cx: Cx<'_>, sb: &Value, hash: &str, st: &mut Status) -> SvcResult {
-    let k = cx.kinds;
+fn reconcile_service(cluster: Cluster<'_>, sb: &Value, hash: &str, st: &mut Status) -> SvcResult {
+    let k = cluster.kinds;
     let ns = meta_str(sb, "namespace").unwrap_or("");
     let name = meta_str(sb, "name").unwrap_or("");
     let desired = at(sb, &["spec", "service"]).and_then(Value::as_bool);
     let ports = service_ports(sb);
     let selector = json!({ NAME_HASH_LABEL: hash });
-    let Some(svc) = cx.store.get_opt(k.service, ns, name) else {
+    let Some(svc) = cluster.store.get_opt(k.service, ns, name) else {
         if desired != Some(true) {
             clear_service_status(st);
             return (None, None);
@@ -1034,9 +1073,9 @@ fn reconcile_service(cx: Cx<'_>, sb: &Value, hash: &str, st: &mut Status) -> Svc
             },
             "spec": spec,
         });
-        return match create(cx, k.service, ns, body) {
+        return match create(cluster, k.service, ns, body) {
             Ok(svc) => {
-                set_service_status(cx, st, &svc);
+                set_service_status(cluster, st, &svc);
                 (Some(svc), None)
             }
             Err(e) => (None, Some(SandboxError::Create(e.message))),
@@ -1045,7 +1084,7 @@ fn reconcile_service(cx: Cx<'_>, sb: &Value, hash: &str, st: &mut Status) -> Svc
     let own = ownership(&svc, sb);
     if desired == Some(false) {
         if matches!(own, Ownership::Owned)
-            && let Err(e) = delete(cx, k.service, ns, name, &DeleteOptions::default())
+            && let Err(e) = delete(cluster, k.service, ns, name, &DeleteOptions::default())
         {
             return (
                 None,
@@ -1084,7 +1123,7 @@ fn reconcile_service(cx: Cx<'_>, sb: &Value, hash: &str, st: &mut Status) -> Svc
                     }),
                 );
             }
-            modify(cx, k.service, ns, name, Part::Main, |v| {
+            modify(cluster, k.service, ns, name, Part::Main, |v| {
                 set_map_key(v, &["metadata", "labels"], NAME_HASH_LABEL, Some(hash));
                 if let Some(spec) = super::obj_at(v, &["spec"]) {
                     spec.insert("selector".into(), selector.clone());
@@ -1098,7 +1137,7 @@ fn reconcile_service(cx: Cx<'_>, sb: &Value, hash: &str, st: &mut Status) -> Svc
             })
             .map_err(|e| SandboxError::write("failed to update service with owner reference", e))
         }
-        Ownership::Owned => modify(cx, k.service, ns, name, Part::Main, |v| {
+        Ownership::Owned => modify(cluster, k.service, ns, name, Part::Main, |v| {
             set_map_key(v, &["metadata", "labels"], NAME_HASH_LABEL, Some(hash));
             if let Some(spec) = super::obj_at(v, &["spec"]) {
                 if spec.get("selector") != Some(&selector) {
@@ -1123,7 +1162,7 @@ fn reconcile_service(cx: Cx<'_>, sb: &Value, hash: &str, st: &mut Status) -> Svc
     match result {
         Ok(now) => {
             let svc = now.unwrap_or(svc);
-            set_service_status(cx, st, &svc);
+            set_service_status(cluster, st, &svc);
             (Some(svc), None)
         }
         Err(e) => (None, Some(e)),

@@ -16,8 +16,8 @@
 //! not emitted, and ties between members created in the same second are broken by name.
 
 use super::{
-    CREATED_BY_LABEL, Cx, LAUNCH_TYPE_LABEL, POD_NAME_ANNOTATION, POD_TEMPLATE_HASH_LABEL, Requeue,
-    SAFE_TO_EVICT, TEMPLATE_HASH_LABEL, TEMPLATE_REF_ANNOTATION, TEMPLATE_REF_HASH_LABEL,
+    CREATED_BY_LABEL, Cluster, LAUNCH_TYPE_LABEL, POD_NAME_ANNOTATION, POD_TEMPLATE_HASH_LABEL,
+    Requeue, SAFE_TO_EVICT, TEMPLATE_HASH_LABEL, TEMPLATE_REF_ANNOTATION, TEMPLATE_REF_HASH_LABEL,
     WARM_POOL_LABEL, annotation, at, condition_true, controller_of, controller_ref, create,
     created_at, delete, deleting, generation, label, modify, name_hash, obj_at, owner_uid,
     set_controller_ref, set_map_key, str_at,
@@ -128,13 +128,13 @@ fn is_stale(sb: &Value, tpl: &Value, tpl_name: &str, current_hash: &str) -> bool
 }
 
 /// Whether the member's Pod is PodScheduled False / Unschedulable.
-fn pod_unschedulable(cx: Cx<'_>, sb: &Value) -> bool {
+fn pod_unschedulable(cluster: Cluster<'_>, sb: &Value) -> bool {
     let ns = meta_str(sb, "namespace").unwrap_or("");
     let pod_name = annotation(sb, POD_NAME_ANNOTATION)
         .filter(|n| !n.is_empty())
         .or_else(|| meta_str(sb, "name"))
         .unwrap_or("");
-    let Some(pod) = cx.store.get_opt(cx.kinds.pod, ns, pod_name) else {
+    let Some(pod) = cluster.store.get_opt(cluster.kinds.pod, ns, pod_name) else {
         return false;
     };
     if deleting(&pod) {
@@ -161,9 +161,9 @@ fn deletion_order(members: &mut [Arc<Value>]) {
 }
 
 /// Reconciles one SandboxWarmPool.
-pub(crate) fn reconcile(cx: Cx<'_>, ns: &str, name: &str) -> Requeue {
-    let k = cx.kinds;
-    let pool = cx.store.get_opt(k.pool, ns, name)?;
+pub(crate) fn reconcile(cluster: Cluster<'_>, ns: &str, name: &str) -> Requeue {
+    let k = cluster.kinds;
+    let pool = cluster.store.get_opt(k.pool, ns, name)?;
     if deleting(&pool) {
         return None;
     }
@@ -172,14 +172,14 @@ pub(crate) fn reconcile(cx: Cx<'_>, ns: &str, name: &str) -> Requeue {
     let tpl_name = str_at(&pool, &["spec", "sandboxTemplateRef", "name"])
         .unwrap_or("")
         .to_string();
-    let template = cx.store.get_opt(k.template, ns, &tpl_name);
+    let template = cluster.store.get_opt(k.template, ns, &tpl_name);
     let current_hash = template.as_deref().map(blueprint_hash).unwrap_or_default();
     let recreate = str_at(&pool, &["spec", "updateStrategy", "type"]) == Some("Recreate");
     let mut requeue: Requeue = None;
     let mut retry = false;
     let mut terminating = 0usize;
     let mut active: Vec<Arc<Value>> = Vec::new();
-    let members = cx
+    let members = cluster
         .store
         .list_all(k.sandbox, Some(ns))
         .into_iter()
@@ -200,7 +200,7 @@ pub(crate) fn reconcile(cx: Cx<'_>, ns: &str, name: &str) -> Requeue {
             && (recreate || orphan)
             && is_stale(&sb, tpl, &tpl_name, &current_hash)
         {
-            match delete(cx, k.sandbox, ns, &sb_name, &DeleteOptions::default()) {
+            match delete(cluster, k.sandbox, ns, &sb_name, &DeleteOptions::default()) {
                 Ok(()) => terminating += usize::from(mine),
                 Err(e) => {
                     tracing::debug!(pool = name, error = %e.message, "deleting a stale member");
@@ -210,7 +210,7 @@ pub(crate) fn reconcile(cx: Cx<'_>, ns: &str, name: &str) -> Requeue {
         }
         let needs_label = label(&sb, LAUNCH_TYPE_LABEL) != Some("warm");
         let sb = if orphan || needs_label {
-            match modify(cx, k.sandbox, ns, &sb_name, Part::Main, |v| {
+            match modify(cluster, k.sandbox, ns, &sb_name, Part::Main, |v| {
                 if orphan {
                     set_controller_ref(v, k.pool, &pool);
                 }
@@ -230,7 +230,7 @@ pub(crate) fn reconcile(cx: Cx<'_>, ns: &str, name: &str) -> Requeue {
         active.push(sb);
     }
     let now = OffsetDateTime::now_utc();
-    let grace = cx.config.warm_pool_ready_grace;
+    let grace = cluster.config.warm_pool_ready_grace;
     let mut healthy = Vec::new();
     for sb in active {
         let created = created_at(&sb);
@@ -245,12 +245,12 @@ pub(crate) fn reconcile(cx: Cx<'_>, ns: &str, name: &str) -> Requeue {
             healthy.push(sb);
             continue;
         }
-        if pod_unschedulable(cx, &sb) {
+        if pod_unschedulable(cluster, &sb) {
             healthy.push(sb);
             continue;
         }
         let sb_name = meta_str(&sb, "name").unwrap_or("").to_string();
-        match delete(cx, k.sandbox, ns, &sb_name, &DeleteOptions::default()) {
+        match delete(cluster, k.sandbox, ns, &sb_name, &DeleteOptions::default()) {
             Ok(()) => terminating += 1,
             Err(_) => healthy.push(sb),
         }
@@ -284,10 +284,10 @@ pub(crate) fn reconcile(cx: Cx<'_>, ns: &str, name: &str) -> Requeue {
     if current + terminating < desired
         && let Some(tpl) = &template
     {
-        let member = build_member(cx, &pool, tpl, &tpl_name, &hash);
+        let member = build_member(cluster, &pool, tpl, &tpl_name, &hash);
         let count = (desired - current - terminating).min(MAX_BATCH);
         for _ in 0..count {
-            if let Err(e) = create(cx, k.sandbox, ns, member.clone()) {
+            if let Err(e) = create(cluster, k.sandbox, ns, member.clone()) {
                 tracing::debug!(pool = name, error = %e.message, "creating a member");
                 break;
             }
@@ -297,13 +297,13 @@ pub(crate) fn reconcile(cx: Cx<'_>, ns: &str, name: &str) -> Requeue {
         deletion_order(&mut healthy);
         for sb in healthy.iter().take((current - desired).min(MAX_BATCH)) {
             let sb_name = meta_str(sb, "name").unwrap_or("");
-            if let Err(e) = delete(cx, k.sandbox, ns, sb_name, &DeleteOptions::default()) {
+            if let Err(e) = delete(cluster, k.sandbox, ns, sb_name, &DeleteOptions::default()) {
                 tracing::debug!(pool = name, error = %e.message, "deleting an excess member");
             }
         }
     }
     if pool.get("status") != Some(&status)
-        && let Err(e) = modify(cx, k.pool, ns, name, Part::Status, |v| {
+        && let Err(e) = modify(cluster, k.pool, ns, name, Part::Status, |v| {
             if let Some(o) = v.as_object_mut() {
                 o.insert("status".into(), status.clone());
             }
@@ -318,7 +318,13 @@ pub(crate) fn reconcile(cx: Cx<'_>, ns: &str, name: &str) -> Requeue {
 }
 
 /// A new member of the pool, to create with `generateName`.
-fn build_member(cx: Cx<'_>, pool: &Value, tpl: &Value, tpl_name: &str, hash: &str) -> Value {
+fn build_member(
+    cluster: Cluster<'_>,
+    pool: &Value,
+    tpl: &Value,
+    tpl_name: &str,
+    hash: &str,
+) -> Value {
     let pool_name = meta_str(pool, "name").unwrap_or("");
     let ref_hash = name_hash(tpl_name);
     let pt_hash = pod_template_hash(tpl);
@@ -336,7 +342,7 @@ fn build_member(cx: Cx<'_>, pool: &Value, tpl: &Value, tpl_name: &str, hash: &st
     )
     .is_some();
     if !has_evict
-        && cx.config.warm_pool_eviction
+        && cluster.config.warm_pool_eviction
         && let Some(ann) = obj_at(&mut spec, &["podTemplate", "metadata", "annotations"])
     {
         ann.insert(SAFE_TO_EVICT.into(), json!("true"));
@@ -359,7 +365,7 @@ fn build_member(cx: Cx<'_>, pool: &Value, tpl: &Value, tpl_name: &str, hash: &st
                 CREATED_BY_LABEL: "controller",
             },
             "annotations": { TEMPLATE_REF_ANNOTATION: tpl_name },
-            "ownerReferences": [controller_ref(cx.kinds.pool, pool)],
+            "ownerReferences": [controller_ref(cluster.kinds.pool, pool)],
         },
         "spec": spec,
     })

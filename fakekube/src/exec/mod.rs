@@ -47,10 +47,10 @@ pub(crate) mod codec;
 pub(crate) mod session;
 pub(crate) mod ws;
 
-use crate::api::ResourcePath;
 use crate::auth::{Attributes, Caller};
+use crate::route::ResourcePath;
 use crate::runtime::{self, ExecIo, ExitStatus};
-use crate::server::Shared;
+use crate::state::Shared;
 use crate::status::{ApiError, Target};
 use axum::body::Body;
 use axum::response::Response;
@@ -446,7 +446,6 @@ async fn run_attach(
         mut output,
         stdin,
         cancel,
-        ..
     } = target;
     let forward_stdin = async move {
         if let (Some(mut from), Some(to)) = (io.stdin, stdin) {

@@ -99,9 +99,6 @@ pub(crate) struct AttachTarget {
     pub(crate) output: broadcast::Receiver<Bytes>,
     /// The process's stdin, when the container has `stdin: true`.
     pub(crate) stdin: Option<mpsc::Sender<Bytes>>,
-    /// Whether the container has `tty: true`.
-    #[allow(dead_code, reason = "for an attach server that handles terminals")]
-    pub(crate) tty: bool,
     /// Fires when the process ends or the pod is deleted.
     pub(crate) cancel: CancellationToken,
 }
@@ -310,7 +307,6 @@ impl Kubelet {
                 (CState::Running(r), Some(out)) => Some(AttachTarget {
                     output: out.subscribe(),
                     stdin: r.stdin.clone(),
-                    tty: r.tty,
                     cancel: r.cancel.clone(),
                 }),
                 _ => None,

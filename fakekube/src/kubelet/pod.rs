@@ -103,8 +103,6 @@ pub(crate) struct Running {
     pub(crate) cwd: String,
     /// The main process's stdin, when the container has `stdin: true`.
     pub(crate) stdin: Option<mpsc::Sender<Bytes>>,
-    /// Whether the container has `tty: true`.
-    pub(crate) tty: bool,
 }
 
 /// Where a container is in its life.
@@ -631,7 +629,6 @@ mod tests {
             env: vec![],
             cwd: "/".into(),
             stdin: None,
-            tty: false,
         })
     }
 

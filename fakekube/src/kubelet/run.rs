@@ -688,7 +688,6 @@ impl Kubelet {
             .to_string();
         let argv = env::argv(&c.spec, &env);
         let wants_stdin = c.spec.get("stdin").and_then(Value::as_bool) == Some(true);
-        let tty = c.spec.get("tty").and_then(Value::as_bool) == Some(true);
         let uid = run.uid.clone();
         let pod_cancel = run.cancel.clone();
         let Some(c) = run.containers.get_mut(idx) else {
@@ -776,7 +775,6 @@ impl Kubelet {
             env,
             cwd,
             stdin: stdin_tx,
-            tty,
         });
     }
 

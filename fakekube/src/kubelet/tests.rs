@@ -67,7 +67,7 @@ impl Env {
     }
 
     async fn wait(&self, plural: &str, name: &str, pred: impl Fn(Option<&Value>) -> bool) -> Value {
-        crate::controllers::wait_for(&self.store, plural, "default", name, WAIT, pred)
+        crate::inspect::wait_for(&self.store, plural, "default", name, WAIT, pred)
             .await
             .unwrap_or_else(|e| panic!("{e}: last {:?}", e.last))
             .unwrap_or(Value::Null)

@@ -1,7 +1,10 @@
 //! A small HTTPS client for the integration tests: one TLS connection per request, the fake's CA
 //! trusted, HTTP/1.1 or HTTP/2 as asked.
 
-#![allow(dead_code)]
+#![allow(
+    dead_code,
+    reason = "each test binary includes this module and uses a different subset of it"
+)]
 
 pub mod process;
 

@@ -1,7 +1,9 @@
-//! What tests use to watch the controllers work: reading an object, waiting for one to reach a
-//! state (driven by the store's change notifications, never by fixed sleeps), and the leak
-//! check.
+//! Reading the store in-process, for [`FakeKube`](crate::FakeKube)'s handle and the tests that
+//! watch the controllers and the kubelet work: one object by plural name, waiting for one to
+//! reach a state (driven by the store's change notifications, never by fixed sleeps), and the
+//! leak check.
 
+use crate::meta;
 use crate::resources::{self, ResourceType};
 use crate::store::Store;
 use serde_json::Value;
@@ -86,8 +88,8 @@ pub(crate) fn leaks(store: &Store) -> Vec<String> {
             continue;
         };
         for obj in store.list_all(rt, None) {
-            let ns = crate::meta::meta_str(&obj, "namespace").unwrap_or("");
-            let name = crate::meta::meta_str(&obj, "name").unwrap_or("");
+            let ns = meta::meta_str(&obj, "namespace").unwrap_or("");
+            let name = meta::meta_str(&obj, "name").unwrap_or("");
             out.push(format!("{plural}/{ns}/{name}"));
         }
     }

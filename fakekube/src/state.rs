@@ -1,0 +1,29 @@
+//! The state every request handler shares: the store, the tokens, the faults, the kubelet and
+//! the server's own settings. Built once by [`Builder::start`](crate::Builder::start).
+
+use crate::auth::Tokens;
+use crate::discovery::Version;
+use crate::faults::Faults;
+use crate::kubelet::Kubelet;
+use crate::store::Store;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// What every request handler shares.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) store: Arc<Store>,
+    pub(crate) tokens: Arc<Tokens>,
+    pub(crate) version: Version,
+    /// `host:port`, for `/api`'s serverAddressByClientCIDRs.
+    pub(crate) address: String,
+    pub(crate) faults: Arc<Faults>,
+    /// Fires when the server stops: watches and exec sessions end.
+    pub(crate) shutdown: CancellationToken,
+    /// How often an idle watch that allows bookmarks gets one.
+    pub(crate) bookmark_interval: Duration,
+    /// The fake kubelet, when the server runs one (`pods/exec` and `pods/attach` ask it where
+    /// a container runs).
+    pub(crate) kubelet: Option<Arc<Kubelet>>,
+}
