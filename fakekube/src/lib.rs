@@ -45,7 +45,6 @@ mod patch;
 mod protobuf;
 mod resources;
 mod reviews;
-mod runtime;
 mod schema;
 mod selector;
 mod server;

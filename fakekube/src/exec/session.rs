@@ -11,8 +11,8 @@
 
 use super::codec::{self, Inbound, Protocol, ResizeDecoder, TermSize};
 use super::ws::{self, Message, Reader, Writer};
-use crate::runtime::{ExecIo, ExitStatus};
 use bytes::Bytes;
+use fakekube_runtime::{ExecIo, ExitStatus};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -534,7 +534,7 @@ async fn write_loop<W: AsyncWrite + Unpin>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::{Commands, ExecSpec, PodFs};
+    use fakekube_runtime::{Commands, ExecSpec, PodFs};
     use futures_util::{SinkExt, StreamExt};
     use serde_json::Value;
     use tokio::io::{AsyncWriteExt, DuplexStream};
@@ -587,7 +587,7 @@ mod tests {
             cancel: config.cancel.clone(),
         };
         let server = tokio::spawn(run(server_io, config, move |io| {
-            crate::runtime::exec(spec, io)
+            fakekube_runtime::exec(spec, io)
         }));
         let client = WebSocketStream::from_raw_socket(client_io, Role::Client, None).await;
         (client, server)
@@ -979,7 +979,9 @@ mod tests {
             commands: Commands::new(),
             cancel: c.cancel.clone(),
         };
-        let server = tokio::spawn(run(server_io, c, move |io| crate::runtime::exec(spec, io)));
+        let server = tokio::spawn(run(server_io, c, move |io| {
+            fakekube_runtime::exec(spec, io)
+        }));
         let _ = client_io
             .write_all(&[0xC3, 0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF])
             .await;

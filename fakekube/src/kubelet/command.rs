@@ -1,8 +1,8 @@
 //! The public face of a command registered by a test: what one call of it sees and may do.
 
-use crate::runtime::Ctx;
-use crate::runtime::io::WriteError;
 use bytes::Bytes;
+use fakekube_runtime::Ctx;
+use fakekube_runtime::io::WriteError;
 
 /// Why a registered command's stream or file operation failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -151,7 +151,7 @@ impl CommandCall {
     }
 }
 
-fn file_error(path: String, e: crate::runtime::fs::FsError) -> CommandError {
+fn file_error(path: String, e: fakekube_runtime::fs::FsError) -> CommandError {
     CommandError::File {
         path,
         message: e.to_string(),
@@ -161,8 +161,8 @@ fn file_error(path: String, e: crate::runtime::fs::FsError) -> CommandError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::io::{Input, Output};
-    use crate::runtime::{Commands, PodFs};
+    use fakekube_runtime::io::{Input, Output};
+    use fakekube_runtime::{Commands, PodFs};
     use tokio::sync::mpsc;
     use tokio_util::sync::CancellationToken;
 

@@ -15,7 +15,7 @@
 //! - **Pods.** A scheduled pod is admitted at once (Pending, `ContainerCreating`); after the
 //!   start delay its sandbox exists (pod IP `10.244.x.y`) and each container starts. A container
 //!   runs its main process (`command` + `args`, or the fake images' default `sleep infinity`)
-//!   through [`runtime::exec`](crate::runtime::exec) in a fresh root filesystem with the pod's
+//!   through [`fakekube_runtime::exec`] in a fresh root filesystem with the pod's
 //!   volumes mounted; its output is kept (the last 64 KiB per run). When the process exits the
 //!   restart policy decides: a restart after a back-off (`CrashLoopBackOff`, `restartCount`,
 //!   `lastState`), or the end (phase Succeeded or Failed once every container is done).
@@ -62,10 +62,10 @@ mod run;
 pub use command::{CommandCall, CommandError};
 pub use images::Images;
 
-use crate::runtime::{Commands, PodFs};
 use crate::status::{ApiError, Target};
 use crate::store::Store;
 use bytes::Bytes;
+use fakekube_runtime::{Commands, PodFs};
 use http::StatusCode;
 use pod::{CState, PodRun};
 use serde_json::Value;
@@ -132,7 +132,7 @@ pub(crate) struct State {
     /// Pod uid by (namespace, name).
     pub(crate) names: HashMap<(String, String), String>,
     /// Claim storage by PVC uid.
-    pub(crate) volumes: HashMap<String, crate::runtime::Volume>,
+    pub(crate) volumes: HashMap<String, fakekube_runtime::Volume>,
     /// Pod IPs handed out so far.
     pub(crate) next_ip: u32,
 }

@@ -19,9 +19,9 @@ use super::ast::{
 };
 use super::parser::{self, is_name};
 use super::pattern::{Pattern, has_wildcards};
-use crate::runtime::fs::{self as vfs, FileKind, FsError, PodFs};
-use crate::runtime::io::{Input, Output, pipe};
-use crate::runtime::process::{
+use crate::fs::{self as vfs, FileKind, FsError, PodFs};
+use crate::io::{Input, Output, pipe};
+use crate::process::{
     BoxFuture, Commands, Ctx, DEFAULT_PATH, MAX_NESTING, PROGRAM_NESTING, SpawnError, resolve,
 };
 

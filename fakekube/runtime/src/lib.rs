@@ -30,57 +30,54 @@
 //!
 //! No symbolic links, users or signals; file descriptors 0–2 only; see [`shell`] for the shell's.
 
-pub(crate) mod commands;
-pub(crate) mod fs;
-pub(crate) mod io;
-pub(crate) mod process;
-pub(crate) mod shell;
+mod commands;
+pub mod fs;
+pub mod io;
+pub mod process;
+mod shell;
 
 use bytes::Bytes;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-// The crate-facing names; some are only used by the exec handler and by tests.
-#[allow(unused_imports)]
-pub(crate) use fs::{PodFs, Volume};
-#[allow(unused_imports)]
-pub(crate) use process::{BoxFuture, Commands, Ctx, Handler};
+pub use fs::{PodFs, Volume};
+pub use process::{Commands, Ctx};
 
 use io::{Input, Output};
 use process::{DEFAULT_PATH, SpawnError, resolve};
 
 /// What to run, where and as what.
 #[derive(Debug)]
-pub(crate) struct ExecSpec {
+pub struct ExecSpec {
     /// The command; `argv[0]` is resolved through `PATH` unless it contains a `/`.
-    pub(crate) argv: Vec<String>,
+    pub argv: Vec<String>,
     /// The environment (container env plus exec's). `PATH` and `HOME` get container defaults
     /// when missing; pass `HOSTNAME` (the pod name) for `hostname`/`uname -n`.
-    pub(crate) env: Vec<(String, String)>,
+    pub env: Vec<(String, String)>,
     /// Working directory (the container's `workingDir`); empty means `/`.
-    pub(crate) cwd: String,
+    pub cwd: String,
     /// The pod's filesystem.
-    pub(crate) fs: PodFs,
+    pub fs: PodFs,
     /// The programs.
-    pub(crate) commands: Commands,
+    pub commands: Commands,
     /// Fires when the exec must end (client gone, pod deleted).
-    pub(crate) cancel: CancellationToken,
+    pub cancel: CancellationToken,
 }
 
 /// The process's streams.
 #[derive(Debug)]
-pub(crate) struct ExecIo {
+pub struct ExecIo {
     /// Standard input; `None` or a closed channel is end of input.
-    pub(crate) stdin: Option<mpsc::Receiver<Bytes>>,
+    pub stdin: Option<mpsc::Receiver<Bytes>>,
     /// Standard output, in chunks of at most [`io::CHUNK`] bytes; use a bounded channel.
-    pub(crate) stdout: mpsc::Sender<Bytes>,
+    pub stdout: mpsc::Sender<Bytes>,
     /// Standard error, likewise.
-    pub(crate) stderr: mpsc::Sender<Bytes>,
+    pub stderr: mpsc::Sender<Bytes>,
 }
 
 /// How a process ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum ExitStatus {
+pub enum ExitStatus {
     /// It exited with this status (0–255).
     Code(i32),
     /// `argv[0]` could not be started (missing, not executable, no program). The text is
@@ -93,7 +90,7 @@ pub(crate) enum ExitStatus {
 }
 
 /// Runs `spec.argv` to completion (or cancellation) with the given streams.
-pub(crate) async fn exec(spec: ExecSpec, io: ExecIo) -> ExitStatus {
+pub async fn exec(spec: ExecSpec, io: ExecIo) -> ExitStatus {
     if spec.cancel.is_cancelled() {
         return ExitStatus::Killed;
     }

@@ -27,7 +27,7 @@ pub(crate) const PROGRAM_MAGIC: &[u8] = b"\x7fELF fakekube program: ";
 /// A filesystem error, displayed as the C library's `strerror` text so commands can print
 /// `cat: /nope: No such file or directory` like the real tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum FsError {
+pub enum FsError {
     /// ENOENT.
     #[error("No such file or directory")]
     NotFound,
@@ -208,14 +208,14 @@ fn lock(tree: &Mutex<Dir>) -> MutexGuard<'_, Dir> {
 
 /// The storage of one PersistentVolumeClaim. Cloning shares it; it lives as long as any clone.
 #[derive(Debug, Clone)]
-pub(crate) struct Volume {
+pub struct Volume {
     /// The volume's root directory.
     root: Arc<Mutex<Dir>>,
 }
 
 impl Volume {
     /// An empty volume (a freshly provisioned claim).
-    pub(crate) fn new() -> Self {
+    pub fn new() -> Self {
         Volume {
             root: Arc::new(Mutex::new(Dir::new(0o755))),
         }
@@ -351,7 +351,7 @@ pub(crate) enum WriteTarget {
 
 /// A pod's filesystem: its own root tree plus mounted volumes. Cloning shares it.
 #[derive(Debug, Clone)]
-pub(crate) struct PodFs {
+pub struct PodFs {
     /// The root tree, private to this pod.
     root: Arc<Mutex<Dir>>,
     /// Mounts, longest path first: normalised components and the volume.
@@ -389,7 +389,7 @@ impl PodFs {
     /// A fresh filesystem: the usual directories, `/dev/null` and `/dev/zero`, a `/bin` entry for
     /// every built-in command, a minimal `/etc`, and each volume mounted at its path (a path that is
     /// not absolute is taken from `/`; a later mount at the same path wins).
-    pub(crate) fn new(mounts: Vec<(String, Volume)>) -> Self {
+    pub fn new(mounts: Vec<(String, Volume)>) -> Self {
         let mut root = Dir::new(0o755);
         for (path, mode) in STANDARD_DIRS {
             if let Ok(parts) = components(path)
@@ -558,7 +558,7 @@ impl PodFs {
     }
 
     /// The whole content of a regular file.
-    pub(crate) fn read(&self, path: &str) -> Result<Bytes, FsError> {
+    pub fn read(&self, path: &str) -> Result<Bytes, FsError> {
         let loc = self.locate(path)?;
         let tree = lock(&loc.tree);
         if loc.rel.is_empty() {
@@ -667,7 +667,7 @@ impl PodFs {
     }
 
     /// Replaces a file's content (creating it with mode 0644), as a test helper or `cp` would.
-    pub(crate) fn write(&self, path: &str, data: &[u8]) -> Result<(), FsError> {
+    pub fn write(&self, path: &str, data: &[u8]) -> Result<(), FsError> {
         if data.len() > MAX_FILE_SIZE {
             return Err(FsError::NoSpace);
         }
@@ -695,7 +695,7 @@ impl PodFs {
     }
 
     /// Creates a directory and any missing parents; an existing directory is fine.
-    pub(crate) fn mkdir_all(&self, path: &str, mode: u32) -> Result<(), FsError> {
+    pub fn mkdir_all(&self, path: &str, mode: u32) -> Result<(), FsError> {
         let parts = components(path)?;
         let mut cur = String::new();
         for p in parts {

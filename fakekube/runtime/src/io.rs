@@ -21,7 +21,7 @@ pub(crate) const CAPTURE_LIMIT: usize = 16 * 1024 * 1024;
 
 /// Why a write failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum WriteError {
+pub enum WriteError {
     /// The reader went away (EPIPE); a real process would die of SIGPIPE.
     #[error("Broken pipe")]
     BrokenPipe,
@@ -61,7 +61,7 @@ struct InputState {
 
 /// A readable stream shared by every command that holds a clone of it.
 #[derive(Debug, Clone)]
-pub(crate) struct Input(Arc<tokio::sync::Mutex<InputState>>);
+pub struct Input(Arc<tokio::sync::Mutex<InputState>>);
 
 impl Input {
     /// Wraps a source.
@@ -83,7 +83,7 @@ impl Input {
     }
 
     /// An input holding fixed bytes (here-documents).
-    pub(crate) fn bytes(data: Bytes) -> Self {
+    pub fn bytes(data: Bytes) -> Self {
         Input(Arc::new(tokio::sync::Mutex::new(InputState {
             source: Source::Empty,
             pending: data,
@@ -104,7 +104,7 @@ impl Input {
     }
 
     /// The next chunk, or `None` at end of input. A read error ends the input.
-    pub(crate) async fn read(&self) -> Option<Bytes> {
+    pub async fn read(&self) -> Option<Bytes> {
         tokio::task::consume_budget().await;
         let mut state = self.0.lock().await;
         if !state.pending.is_empty() {
@@ -170,7 +170,7 @@ impl Input {
     }
 
     /// Everything up to end of input, at most `max` bytes (the rest is left unread).
-    pub(crate) async fn read_to_end(&self, max: usize) -> Vec<u8> {
+    pub async fn read_to_end(&self, max: usize) -> Vec<u8> {
         let mut out = Vec::new();
         while out.len() < max {
             let Some(chunk) = self.read().await else {
@@ -193,7 +193,7 @@ static ZEROS: [u8; CHUNK] = [0; CHUNK];
 
 /// Bytes collected by a command substitution.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Capture(Arc<Mutex<Vec<u8>>>);
+pub struct Capture(Arc<Mutex<Vec<u8>>>);
 
 impl Capture {
     /// Takes what was collected.
@@ -204,7 +204,7 @@ impl Capture {
 
 /// A writable stream; clones write to the same place (`2>&1`).
 #[derive(Debug, Clone)]
-pub(crate) enum Output {
+pub enum Output {
     /// Writes vanish (`/dev/null`).
     Null,
     /// A bounded channel: the exec's stdout/stderr or a pipe.
@@ -239,7 +239,7 @@ impl Output {
     }
 
     /// Writes all of `data`, in chunks, waiting for the reader as needed.
-    pub(crate) async fn write(&self, data: Bytes) -> Result<(), WriteError> {
+    pub async fn write(&self, data: Bytes) -> Result<(), WriteError> {
         let mut rest = data;
         while !rest.is_empty() {
             tokio::task::consume_budget().await;

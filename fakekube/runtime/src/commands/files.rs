@@ -6,9 +6,9 @@ use std::collections::VecDeque;
 use bytes::{Bytes, BytesMut};
 
 use super::{emit, getopt, open_input, usage};
-use crate::runtime::fs::{self as vfs, FileKind, FsError, Metadata};
-use crate::runtime::io::{CHUNK, Output};
-use crate::runtime::process::Ctx;
+use crate::fs::{self as vfs, FileKind, FsError, Metadata};
+use crate::io::{CHUNK, Output};
+use crate::process::Ctx;
 
 /// `cat [-u] [file…]`: copies files (or stdin) to stdout in chunks.
 pub(crate) async fn cat(ctx: Ctx) -> i32 {

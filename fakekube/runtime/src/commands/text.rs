@@ -6,10 +6,10 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use super::{emit, getopt, usage};
-use crate::runtime::fs::FileKind;
-use crate::runtime::io::CHUNK;
-use crate::runtime::process::Ctx;
-use crate::runtime::shell::arith::parse_number;
+use crate::fs::FileKind;
+use crate::io::CHUNK;
+use crate::process::Ctx;
+use crate::shell::arith::parse_number;
 
 /// Longest sleep or timeout honoured (about a century: "forever" for a test).
 const FOREVER: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
@@ -878,7 +878,7 @@ impl TestParser<'_> {
                     || (mtime(a).is_none() && mtime(b).is_some())
             }
             "-ef" => {
-                let norm = |p: &str| crate::runtime::fs::normalize(&self.ctx.path(p)).ok();
+                let norm = |p: &str| crate::fs::normalize(&self.ctx.path(p)).ok();
                 mtime(a).is_some() && norm(a) == norm(b)
             }
             "-a" => !a.is_empty() && !b.is_empty(),
@@ -937,7 +937,7 @@ pub(crate) async fn env(ctx: Ctx) -> i32 {
                 let Some(dir) = args.get(i) else {
                     return usage(&ctx, "option requires an argument -- 'C'", 125).await;
                 };
-                cwd = crate::runtime::fs::join(&cwd, dir);
+                cwd = crate::fs::join(&cwd, dir);
             }
             "--" => {
                 i += 1;

@@ -19,8 +19,7 @@ pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 pub(crate) type Handler = Arc<dyn Fn(Ctx) -> BoxFuture<'static, i32> + Send + Sync>;
 
 /// The PATH a container gets when its image sets none.
-pub(crate) const DEFAULT_PATH: &str =
-    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+pub const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 /// Deepest nesting of shells, functions, subshells and compound commands; beyond it a command
 /// fails instead of exhausting the stack. Each level costs up to about 10 KiB of stack in a debug
@@ -33,27 +32,27 @@ pub(crate) const PROGRAM_NESTING: usize = 4;
 /// Everything a running command sees: its arguments, environment, working directory, filesystem,
 /// streams and the token that kills it.
 #[derive(Clone)]
-pub(crate) struct Ctx {
+pub struct Ctx {
     /// Arguments, `argv[0]` first.
-    pub(crate) argv: Vec<String>,
+    pub argv: Vec<String>,
     /// Environment, in order.
-    pub(crate) env: Vec<(String, String)>,
+    pub env: Vec<(String, String)>,
     /// Absolute working directory.
-    pub(crate) cwd: String,
+    pub cwd: String,
     /// The pod's filesystem.
-    pub(crate) fs: PodFs,
+    pub fs: PodFs,
     /// The registry, to start other programs (`env`, `timeout`, `sh`).
-    pub(crate) commands: Commands,
+    pub commands: Commands,
     /// Standard input.
-    pub(crate) stdin: Input,
+    pub stdin: Input,
     /// Standard output.
-    pub(crate) stdout: Output,
+    pub stdout: Output,
     /// Standard error.
-    pub(crate) stderr: Output,
+    pub stderr: Output,
     /// Fires when the process is killed (exec cancelled, pod deleted, `timeout` expired).
-    pub(crate) cancel: CancellationToken,
+    pub cancel: CancellationToken,
     /// How deeply this process is nested in shells and functions (see [`MAX_NESTING`]).
-    pub(crate) depth: usize,
+    pub depth: usize,
 }
 
 impl std::fmt::Debug for Ctx {
@@ -73,12 +72,12 @@ impl Ctx {
     }
 
     /// The arguments after `argv[0]`.
-    pub(crate) fn args(&self) -> &[String] {
+    pub fn args(&self) -> &[String] {
         self.argv.get(1..).unwrap_or_default()
     }
 
     /// An environment variable (the last one wins if it is set twice).
-    pub(crate) fn var(&self, name: &str) -> Option<&str> {
+    pub fn var(&self, name: &str) -> Option<&str> {
         self.env
             .iter()
             .rev()
@@ -87,7 +86,7 @@ impl Ctx {
     }
 
     /// A path made absolute against the working directory.
-    pub(crate) fn path(&self, p: &str) -> String {
+    pub fn path(&self, p: &str) -> String {
         fs::join(&self.cwd, p)
     }
 
@@ -208,7 +207,7 @@ impl SpawnError {
 /// The registry of programs: the built-in commands plus handlers registered by tests, which take
 /// precedence and need no `/bin` entry. Clones share the registry.
 #[derive(Clone, Default)]
-pub(crate) struct Commands {
+pub struct Commands {
     /// Handlers registered at run time, by name.
     custom: Arc<RwLock<HashMap<String, Handler>>>,
 }
@@ -226,7 +225,7 @@ impl std::fmt::Debug for Commands {
 
 impl Commands {
     /// The built-in commands only.
-    pub(crate) fn new() -> Self {
+    pub fn new() -> Self {
         Self::default()
     }
 
@@ -238,7 +237,7 @@ impl Commands {
     }
 
     /// Registers an `async` function or closure as a handler.
-    pub(crate) fn register_fn<F, Fut>(&self, name: impl Into<String>, f: F)
+    pub fn register_fn<F, Fut>(&self, name: impl Into<String>, f: F)
     where
         F: Fn(Ctx) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = i32> + Send + 'static,
