@@ -59,7 +59,7 @@ pub enum FsError {
 
 /// What kind of node a path names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum FileKind {
+pub(crate) enum NodeKind {
     /// A regular file with byte content.
     Regular,
     /// A directory.
@@ -68,23 +68,23 @@ pub(crate) enum FileKind {
     CharDevice,
 }
 
-impl FileKind {
+impl NodeKind {
     /// The `S_IFMT` bits of this kind, as `stat` reports them in `st_mode`.
     pub(crate) fn type_bits(self) -> u32 {
         match self {
-            FileKind::Regular => 0o100000,
-            FileKind::Directory => 0o040000,
-            FileKind::CharDevice => 0o020000,
+            NodeKind::Regular => 0o100000,
+            NodeKind::Directory => 0o040000,
+            NodeKind::CharDevice => 0o020000,
         }
     }
 
     /// The GNU `stat %F` description.
     pub(crate) fn describe(self, size: u64) -> &'static str {
         match self {
-            FileKind::Regular if size == 0 => "regular empty file",
-            FileKind::Regular => "regular file",
-            FileKind::Directory => "directory",
-            FileKind::CharDevice => "character special file",
+            NodeKind::Regular if size == 0 => "regular empty file",
+            NodeKind::Regular => "regular file",
+            NodeKind::Directory => "directory",
+            NodeKind::CharDevice => "character special file",
         }
     }
 }
@@ -93,7 +93,7 @@ impl FileKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Metadata {
     /// Node kind.
-    pub(crate) kind: FileKind,
+    pub(crate) kind: NodeKind,
     /// Size in bytes (directories report 4096, as ext4 does).
     pub(crate) size: u64,
     /// Permission bits (`0o7777` at most).
@@ -172,19 +172,19 @@ impl Node {
     fn metadata(&self) -> Metadata {
         match self {
             Node::File(f) => Metadata {
-                kind: FileKind::Regular,
+                kind: NodeKind::Regular,
                 size: f.data.len() as u64,
                 mode: f.mode,
                 mtime: f.mtime,
             },
             Node::Dir(d) => Metadata {
-                kind: FileKind::Directory,
+                kind: NodeKind::Directory,
                 size: 4096,
                 mode: d.mode,
                 mtime: d.mtime,
             },
             Node::Dev(_, mtime) => Metadata {
-                kind: FileKind::CharDevice,
+                kind: NodeKind::CharDevice,
                 size: 0,
                 mode: 0o666,
                 mtime: *mtime,
@@ -436,7 +436,7 @@ impl PodFs {
             })
         };
         if let Some(Node::Dir(bin)) = root.entries.get_mut("bin") {
-            for name in super::commands::BUILTIN_NAMES {
+            for name in super::programs::BUILTIN_NAMES {
                 bin.entries.insert((*name).to_string(), program(name));
             }
         }
@@ -702,7 +702,7 @@ impl PodFs {
             cur.push('/');
             cur.push_str(&p);
             match self.metadata(&cur) {
-                Ok(m) if m.kind == FileKind::Directory => {}
+                Ok(m) if m.kind == NodeKind::Directory => {}
                 Ok(_) => return Err(FsError::NotADirectory),
                 Err(FsError::NotFound) => match self.mkdir(&cur, mode) {
                     Ok(()) | Err(FsError::Exists) => {}
@@ -830,7 +830,7 @@ impl PodFs {
                 p.push_str(c);
             }
             let meta = self.metadata(if p.is_empty() { "/" } else { &p })?;
-            if meta.kind != FileKind::Directory {
+            if meta.kind != NodeKind::Directory {
                 return Err(FsError::NotADirectory);
             }
         }
@@ -898,17 +898,17 @@ mod tests {
         for dir in ["/bin", "/tmp", "/etc", "/workspace", "/usr/local/bin"] {
             assert_eq!(
                 fs.metadata(dir).map(|m| m.kind),
-                Ok(FileKind::Directory),
+                Ok(NodeKind::Directory),
                 "{dir}"
             );
         }
         assert_eq!(
             fs.metadata("/dev/null").map(|m| m.kind),
-            Ok(FileKind::CharDevice)
+            Ok(NodeKind::CharDevice)
         );
         assert_eq!(fs.metadata("/tmp").map(|m| m.mode), Ok(0o1777));
         let cat = fs.metadata("/bin/cat").map(|m| (m.kind, m.is_executable()));
-        assert_eq!(cat, Ok((FileKind::Regular, true)));
+        assert_eq!(cat, Ok((NodeKind::Regular, true)));
     }
 
     #[test]
@@ -951,7 +951,7 @@ mod tests {
         assert_eq!(fs.mkdir_all("/a/b/c", 0o755), Ok(()));
         assert_eq!(
             fs.metadata("/a/b/c").map(|m| m.kind),
-            Ok(FileKind::Directory)
+            Ok(NodeKind::Directory)
         );
         assert_eq!(fs.mkdir("/a/b", 0o755), Err(FsError::Exists));
         assert_eq!(fs.mkdir("/x/y", 0o755), Err(FsError::NotFound));

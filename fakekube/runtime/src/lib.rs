@@ -9,7 +9,7 @@
 //! (or taken as a path) and started directly; a name that cannot be started is a
 //! [`ExitStatus::CannotStart`] with containerd's wording, not an exit code. `sh` is a small POSIX
 //! shell ([`shell`]) where a missing command gives 127 and `sh: NAME: not found`, a
-//! non-executable one 126. Programs are [`Handler`]s in a [`Commands`] registry; tests can
+//! non-executable one 126. Programs are [`Handler`]s in a [`Programs`] registry; tests can
 //! register their own to script any behaviour.
 //!
 //! # Streams and backpressure
@@ -30,10 +30,10 @@
 //!
 //! No symbolic links, users or signals; file descriptors 0–2 only; see [`shell`] for the shell's.
 
-mod commands;
 pub mod fs;
 pub mod io;
 pub mod process;
+mod programs;
 mod shell;
 
 use bytes::Bytes;
@@ -41,7 +41,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 pub use fs::{PodFs, Volume};
-pub use process::{Commands, Ctx};
+pub use process::{Process, Programs};
 
 use io::{Input, Output};
 use process::{DEFAULT_PATH, SpawnError, resolve};
@@ -59,7 +59,7 @@ pub struct ExecSpec {
     /// The pod's filesystem.
     pub fs: PodFs,
     /// The programs.
-    pub commands: Commands,
+    pub programs: Programs,
     /// Fires when the exec must end (client gone, pod deleted).
     pub cancel: CancellationToken,
 }
@@ -103,7 +103,7 @@ pub async fn exec(spec: ExecSpec, io: ExecIo) -> ExitStatus {
         env.push(("HOME".into(), "/root".into()));
     }
     let cwd = match fs::normalize(if spec.cwd.is_empty() { "/" } else { &spec.cwd }) {
-        Ok(c) if matches!(spec.fs.metadata(&c), Ok(m) if m.kind == fs::FileKind::Directory) => c,
+        Ok(c) if matches!(spec.fs.metadata(&c), Ok(m) if m.kind == fs::NodeKind::Directory) => c,
         _ => {
             return ExitStatus::CannotStart(format!(
                 "OCI runtime exec failed: exec failed: unable to start container process: chdir to cwd (\"{}\") set in config.json failed: no such file or directory: unknown",
@@ -123,18 +123,18 @@ pub async fn exec(spec: ExecSpec, io: ExecIo) -> ExitStatus {
         &path,
         &cwd,
         &spec.fs,
-        &spec.commands,
+        &spec.programs,
         false,
     ) {
         Ok(found) => found,
         Err(e) => return ExitStatus::CannotStart(SpawnError::containerd_message(e, &argv0)),
     };
-    let ctx = Ctx {
+    let proc = Process {
         argv,
         env,
         cwd,
         fs: spec.fs,
-        commands: spec.commands,
+        programs: spec.programs,
         stdin: io.stdin.map(Input::channel).unwrap_or_else(Input::empty),
         stdout: Output::Channel(io.stdout),
         stderr: Output::Channel(io.stderr),
@@ -144,7 +144,7 @@ pub async fn exec(spec: ExecSpec, io: ExecIo) -> ExitStatus {
     tokio::select! {
         biased;
         _ = spec.cancel.cancelled() => ExitStatus::Killed,
-        status = handler(ctx) => ExitStatus::Code(status & 0xff),
+        status = handler(proc) => ExitStatus::Code(status & 0xff),
     }
 }
 

@@ -1,4 +1,4 @@
-//! Programs: the command registry, what a running command sees ([`Ctx`]), and how a name or path
+//! Programs: the command registry, what a running command sees ([`Process`]), and how a name or path
 //! becomes a program (PATH search, `/bin` entries, `#!` scripts), as `execve`/`execvp` would.
 
 use std::collections::HashMap;
@@ -9,14 +9,14 @@ use std::sync::{Arc, RwLock};
 use bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
-use super::fs::{self, FileKind, FsError, PROGRAM_MAGIC, PodFs};
+use super::fs::{self, FsError, NodeKind, PROGRAM_MAGIC, PodFs};
 use super::io::{Input, Output, WriteError};
 
 /// A boxed, sendable future (what handlers return).
 pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// A command implementation: gets the process context, returns the exit code.
-pub(crate) type Handler = Arc<dyn Fn(Ctx) -> BoxFuture<'static, i32> + Send + Sync>;
+pub(crate) type Handler = Arc<dyn Fn(Process) -> BoxFuture<'static, i32> + Send + Sync>;
 
 /// The PATH a container gets when its image sets none.
 pub const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -32,7 +32,7 @@ pub(crate) const PROGRAM_NESTING: usize = 4;
 /// Everything a running command sees: its arguments, environment, working directory, filesystem,
 /// streams and the token that kills it.
 #[derive(Clone)]
-pub struct Ctx {
+pub struct Process {
     /// Arguments, `argv[0]` first.
     pub argv: Vec<String>,
     /// Environment, in order.
@@ -42,7 +42,7 @@ pub struct Ctx {
     /// The pod's filesystem.
     pub fs: PodFs,
     /// The registry, to start other programs (`env`, `timeout`, `sh`).
-    pub commands: Commands,
+    pub programs: Programs,
     /// Standard input.
     pub stdin: Input,
     /// Standard output.
@@ -55,16 +55,16 @@ pub struct Ctx {
     pub depth: usize,
 }
 
-impl std::fmt::Debug for Ctx {
+impl std::fmt::Debug for Process {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Ctx")
+        f.debug_struct("Process")
             .field("argv", &self.argv)
             .field("cwd", &self.cwd)
             .finish_non_exhaustive()
     }
 }
 
-impl Ctx {
+impl Process {
     /// The program's name for messages: the last component of `argv[0]`.
     pub(crate) fn name(&self) -> &str {
         let a0 = self.argv.first().map(String::as_str).unwrap_or("");
@@ -104,8 +104,8 @@ impl Ctx {
     }
 
     /// A context for a child program with other arguments and the same everything else.
-    pub(crate) fn child(&self, argv: Vec<String>) -> Ctx {
-        Ctx {
+    pub(crate) fn child(&self, argv: Vec<String>) -> Process {
+        Process {
             argv,
             ..self.clone()
         }
@@ -125,7 +125,7 @@ impl Ctx {
             &path,
             &self.cwd,
             &self.fs,
-            &self.commands,
+            &self.programs,
             true,
         ) {
             Ok((handler, argv)) => {
@@ -136,9 +136,9 @@ impl Ctx {
                         .await;
                     return 126;
                 }
-                let mut ctx = self.child(argv);
-                ctx.depth += PROGRAM_NESTING;
-                handler(ctx).await
+                let mut proc = self.child(argv);
+                proc.depth += PROGRAM_NESTING;
+                handler(proc).await
             }
             Err(e) => {
                 let _ = self
@@ -207,23 +207,23 @@ impl SpawnError {
 /// The registry of programs: the built-in commands plus handlers registered by tests, which take
 /// precedence and need no `/bin` entry. Clones share the registry.
 #[derive(Clone, Default)]
-pub struct Commands {
+pub struct Programs {
     /// Handlers registered at run time, by name.
     custom: Arc<RwLock<HashMap<String, Handler>>>,
 }
 
-impl std::fmt::Debug for Commands {
+impl std::fmt::Debug for Programs {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let names: Vec<String> = self
             .custom
             .read()
             .map(|m| m.keys().cloned().collect())
             .unwrap_or_default();
-        f.debug_struct("Commands").field("custom", &names).finish()
+        f.debug_struct("Programs").field("custom", &names).finish()
     }
 }
 
-impl Commands {
+impl Programs {
     /// The built-in commands only.
     pub fn new() -> Self {
         Self::default()
@@ -239,23 +239,24 @@ impl Commands {
     /// Registers an `async` function or closure as a handler.
     pub fn register_fn<F, Fut>(&self, name: impl Into<String>, f: F)
     where
-        F: Fn(Ctx) -> Fut + Send + Sync + 'static,
+        F: Fn(Process) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = i32> + Send + 'static,
     {
         self.register(
             name,
-            Arc::new(move |ctx| Box::pin(f(ctx)) as BoxFuture<'static, i32>),
+            Arc::new(move |proc| Box::pin(f(proc)) as BoxFuture<'static, i32>),
         );
     }
 
     /// The handler registered under `name` by a test, if any.
-    pub(crate) fn custom(&self, name: &str) -> Option<Handler> {
+    pub(crate) fn registered(&self, name: &str) -> Option<Handler> {
         self.custom.read().ok().and_then(|m| m.get(name).cloned())
     }
 
     /// The handler for a program name: a registered one, else the built-in.
     pub(crate) fn program(&self, name: &str) -> Option<Handler> {
-        self.custom(name).or_else(|| super::commands::builtin(name))
+        self.registered(name)
+            .or_else(|| super::programs::builtin(name))
     }
 }
 
@@ -269,16 +270,16 @@ pub(crate) fn resolve(
     path_var: &str,
     cwd: &str,
     fs: &PodFs,
-    commands: &Commands,
+    programs: &Programs,
     shell_fallback: bool,
 ) -> Result<(Handler, Vec<String>), SpawnError> {
     if name.is_empty() {
         return Err(SpawnError::NotFound);
     }
     if name.contains('/') {
-        return load(&fs::join(cwd, name), argv, fs, commands, shell_fallback, 0);
+        return load(&fs::join(cwd, name), argv, fs, programs, shell_fallback, 0);
     }
-    if let Some(h) = commands.custom(name) {
+    if let Some(h) = programs.registered(name) {
         return Ok((h, argv));
     }
     let mut denied = false;
@@ -286,10 +287,10 @@ pub(crate) fn resolve(
         let dir = if dir.is_empty() { "." } else { dir };
         let candidate = fs::join(&fs::join(cwd, dir), name);
         match fs.metadata(&candidate) {
-            Ok(m) if m.kind == FileKind::Regular && m.is_executable() => {
-                return load(&candidate, argv, fs, commands, shell_fallback, 0);
+            Ok(m) if m.kind == NodeKind::Regular && m.is_executable() => {
+                return load(&candidate, argv, fs, programs, shell_fallback, 0);
             }
-            Ok(m) if m.kind == FileKind::Regular => denied = true,
+            Ok(m) if m.kind == NodeKind::Regular => denied = true,
             _ => {}
         }
     }
@@ -305,7 +306,7 @@ fn load(
     path: &str,
     argv: Vec<String>,
     fs: &PodFs,
-    commands: &Commands,
+    programs: &Programs,
     shell_fallback: bool,
     hops: usize,
 ) -> Result<(Handler, Vec<String>), SpawnError> {
@@ -313,14 +314,14 @@ fn load(
         FsError::NotFound | FsError::NotADirectory => SpawnError::NotFound,
         other => SpawnError::Fs(other),
     })?;
-    if meta.kind != FileKind::Regular || !meta.is_executable() {
+    if meta.kind != NodeKind::Regular || !meta.is_executable() {
         return Err(SpawnError::PermissionDenied);
     }
     let head = fs.read_at(path, 0, 512)?;
     if let Some(rest) = head.strip_prefix(PROGRAM_MAGIC) {
         let name = String::from_utf8_lossy(rest.split(|b| *b == b'\n').next().unwrap_or_default())
             .into_owned();
-        return commands
+        return programs
             .program(&name)
             .map(|h| (h, argv))
             .ok_or(SpawnError::NotFound);
@@ -347,12 +348,12 @@ fn load(
             &fs::join("/", &interp),
             new_argv,
             fs,
-            commands,
+            programs,
             shell_fallback,
             hops + 1,
         );
     }
-    if shell_fallback && let Some(sh) = commands.program("sh") {
+    if shell_fallback && let Some(sh) = programs.program("sh") {
         let mut new_argv = vec!["sh".to_string(), path.to_string()];
         new_argv.extend(argv.into_iter().skip(1));
         return Ok((sh, new_argv));
@@ -367,7 +368,7 @@ mod tests {
     #[test]
     fn resolve_finds_bin_programs_through_path_and_by_absolute_path() {
         let fs = PodFs::new(vec![]);
-        let cmds = Commands::new();
+        let cmds = Programs::new();
         let found = resolve(
             "cat",
             vec!["cat".into()],
@@ -388,7 +389,7 @@ mod tests {
         let fs = PodFs::new(vec![]);
         fs.write("/tmp/s", b"#!/bin/sh -e\necho hi\n").ok();
         fs.chmod("/tmp/s", 0o755).ok();
-        let cmds = Commands::new();
+        let cmds = Programs::new();
         let argv = resolve(
             "/tmp/s",
             vec!["/tmp/s".into(), "a".into()],
@@ -410,7 +411,7 @@ mod tests {
     fn resolve_refuses_files_without_an_exec_bit_and_directories() {
         let fs = PodFs::new(vec![]);
         fs.write("/tmp/s", b"echo hi\n").ok();
-        let cmds = Commands::new();
+        let cmds = Programs::new();
         let r = resolve("/tmp/s", vec![], DEFAULT_PATH, "/", &fs, &cmds, true).map(|_| ());
         assert_eq!(r, Err(SpawnError::PermissionDenied));
         let r = resolve("/tmp", vec![], DEFAULT_PATH, "/", &fs, &cmds, true).map(|_| ());
@@ -423,8 +424,8 @@ mod tests {
     #[test]
     fn registered_handler_is_found_without_a_file() {
         let fs = PodFs::new(vec![]);
-        let cmds = Commands::new();
-        cmds.register_fn("special", |_ctx| async { 7 });
+        let cmds = Programs::new();
+        cmds.register_fn("special", |_proc| async { 7 });
         assert!(resolve("special", vec![], DEFAULT_PATH, "/", &fs, &cmds, false).is_ok());
     }
 

@@ -39,7 +39,7 @@ async fn collect(mut rx: mpsc::Receiver<Bytes>) -> String {
 /// Runs `argv` on `fs` with `stdin`, cancelled after `limit`.
 async fn run_full(
     fs: &PodFs,
-    commands: &Commands,
+    programs: &Programs,
     argv: &[&str],
     stdin: Option<&[u8]>,
     limit: Duration,
@@ -60,7 +60,7 @@ async fn run_full(
         env: vec![("HOSTNAME".into(), "pod-0".into())],
         cwd: "/".into(),
         fs: fs.clone(),
-        commands: commands.clone(),
+        programs: programs.clone(),
         cancel: cancel.clone(),
     };
     let io = ExecIo {
@@ -88,7 +88,7 @@ async fn run_full(
 async fn run(argv: &[&str]) -> Run {
     run_full(
         &PodFs::new(vec![]),
-        &Commands::new(),
+        &Programs::new(),
         argv,
         None,
         Duration::from_secs(10),
@@ -105,7 +105,7 @@ async fn sh(script: &str) -> Run {
 async fn sh_on(fs: &PodFs, script: &str) -> Run {
     run_full(
         fs,
-        &Commands::new(),
+        &Programs::new(),
         &["sh", "-c", script],
         None,
         Duration::from_secs(10),
@@ -360,7 +360,7 @@ async fn direct_exec_of_a_missing_program_cannot_start() {
     fs.write("/tmp/plain", b"echo hi\n").ok();
     let r = run_full(
         &fs,
-        &Commands::new(),
+        &Programs::new(),
         &["/tmp/plain"],
         None,
         Duration::from_secs(5),
@@ -373,7 +373,7 @@ async fn direct_exec_of_a_missing_program_cannot_start() {
     fs.chmod("/tmp/plain", 0o755).ok();
     let r = run_full(
         &fs,
-        &Commands::new(),
+        &Programs::new(),
         &["/tmp/plain"],
         None,
         Duration::from_secs(5),
@@ -396,7 +396,7 @@ async fn shebang_script_runs_directly_and_through_the_shell() {
     fs.chmod("/usr/local/bin/greet", 0o755).ok();
     let r = run_full(
         &fs,
-        &Commands::new(),
+        &Programs::new(),
         &["greet", "bob"],
         None,
         Duration::from_secs(5),
@@ -526,7 +526,7 @@ async fn producer_blocked_by_a_full_channel_does_not_run_ahead() {
         env: vec![],
         cwd: "/".into(),
         fs: PodFs::new(vec![]),
-        commands: Commands::new(),
+        programs: Programs::new(),
         cancel: cancel.clone(),
     };
     let task = tokio::spawn(exec(
@@ -560,10 +560,10 @@ async fn producer_blocked_by_a_full_channel_does_not_run_ahead() {
 
 #[tokio::test]
 async fn cancellation_kills_sleeps_loops_and_background_jobs() {
-    let commands = Commands::new();
+    let programs = Programs::new();
     let dropped = Arc::new(AtomicBool::new(false));
     let flag = dropped.clone();
-    commands.register_fn("blocker", move |_ctx| {
+    programs.register_fn("blocker", move |_proc| {
         let guard = DropFlag(flag.clone());
         async move {
             let _guard = guard;
@@ -582,7 +582,7 @@ async fn cancellation_kills_sleeps_loops_and_background_jobs() {
         let started = std::time::Instant::now();
         let r = run_full(
             &fs,
-            &commands,
+            &programs,
             &["sh", "-c", script],
             None,
             Duration::from_millis(50),
@@ -618,26 +618,26 @@ impl Drop for DropFlag {
 
 #[tokio::test]
 async fn registered_handler_runs_from_the_shell_and_directly() {
-    let commands = Commands::new();
+    let programs = Programs::new();
     let calls = Arc::new(AtomicUsize::new(0));
     let counter = calls.clone();
-    commands.register_fn("greet", move |ctx: Ctx| {
+    programs.register_fn("greet", move |proc: Process| {
         counter.fetch_add(1, Ordering::SeqCst);
         async move {
-            let input = ctx.stdin.read_to_end(1024).await;
+            let input = proc.stdin.read_to_end(1024).await;
             let msg = format!(
                 "hello {} [{}]\n",
-                ctx.args().join(","),
+                proc.args().join(","),
                 String::from_utf8_lossy(&input)
             );
-            let _ = ctx.out(msg).await;
+            let _ = proc.out(msg).await;
             7
         }
     });
     let fs = PodFs::new(vec![]);
     let r = run_full(
         &fs,
-        &commands,
+        &programs,
         &["greet", "a", "b"],
         Some(b"in"),
         Duration::from_secs(5),
@@ -649,7 +649,7 @@ async fn registered_handler_runs_from_the_shell_and_directly() {
     );
     let r = run_full(
         &fs,
-        &commands,
+        &programs,
         &["sh", "-c", "echo piped | greet x; echo $?"],
         None,
         Duration::from_secs(5),
@@ -664,7 +664,7 @@ async fn stdin_reaches_the_command_and_end_of_input_ends_cat() {
     let fs = PodFs::new(vec![]);
     let r = run_full(
         &fs,
-        &Commands::new(),
+        &Programs::new(),
         &["sh", "-c", "cat > /tmp/in; wc -c < /tmp/in"],
         Some(b"12345"),
         Duration::from_secs(5),
@@ -673,7 +673,7 @@ async fn stdin_reaches_the_command_and_end_of_input_ends_cat() {
     assert_eq!((r.status, r.stdout.as_str()), (ExitStatus::Code(0), "5\n"));
     let r = run_full(
         &fs,
-        &Commands::new(),
+        &Programs::new(),
         &["cat"],
         None,
         Duration::from_secs(5),
@@ -723,7 +723,7 @@ proptest::proptest! {
         let Ok(rt) = rt else { return Ok(()) };
         let r = rt.block_on(run_full(
             &PodFs::new(vec![]),
-            &Commands::new(),
+            &Programs::new(),
             &["sh", "-c", &script],
             None,
             Duration::from_millis(100),
@@ -737,7 +737,7 @@ proptest::proptest! {
         let Ok(rt) = rt else { return Ok(()) };
         let r = rt.block_on(run_full(
             &PodFs::new(vec![]),
-            &Commands::new(),
+            &Programs::new(),
             &["sh", "-c", &script],
             None,
             Duration::from_millis(100),

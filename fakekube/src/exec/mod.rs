@@ -426,7 +426,7 @@ async fn run_exec(
         env: target.env,
         cwd: target.cwd,
         fs: target.fs,
-        commands: target.commands,
+        programs: target.commands,
         cancel,
     };
     tokio::select! {

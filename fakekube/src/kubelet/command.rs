@@ -1,7 +1,7 @@
 //! The public face of a command registered by a test: what one call of it sees and may do.
 
 use bytes::Bytes;
-use fakekube_runtime::Ctx;
+use fakekube_runtime::Process;
 use fakekube_runtime::io::WriteError;
 
 /// Why a registered command's stream or file operation failed.
@@ -40,63 +40,63 @@ impl CommandError {
 /// exit status, or earlier when it is killed (exec client gone, container stopped, pod
 /// deleted): then the handler's future is dropped.
 pub struct CommandCall {
-    /// The runtime's context of the call.
-    ctx: Ctx,
+    /// The runtime process of the call.
+    process: Process,
 }
 
 impl std::fmt::Debug for CommandCall {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CommandCall")
-            .field("argv", &self.ctx.argv)
-            .field("cwd", &self.ctx.cwd)
+            .field("argv", &self.process.argv)
+            .field("cwd", &self.process.cwd)
             .finish_non_exhaustive()
     }
 }
 
 impl CommandCall {
     /// Wraps the runtime's context.
-    pub(crate) fn new(ctx: Ctx) -> Self {
-        CommandCall { ctx }
+    pub(crate) fn new(process: Process) -> Self {
+        CommandCall { process }
     }
 
     /// The whole command line, the command's name first.
     pub fn argv(&self) -> &[String] {
-        &self.ctx.argv
+        &self.process.argv
     }
 
     /// The arguments after the command's name.
     pub fn args(&self) -> &[String] {
-        self.ctx.args()
+        self.process.args()
     }
 
     /// The environment, in order (a name set twice: the last one counts).
     pub fn env(&self) -> &[(String, String)] {
-        &self.ctx.env
+        &self.process.env
     }
 
     /// One environment variable.
     pub fn var(&self, name: &str) -> Option<&str> {
-        self.ctx.var(name)
+        self.process.var(name)
     }
 
     /// The absolute working directory.
     pub fn cwd(&self) -> &str {
-        &self.ctx.cwd
+        &self.process.cwd
     }
 
     /// The next chunk of standard input, or `None` at end of input.
     pub async fn read_stdin(&self) -> Option<Vec<u8>> {
-        self.ctx.stdin.read().await.map(|b| b.to_vec())
+        self.process.stdin.read().await.map(|b| b.to_vec())
     }
 
     /// Standard input up to its end, at most `max` bytes (the rest stays unread).
     pub async fn read_stdin_to_end(&self, max: usize) -> Vec<u8> {
-        self.ctx.stdin.read_to_end(max).await
+        self.process.stdin.read_to_end(max).await
     }
 
     /// Writes to standard output, waiting while the reader is behind.
     pub async fn write_stdout(&self, data: impl AsRef<[u8]>) -> Result<(), CommandError> {
-        self.ctx
+        self.process
             .stdout
             .write(Bytes::copy_from_slice(data.as_ref()))
             .await
@@ -105,7 +105,7 @@ impl CommandCall {
 
     /// Writes to standard error, waiting while the reader is behind.
     pub async fn write_stderr(&self, data: impl AsRef<[u8]>) -> Result<(), CommandError> {
-        self.ctx
+        self.process
             .stderr
             .write(Bytes::copy_from_slice(data.as_ref()))
             .await
@@ -114,8 +114,8 @@ impl CommandCall {
 
     /// The contents of a file (a relative path is taken from the working directory).
     pub fn read_file(&self, path: &str) -> Result<Vec<u8>, CommandError> {
-        let abs = self.ctx.path(path);
-        self.ctx
+        let abs = self.process.path(path);
+        self.process
             .fs
             .read(&abs)
             .map(|b| b.to_vec())
@@ -124,8 +124,8 @@ impl CommandCall {
 
     /// Creates or replaces a file; its directory must exist.
     pub fn write_file(&self, path: &str, data: &[u8]) -> Result<(), CommandError> {
-        let abs = self.ctx.path(path);
-        self.ctx
+        let abs = self.process.path(path);
+        self.process
             .fs
             .write(&abs, data)
             .map_err(|e| file_error(abs, e))
@@ -133,8 +133,8 @@ impl CommandCall {
 
     /// Creates a directory and its missing parents.
     pub fn create_dir_all(&self, path: &str) -> Result<(), CommandError> {
-        let abs = self.ctx.path(path);
-        self.ctx
+        let abs = self.process.path(path);
+        self.process
             .fs
             .mkdir_all(&abs, 0o755)
             .map_err(|e| file_error(abs, e))
@@ -142,12 +142,12 @@ impl CommandCall {
 
     /// Whether the call has been killed.
     pub fn is_cancelled(&self) -> bool {
-        self.ctx.cancel.is_cancelled()
+        self.process.cancel.is_cancelled()
     }
 
     /// Resolves when the call is killed; for handlers that run until then (a keep-alive loop).
     pub async fn cancelled(&self) {
-        self.ctx.cancel.cancelled().await;
+        self.process.cancel.cancelled().await;
     }
 }
 
@@ -162,30 +162,30 @@ fn file_error(path: String, e: fakekube_runtime::fs::FsError) -> CommandError {
 mod tests {
     use super::*;
     use fakekube_runtime::io::{Input, Output};
-    use fakekube_runtime::{Commands, PodFs};
+    use fakekube_runtime::{PodFs, Programs};
     use tokio::sync::mpsc;
     use tokio_util::sync::CancellationToken;
 
-    fn ctx(stdin: &'static [u8]) -> (Ctx, mpsc::Receiver<Bytes>) {
+    fn process(stdin: &'static [u8]) -> (Process, mpsc::Receiver<Bytes>) {
         let (tx, rx) = mpsc::channel(4);
-        let ctx = Ctx {
+        let process = Process {
             argv: vec!["tool".into(), "a".into(), "b".into()],
             env: vec![("K".into(), "1".into()), ("K".into(), "2".into())],
             cwd: "/tmp".into(),
             fs: PodFs::new(vec![]),
-            commands: Commands::new(),
+            programs: Programs::new(),
             stdin: Input::bytes(Bytes::from_static(stdin)),
             stdout: Output::Channel(tx),
             stderr: Output::Null,
             cancel: CancellationToken::new(),
             depth: 0,
         };
-        (ctx, rx)
+        (process, rx)
     }
 
     #[tokio::test]
     async fn a_call_sees_its_arguments_environment_and_stdin() {
-        let (c, _rx) = ctx(b"input");
+        let (c, _rx) = process(b"input");
         let call = CommandCall::new(c);
         assert_eq!(call.args(), ["a", "b"]);
         assert_eq!(call.argv().first().map(String::as_str), Some("tool"));
@@ -197,7 +197,7 @@ mod tests {
 
     #[tokio::test]
     async fn stdout_writes_reach_the_stream_and_fail_once_it_is_gone() {
-        let (c, mut rx) = ctx(b"");
+        let (c, mut rx) = process(b"");
         let call = CommandCall::new(c);
         assert_eq!(call.write_stdout("hi").await, Ok(()));
         assert_eq!(rx.recv().await, Some(Bytes::from_static(b"hi")));
@@ -207,7 +207,7 @@ mod tests {
 
     #[tokio::test]
     async fn files_are_relative_to_the_working_directory() {
-        let (c, _rx) = ctx(b"");
+        let (c, _rx) = process(b"");
         let call = CommandCall::new(c);
         assert_eq!(call.create_dir_all("d/e"), Ok(()));
         assert_eq!(call.write_file("d/e/f", b"data"), Ok(()));

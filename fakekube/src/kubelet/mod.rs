@@ -65,7 +65,7 @@ pub use images::Images;
 use crate::status::{ApiError, Target};
 use crate::store::Store;
 use bytes::Bytes;
-use fakekube_runtime::{Commands, PodFs};
+use fakekube_runtime::{PodFs, Programs};
 use http::StatusCode;
 use pod::{CState, PodRun};
 use serde_json::Value;
@@ -82,7 +82,7 @@ pub(crate) struct ExecTarget {
     /// The pod's filesystem (its root and its volumes).
     pub(crate) fs: PodFs,
     /// The programs the container can run, with those registered by tests.
-    pub(crate) commands: Commands,
+    pub(crate) commands: Programs,
     /// The container's environment (its `env`, plus `HOSTNAME` = the pod name, `PATH`, `HOME`).
     pub(crate) env: Vec<(String, String)>,
     /// The container's `workingDir`, or `/`.
@@ -147,7 +147,7 @@ pub(crate) struct Kubelet {
     /// The fake registry's marks.
     images: Images,
     /// The programs of every container, with those registered by tests.
-    commands: Commands,
+    commands: Programs,
     /// The pods it runs and the claims' storage.
     state: Mutex<State>,
 }
@@ -159,7 +159,7 @@ impl Kubelet {
             store,
             config,
             images: Images::default(),
-            commands: Commands::new(),
+            commands: Programs::new(),
             state: Mutex::new(State::default()),
         }
     }
@@ -181,9 +181,9 @@ impl Kubelet {
         Fut: Future<Output = i32> + Send + 'static,
     {
         let handler = Arc::new(handler);
-        self.commands.register_fn(name, move |ctx| {
+        self.commands.register_fn(name, move |process| {
             let handler = handler.clone();
-            async move { handler(CommandCall::new(ctx)).await }
+            async move { handler(CommandCall::new(process)).await }
         });
     }
 

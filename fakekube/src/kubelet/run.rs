@@ -740,7 +740,7 @@ impl Kubelet {
             env: env.clone(),
             cwd: cwd.clone(),
             fs: fs.clone(),
-            commands: self.commands.clone(),
+            programs: self.commands.clone(),
             cancel: cancel.clone(),
         };
         let io = ExecIo {

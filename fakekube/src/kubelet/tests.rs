@@ -103,7 +103,7 @@ async fn sh(target: &ExecTarget, script: &str) -> (ExitStatus, String) {
         env: target.env.clone(),
         cwd: target.cwd.clone(),
         fs: target.fs.clone(),
-        commands: target.commands.clone(),
+        programs: target.commands.clone(),
         cancel: target.cancel.child_token(),
     };
     let io = ExecIo {

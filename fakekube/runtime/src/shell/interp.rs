@@ -19,10 +19,10 @@ use super::ast::{
 };
 use super::parser::{self, is_name};
 use super::pattern::{Pattern, has_wildcards};
-use crate::fs::{self as vfs, FileKind, FsError, PodFs};
+use crate::fs::{self as vfs, FsError, NodeKind, PodFs};
 use crate::io::{Input, Output, pipe};
 use crate::process::{
-    BoxFuture, Commands, Ctx, DEFAULT_PATH, MAX_NESTING, PROGRAM_NESTING, SpawnError, resolve,
+    BoxFuture, DEFAULT_PATH, MAX_NESTING, PROGRAM_NESTING, Process, Programs, SpawnError, resolve,
 };
 
 /// Longest value a single word may expand to; beyond it the expansion fails (memory bound).
@@ -130,7 +130,7 @@ pub(crate) struct Shell {
     /// Filesystem.
     fs: PodFs,
     /// Programs.
-    commands: Commands,
+    programs: Programs,
     /// Kills this shell.
     cancel: CancellationToken,
     /// Nesting, against [`MAX_NESTING`].
@@ -157,10 +157,10 @@ const REGULAR_BUILTINS: &[&str] = &[
 const BUILTIN_PROGRAMS: &[&str] = &["echo", "printf", "test", "["];
 
 impl Shell {
-    /// A shell for the process `ctx`: variables from its environment (all exported).
-    pub(crate) fn new(ctx: Ctx, arg0: String, params: Vec<String>, opts: Opts) -> Self {
+    /// A shell for the process `proc`: variables from its environment (all exported).
+    pub(crate) fn new(proc: Process, arg0: String, params: Vec<String>, opts: Opts) -> Self {
         let mut vars = HashMap::new();
-        for (k, v) in ctx.env {
+        for (k, v) in proc.env {
             vars.insert(
                 k,
                 Var {
@@ -173,23 +173,23 @@ impl Shell {
             vars,
             arg0,
             params,
-            cwd: ctx.cwd,
+            cwd: proc.cwd,
             status: 0,
             functions: HashMap::new(),
             traps: BTreeMap::new(),
             opts,
             io: Io {
-                stdin: ctx.stdin,
-                stdout: ctx.stdout,
-                stderr: ctx.stderr,
+                stdin: proc.stdin,
+                stdout: proc.stdout,
+                stderr: proc.stderr,
             },
             jobs: Vec::new(),
             last_bg: None,
             pid: next_pid(),
-            fs: ctx.fs,
-            commands: ctx.commands,
-            cancel: ctx.cancel,
-            depth: ctx.depth,
+            fs: proc.fs,
+            programs: proc.programs,
+            cancel: proc.cancel,
+            depth: proc.depth,
             in_condition: 0,
             subst_status: None,
             loops: 0,
@@ -212,7 +212,7 @@ impl Shell {
             last_bg: self.last_bg,
             pid: self.pid,
             fs: self.fs.clone(),
-            commands: self.commands.clone(),
+            programs: self.programs.clone(),
             cancel: self.cancel.clone(),
             depth: self.depth + 1,
             in_condition: self.in_condition,
@@ -613,7 +613,7 @@ impl Shell {
             if let Some(body) = self.functions.get(name).cloned() {
                 return self.call_function(body, argv, assigns, io).await;
             }
-            if self.commands.custom(name).is_none() && REGULAR_BUILTINS.contains(&name) {
+            if self.programs.registered(name).is_none() && REGULAR_BUILTINS.contains(&name) {
                 let saved_vars = self.overlay(&assigns);
                 let saved = std::mem::replace(&mut self.io, io);
                 let r = self.builtin(&argv).await;
@@ -710,7 +710,7 @@ impl Shell {
             let name = argv[0].clone();
             let found = if !name.contains('/')
                 && BUILTIN_PROGRAMS.contains(&name.as_str())
-                && let Some(h) = self.commands.program(&name)
+                && let Some(h) = self.programs.program(&name)
             {
                 Ok((h, argv))
             } else {
@@ -721,7 +721,7 @@ impl Shell {
                     &path,
                     &self.cwd,
                     &self.fs,
-                    &self.commands,
+                    &self.programs,
                     true,
                 )
             };
@@ -734,19 +734,19 @@ impl Shell {
                             .await;
                         return 126;
                     }
-                    let ctx = Ctx {
+                    let proc = Process {
                         argv,
                         env: self.environment(&assigns),
                         cwd: self.cwd.clone(),
                         fs: self.fs.clone(),
-                        commands: self.commands.clone(),
+                        programs: self.programs.clone(),
                         stdin: io.stdin,
                         stdout: io.stdout,
                         stderr: io.stderr,
                         cancel: self.cancel.clone(),
                         depth: self.depth + PROGRAM_NESTING,
                     };
-                    handler(ctx).await & 0xff
+                    handler(proc).await & 0xff
                 }
                 Err(e) => {
                     let msg = match e {
@@ -1435,7 +1435,7 @@ impl Shell {
         if self.functions.contains_key(name) {
             return Some("a shell function".into());
         }
-        if self.commands.custom(name).is_some() {
+        if self.programs.registered(name).is_some() {
             return Some(name.to_string());
         }
         let path = self.var("PATH").unwrap_or_else(|| DEFAULT_PATH.to_string());
@@ -1452,7 +1452,7 @@ impl Shell {
                 name,
             );
             if let Ok(m) = self.fs.metadata(&p)
-                && m.kind == FileKind::Regular
+                && m.kind == NodeKind::Regular
                 && m.is_executable()
             {
                 return Some(vfs::normalize(&p).unwrap_or(p));
@@ -1474,7 +1474,9 @@ impl Shell {
                             Some(d) if verbose => {
                                 self.print(&format!("{a} is {d}\n")).await;
                             }
-                            Some(d) if d.starts_with('/') || self.commands.custom(a).is_some() => {
+                            Some(d)
+                                if d.starts_with('/') || self.programs.registered(a).is_some() =>
+                            {
                                 self.print(&format!("{d}\n")).await;
                             }
                             Some(_) => {
@@ -1521,7 +1523,7 @@ impl Shell {
                 }
             };
             match self.fs.metadata(&abs) {
-                Ok(m) if m.kind == FileKind::Directory => {}
+                Ok(m) if m.kind == NodeKind::Directory => {}
                 Ok(_) => {
                     self.error(&format!("cd: can't cd to {target}: Not a directory"))
                         .await;
@@ -1619,7 +1621,7 @@ impl Shell {
                 pathvar
                     .split(':')
                     .map(|d| vfs::join(&vfs::join(&self.cwd, d), file))
-                    .find(|p| matches!(self.fs.metadata(p), Ok(m) if m.kind == FileKind::Regular))
+                    .find(|p| matches!(self.fs.metadata(p), Ok(m) if m.kind == NodeKind::Regular))
                     .unwrap_or_else(|| vfs::join(&self.cwd, file))
             };
             let src = match self.fs.read(&path) {

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::io::{Input, WriteError};
-use super::process::{BoxFuture, Ctx, Handler};
+use super::process::{BoxFuture, Handler, Process};
 
 /// Every built-in program name (each gets a `/bin` entry).
 pub(crate) const BUILTIN_NAMES: &[&str] = &[
@@ -28,7 +28,7 @@ pub(crate) const BUILTIN_NAMES: &[&str] = &[
 
 /// The built-in program called `name`.
 pub(crate) fn builtin(name: &str) -> Option<Handler> {
-    let f: fn(Ctx) -> BoxFuture<'static, i32> = match name {
+    let f: fn(Process) -> BoxFuture<'static, i32> = match name {
         "sh" => |c| Box::pin(super::shell::sh_main(c)),
         "cat" => |c| Box::pin(files::cat(c)),
         "ls" => |c| Box::pin(files::ls(c)),
@@ -182,34 +182,34 @@ pub(crate) fn getopt(
 
 /// Writes to stdout; on failure returns the exit code: 141 (as if killed by SIGPIPE) for a closed
 /// reader, 1 after a `NAME: write error: …` message otherwise.
-pub(crate) async fn emit(ctx: &Ctx, data: impl Into<Bytes>) -> Result<(), i32> {
-    match ctx.out(data).await {
+pub(crate) async fn emit(proc: &Process, data: impl Into<Bytes>) -> Result<(), i32> {
+    match proc.out(data).await {
         Ok(()) => Ok(()),
         Err(WriteError::BrokenPipe) => Err(141),
         Err(e) => {
-            ctx.err(&format!("write error: {e}")).await;
+            proc.err(&format!("write error: {e}")).await;
             Err(1)
         }
     }
 }
 
 /// Opens an operand for reading: `-` is stdin.
-pub(crate) fn open_input(ctx: &Ctx, name: &str) -> Result<Input, super::fs::FsError> {
+pub(crate) fn open_input(proc: &Process, name: &str) -> Result<Input, super::fs::FsError> {
     if name == "-" {
-        Ok(ctx.stdin.clone())
+        Ok(proc.stdin.clone())
     } else {
-        Input::open(&ctx.fs, &ctx.path(name))
+        Input::open(&proc.fs, &proc.path(name))
     }
 }
 
 /// Prints a usage error and GNU's hint; returns `code`.
-pub(crate) async fn usage(ctx: &Ctx, msg: &str, code: i32) -> i32 {
-    ctx.err(msg).await;
-    let _ = ctx
+pub(crate) async fn usage(proc: &Process, msg: &str, code: i32) -> i32 {
+    proc.err(msg).await;
+    let _ = proc
         .stderr
         .write_str(&format!(
             "Try '{} --help' for more information.\n",
-            ctx.name()
+            proc.name()
         ))
         .await;
     code

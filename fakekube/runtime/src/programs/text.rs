@@ -1,4 +1,4 @@
-//! Text and process commands: `echo`, `printf`, `yes`, `seq`, `dirname`, `basename`, `test`/`[`,
+//! Text and process programs: `echo`, `printf`, `yes`, `seq`, `dirname`, `basename`, `test`/`[`,
 //! `pwd`, `env`, `printenv`, `sleep`, `timeout`, `uname`, `id`, `whoami`, `hostname`.
 
 use std::time::Duration;
@@ -6,9 +6,9 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use super::{emit, getopt, usage};
-use crate::fs::FileKind;
+use crate::fs::NodeKind;
 use crate::io::CHUNK;
-use crate::process::Ctx;
+use crate::process::Process;
 use crate::shell::arith::parse_number;
 
 /// Longest sleep or timeout honoured (about a century: "forever" for a test).
@@ -91,8 +91,8 @@ fn backslash_escapes(s: &str, out: &mut Vec<u8>) -> bool {
 }
 
 /// `echo [-neE] [arg…]`.
-pub(crate) async fn echo(ctx: Ctx) -> i32 {
-    let args = ctx.args();
+pub(crate) async fn echo(proc: Process) -> i32 {
+    let args = proc.args();
     let mut newline = true;
     let mut escapes = false;
     let mut start = 0;
@@ -129,7 +129,7 @@ pub(crate) async fn echo(ctx: Ctx) -> i32 {
     if newline && !stopped {
         out.push(b'\n');
     }
-    match emit(&ctx, out).await {
+    match emit(&proc, out).await {
         Ok(()) => 0,
         Err(code) => code,
     }
@@ -453,50 +453,50 @@ fn run_printf(fmt: &str, args: &[String], warn: &mut Vec<String>) -> Vec<u8> {
 }
 
 /// `printf FORMAT [arg…]`.
-pub(crate) async fn printf(ctx: Ctx) -> i32 {
-    let args = ctx.args();
+pub(crate) async fn printf(proc: Process) -> i32 {
+    let args = proc.args();
     let args = if args.first().map(String::as_str) == Some("--") {
         &args[1..]
     } else {
         args
     };
     let Some((fmt, rest)) = args.split_first() else {
-        return usage(&ctx, "missing operand", 1).await;
+        return usage(&proc, "missing operand", 1).await;
     };
     let mut warnings = Vec::new();
     let out = run_printf(fmt, rest, &mut warnings);
-    if let Err(code) = emit(&ctx, out).await {
+    if let Err(code) = emit(&proc, out).await {
         return code;
     }
     for w in &warnings {
-        ctx.err(w).await;
+        proc.err(w).await;
     }
     i32::from(!warnings.is_empty())
 }
 
 /// `yes [string…]`: repeats a line until the reader goes away.
-pub(crate) async fn yes(ctx: Ctx) -> i32 {
-    let line = if ctx.args().is_empty() {
+pub(crate) async fn yes(proc: Process) -> i32 {
+    let line = if proc.args().is_empty() {
         "y".to_string()
     } else {
-        ctx.args().join(" ")
+        proc.args().join(" ")
     };
     let line = format!("{line}\n");
     let reps = (CHUNK / line.len().max(1)).max(1);
     let buf = Bytes::from(line.repeat(reps));
     loop {
-        if let Err(code) = emit(&ctx, buf.clone()).await {
+        if let Err(code) = emit(&proc, buf.clone()).await {
             return code;
         }
     }
 }
 
 /// `seq [-s SEP] [-w] [FIRST [INCREMENT]] LAST`.
-pub(crate) async fn seq(ctx: Ctx) -> i32 {
+pub(crate) async fn seq(proc: Process) -> i32 {
     let mut sep = "\n".to_string();
     let mut equal_width = false;
     let mut nums = Vec::new();
-    let args = ctx.args().to_vec();
+    let args = proc.args().to_vec();
     let mut i = 0;
     while let Some(a) = args.get(i) {
         i += 1;
@@ -516,7 +516,7 @@ pub(crate) async fn seq(ctx: Ctx) -> i32 {
         .collect();
     if let Some(k) = parsed.iter().position(Option::is_none) {
         return usage(
-            &ctx,
+            &proc,
             &format!("invalid floating point argument: '{}'", nums[k]),
             1,
         )
@@ -527,12 +527,12 @@ pub(crate) async fn seq(ctx: Ctx) -> i32 {
         [l] => (1.0, 1.0, *l),
         [f, l] => (*f, 1.0, *l),
         [f, s, l] => (*f, *s, *l),
-        [] => return usage(&ctx, "missing operand", 1).await,
-        _ => return usage(&ctx, &format!("extra operand '{}'", nums[3]), 1).await,
+        [] => return usage(&proc, "missing operand", 1).await,
+        _ => return usage(&proc, &format!("extra operand '{}'", nums[3]), 1).await,
     };
     if step == 0.0 {
         return usage(
-            &ctx,
+            &proc,
             &format!("invalid Zero increment value: '{}'", nums[1]),
             1,
         )
@@ -568,7 +568,7 @@ pub(crate) async fn seq(ctx: Ctx) -> i32 {
         }
         out.push_str(&text);
         if out.len() >= CHUNK
-            && let Err(code) = emit(&ctx, std::mem::take(&mut out)).await
+            && let Err(code) = emit(&proc, std::mem::take(&mut out)).await
         {
             return code;
         }
@@ -580,7 +580,7 @@ pub(crate) async fn seq(ctx: Ctx) -> i32 {
     if k > 0 {
         out.push('\n');
     }
-    match emit(&ctx, out).await {
+    match emit(&proc, out).await {
         Ok(()) => 0,
         Err(code) => code,
     }
@@ -629,13 +629,13 @@ pub(crate) fn basename_of(p: &str, suffix: Option<&str>) -> String {
 }
 
 /// `dirname path…`.
-pub(crate) async fn dirname(ctx: Ctx) -> i32 {
-    let p = match getopt(ctx.args(), "z", "", &[], &[]) {
+pub(crate) async fn dirname(proc: Process) -> i32 {
+    let p = match getopt(proc.args(), "z", "", &[], &[]) {
         Ok(p) => p,
-        Err(e) => return usage(&ctx, &e, 1).await,
+        Err(e) => return usage(&proc, &e, 1).await,
     };
     if p.operands.is_empty() {
-        return usage(&ctx, "missing operand", 1).await;
+        return usage(&proc, "missing operand", 1).await;
     }
     let end = if p.has('z') { "\0" } else { "\n" };
     let out: String = p
@@ -643,27 +643,27 @@ pub(crate) async fn dirname(ctx: Ctx) -> i32 {
         .iter()
         .map(|o| format!("{}{end}", dirname_of(o)))
         .collect();
-    match emit(&ctx, out).await {
+    match emit(&proc, out).await {
         Ok(()) => 0,
         Err(code) => code,
     }
 }
 
 /// `basename NAME [SUFFIX]` or `basename -a [-s SUFFIX] NAME…`.
-pub(crate) async fn basename(ctx: Ctx) -> i32 {
-    let p = match getopt(ctx.args(), "asz", "s", &["suffix"], &[]) {
+pub(crate) async fn basename(proc: Process) -> i32 {
+    let p = match getopt(proc.args(), "asz", "s", &["suffix"], &[]) {
         Ok(p) => p,
-        Err(e) => return usage(&ctx, &e, 1).await,
+        Err(e) => return usage(&proc, &e, 1).await,
     };
     let suffix = p.value('s').or(p.long_value("suffix")).map(str::to_string);
     let multiple = p.has('a') || suffix.is_some();
     let (names, suffix): (Vec<String>, Option<String>) = match (multiple, p.operands.as_slice()) {
-        (_, []) => return usage(&ctx, "missing operand", 1).await,
+        (_, []) => return usage(&proc, "missing operand", 1).await,
         (true, ops) => (ops.to_vec(), suffix),
         (false, [n]) => (vec![n.clone()], None),
         (false, [n, s]) => (vec![n.clone()], Some(s.clone())),
         (false, [_, _, extra, ..]) => {
-            return usage(&ctx, &format!("extra operand '{extra}'"), 1).await;
+            return usage(&proc, &format!("extra operand '{extra}'"), 1).await;
         }
     };
     let end = if p.has('z') { "\0" } else { "\n" };
@@ -671,16 +671,16 @@ pub(crate) async fn basename(ctx: Ctx) -> i32 {
         .iter()
         .map(|n| format!("{}{end}", basename_of(n, suffix.as_deref())))
         .collect();
-    match emit(&ctx, out).await {
+    match emit(&proc, out).await {
         Ok(()) => 0,
         Err(code) => code,
     }
 }
 
 /// Evaluates a `test` expression; `Err` is a usage message (exit 2).
-fn eval_test(ctx: &Ctx, args: &[String]) -> Result<bool, String> {
+fn eval_test(proc: &Process, args: &[String]) -> Result<bool, String> {
     let mut p = TestParser {
-        ctx,
+        proc,
         args,
         pos: 0,
         depth: 0,
@@ -691,10 +691,10 @@ fn eval_test(ctx: &Ctx, args: &[String]) -> Result<bool, String> {
         2 if args[0] == "!" => args[1].is_empty(),
         2 => p.unary(&args[0], &args[1])?,
         3 if is_binary(&args[1]) => p.binary(&args[0], &args[1], &args[2])?,
-        3 if args[0] == "!" => !eval_test(ctx, &args[1..])?,
+        3 if args[0] == "!" => !eval_test(proc, &args[1..])?,
         3 if args[0] == "(" && args[2] == ")" => !args[1].is_empty(),
-        4 if args[0] == "!" => !eval_test(ctx, &args[1..])?,
-        4 if args[0] == "(" && args[3] == ")" => eval_test(ctx, &args[1..3])?,
+        4 if args[0] == "!" => !eval_test(proc, &args[1..])?,
+        4 if args[0] == "(" && args[3] == ")" => eval_test(proc, &args[1..3])?,
         _ => {
             let v = p.or()?;
             if p.pos < args.len() {
@@ -736,7 +736,7 @@ fn is_unary(op: &str) -> bool {
 /// Recursive-descent `test` parser for the general case.
 struct TestParser<'a> {
     /// The process (for file tests).
-    ctx: &'a Ctx,
+    proc: &'a Process,
     /// Arguments.
     args: &'a [String],
     /// Cursor.
@@ -820,18 +820,18 @@ impl TestParser<'_> {
 
     /// A unary primary.
     fn unary(&self, op: &str, operand: &str) -> Result<bool, String> {
-        let meta = || self.ctx.fs.metadata(&self.ctx.path(operand)).ok();
+        let meta = || self.proc.fs.metadata(&self.proc.path(operand)).ok();
         Ok(match op {
             "-n" => !operand.is_empty(),
             "-z" => operand.is_empty(),
             "-e" | "-r" | "-w" => meta().is_some(),
-            "-f" => meta().is_some_and(|m| m.kind == FileKind::Regular),
-            "-d" => meta().is_some_and(|m| m.kind == FileKind::Directory),
-            "-c" => meta().is_some_and(|m| m.kind == FileKind::CharDevice),
+            "-f" => meta().is_some_and(|m| m.kind == NodeKind::Regular),
+            "-d" => meta().is_some_and(|m| m.kind == NodeKind::Directory),
+            "-c" => meta().is_some_and(|m| m.kind == NodeKind::CharDevice),
             "-s" => meta().is_some_and(|m| {
-                m.size > 0 && m.kind != FileKind::Directory || m.kind == FileKind::Directory
+                m.size > 0 && m.kind != NodeKind::Directory || m.kind == NodeKind::Directory
             }),
-            "-x" => meta().is_some_and(|m| m.kind == FileKind::Directory || m.is_executable()),
+            "-x" => meta().is_some_and(|m| m.kind == NodeKind::Directory || m.is_executable()),
             "-u" => meta().is_some_and(|m| m.mode & 0o4000 != 0),
             "-g" => meta().is_some_and(|m| m.mode & 0o2000 != 0),
             "-k" => meta().is_some_and(|m| m.mode & 0o1000 != 0),
@@ -852,9 +852,9 @@ impl TestParser<'_> {
             t.parse::<i64>().map_err(|_| format!("Illegal number: {s}"))
         };
         let mtime = |p: &str| {
-            self.ctx
+            self.proc
                 .fs
-                .metadata(&self.ctx.path(p))
+                .metadata(&self.proc.path(p))
                 .ok()
                 .map(|m| m.mtime)
         };
@@ -878,7 +878,7 @@ impl TestParser<'_> {
                     || (mtime(a).is_none() && mtime(b).is_some())
             }
             "-ef" => {
-                let norm = |p: &str| crate::fs::normalize(&self.ctx.path(p)).ok();
+                let norm = |p: &str| crate::fs::normalize(&self.proc.path(p)).ok();
                 mtime(a).is_some() && norm(a) == norm(b)
             }
             "-a" => !a.is_empty() && !b.is_empty(),
@@ -889,38 +889,38 @@ impl TestParser<'_> {
 }
 
 /// `test expr` and `[ expr ]`: 0 true, 1 false, 2 usage error.
-pub(crate) async fn test(ctx: Ctx) -> i32 {
-    let mut args = ctx.args().to_vec();
-    if ctx.name() == "[" {
+pub(crate) async fn test(proc: Process) -> i32 {
+    let mut args = proc.args().to_vec();
+    if proc.name() == "[" {
         if args.last().map(String::as_str) != Some("]") {
-            ctx.err("missing ]").await;
+            proc.err("missing ]").await;
             return 2;
         }
         args.pop();
     }
-    match eval_test(&ctx, &args) {
+    match eval_test(&proc, &args) {
         Ok(true) => 0,
         Ok(false) => 1,
         Err(e) => {
-            ctx.err(&e).await;
+            proc.err(&e).await;
             2
         }
     }
 }
 
 /// `pwd`.
-pub(crate) async fn pwd(ctx: Ctx) -> i32 {
-    match emit(&ctx, format!("{}\n", ctx.cwd)).await {
+pub(crate) async fn pwd(proc: Process) -> i32 {
+    match emit(&proc, format!("{}\n", proc.cwd)).await {
         Ok(()) => 0,
         Err(code) => code,
     }
 }
 
 /// `env [-i] [-u NAME] [-C DIR] [NAME=VALUE…] [command [arg…]]`.
-pub(crate) async fn env(ctx: Ctx) -> i32 {
-    let args = ctx.args().to_vec();
-    let mut env = ctx.env.clone();
-    let mut cwd = ctx.cwd.clone();
+pub(crate) async fn env(proc: Process) -> i32 {
+    let args = proc.args().to_vec();
+    let mut env = proc.env.clone();
+    let mut cwd = proc.cwd.clone();
     let mut i = 0;
     while let Some(a) = args.get(i) {
         match a.as_str() {
@@ -928,14 +928,14 @@ pub(crate) async fn env(ctx: Ctx) -> i32 {
             "-u" | "--unset" => {
                 i += 1;
                 let Some(name) = args.get(i) else {
-                    return usage(&ctx, "option requires an argument -- 'u'", 125).await;
+                    return usage(&proc, "option requires an argument -- 'u'", 125).await;
                 };
                 env.retain(|(k, _)| k != name);
             }
             "-C" | "--chdir" => {
                 i += 1;
                 let Some(dir) = args.get(i) else {
-                    return usage(&ctx, "option requires an argument -- 'C'", 125).await;
+                    return usage(&proc, "option requires an argument -- 'C'", 125).await;
                 };
                 cwd = crate::fs::join(&cwd, dir);
             }
@@ -945,7 +945,7 @@ pub(crate) async fn env(ctx: Ctx) -> i32 {
             }
             s if s.starts_with("-u") && s.len() > 2 => env.retain(|(k, _)| k != &s[2..]),
             s if s.starts_with('-') && s.len() > 1 => {
-                return usage(&ctx, &format!("invalid option -- '{}'", &s[1..2]), 125).await;
+                return usage(&proc, &format!("invalid option -- '{}'", &s[1..2]), 125).await;
             }
             _ => break,
         }
@@ -958,26 +958,26 @@ pub(crate) async fn env(ctx: Ctx) -> i32 {
     }
     if i >= args.len() {
         let out: String = env.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
-        return match emit(&ctx, out).await {
+        return match emit(&proc, out).await {
             Ok(()) => 0,
             Err(code) => code,
         };
     }
-    let mut child = ctx.child(args[i..].to_vec());
+    let mut child = proc.child(args[i..].to_vec());
     child.env = env;
     child.cwd = cwd;
     child.spawn_as("env: ").await
 }
 
 /// `printenv [NAME…]`.
-pub(crate) async fn printenv(ctx: Ctx) -> i32 {
+pub(crate) async fn printenv(proc: Process) -> i32 {
     let mut status = 0;
-    let out: String = if ctx.args().is_empty() {
-        ctx.env.iter().map(|(k, v)| format!("{k}={v}\n")).collect()
+    let out: String = if proc.args().is_empty() {
+        proc.env.iter().map(|(k, v)| format!("{k}={v}\n")).collect()
     } else {
         let mut s = String::new();
-        for name in ctx.args() {
-            match ctx.var(name) {
+        for name in proc.args() {
+            match proc.var(name) {
                 Some(v) => {
                     s.push_str(v);
                     s.push('\n');
@@ -987,7 +987,7 @@ pub(crate) async fn printenv(ctx: Ctx) -> i32 {
         }
         s
     };
-    match emit(&ctx, out).await {
+    match emit(&proc, out).await {
         Ok(()) => status,
         Err(code) => code,
     }
@@ -1024,20 +1024,20 @@ pub(crate) fn parse_duration(s: &str) -> Option<Duration> {
 }
 
 /// `sleep DURATION…` (summed); cancellable.
-pub(crate) async fn sleep(ctx: Ctx) -> i32 {
-    if ctx.args().is_empty() {
-        return usage(&ctx, "missing operand", 1).await;
+pub(crate) async fn sleep(proc: Process) -> i32 {
+    if proc.args().is_empty() {
+        return usage(&proc, "missing operand", 1).await;
     }
     let mut total = Duration::ZERO;
-    for a in ctx.args() {
+    for a in proc.args() {
         match parse_duration(a) {
             Some(d) => total = total.saturating_add(d).min(FOREVER),
-            None => return usage(&ctx, &format!("invalid time interval '{a}'"), 1).await,
+            None => return usage(&proc, &format!("invalid time interval '{a}'"), 1).await,
         }
     }
     tokio::select! {
         _ = tokio::time::sleep(total) => 0,
-        _ = ctx.cancel.cancelled() => 143,
+        _ = proc.cancel.cancelled() => 143,
     }
 }
 
@@ -1057,8 +1057,8 @@ fn signal_number(s: &str) -> i32 {
 
 /// `timeout [-s SIG] [-k DUR] [--preserve-status] DURATION command [arg…]`: 124 when the
 /// deadline passes (the command and everything it started are cancelled).
-pub(crate) async fn timeout(ctx: Ctx) -> i32 {
-    let args = ctx.args().to_vec();
+pub(crate) async fn timeout(proc: Process) -> i32 {
+    let args = proc.args().to_vec();
     let mut i = 0;
     let mut signal = 15;
     let mut preserve = false;
@@ -1068,7 +1068,7 @@ pub(crate) async fn timeout(ctx: Ctx) -> i32 {
                 i += 1;
                 let Some(v) = args.get(i) else {
                     return usage(
-                        &ctx,
+                        &proc,
                         &format!(
                             "option requires an argument -- '{}'",
                             a.trim_start_matches('-')
@@ -1092,24 +1092,24 @@ pub(crate) async fn timeout(ctx: Ctx) -> i32 {
             s if s.starts_with("-s") && s.len() > 2 => signal = signal_number(&s[2..]),
             s if s.starts_with("-k") && s.len() > 2 => {}
             s if s.starts_with('-') && s.len() > 1 && parse_duration(s).is_none() => {
-                return usage(&ctx, &format!("invalid option -- '{}'", &s[1..2]), 125).await;
+                return usage(&proc, &format!("invalid option -- '{}'", &s[1..2]), 125).await;
             }
             _ => break,
         }
         i += 1;
     }
     let Some(dur_text) = args.get(i) else {
-        return usage(&ctx, "missing operand", 125).await;
+        return usage(&proc, "missing operand", 125).await;
     };
     let Some(dur) = parse_duration(dur_text) else {
-        return usage(&ctx, &format!("invalid time interval '{dur_text}'"), 125).await;
+        return usage(&proc, &format!("invalid time interval '{dur_text}'"), 125).await;
     };
     let command = args.get(i + 1..).unwrap_or_default().to_vec();
     if command.is_empty() {
-        return usage(&ctx, "missing operand", 125).await;
+        return usage(&proc, "missing operand", 125).await;
     }
-    let token = ctx.cancel.child_token();
-    let mut child = ctx.child(command);
+    let token = proc.cancel.child_token();
+    let mut child = proc.child(command);
     child.cancel = token.clone();
     let run = child.spawn_as("timeout: failed to run command ");
     if dur.is_zero() {
@@ -1125,12 +1125,12 @@ pub(crate) async fn timeout(ctx: Ctx) -> i32 {
 }
 
 /// `uname [-asnrvmo]`.
-pub(crate) async fn uname(ctx: Ctx) -> i32 {
-    let p = match getopt(ctx.args(), "asnrvmpio", "", &[], &[]) {
+pub(crate) async fn uname(proc: Process) -> i32 {
+    let p = match getopt(proc.args(), "asnrvmpio", "", &[], &[]) {
         Ok(p) => p,
-        Err(e) => return usage(&ctx, &e, 1).await,
+        Err(e) => return usage(&proc, &e, 1).await,
     };
-    let host = ctx.var("HOSTNAME").unwrap_or("localhost").to_string();
+    let host = proc.var("HOSTNAME").unwrap_or("localhost").to_string();
     let all = p.has('a');
     let fields = [
         ('s', "Linux".to_string()),
@@ -1148,41 +1148,41 @@ pub(crate) async fn uname(ctx: Ctx) -> i32 {
     if chosen.is_empty() {
         chosen.push("Linux".into());
     }
-    match emit(&ctx, format!("{}\n", chosen.join(" "))).await {
+    match emit(&proc, format!("{}\n", chosen.join(" "))).await {
         Ok(()) => 0,
         Err(code) => code,
     }
 }
 
 /// `id [-u|-g|-G] [-n]`: always root.
-pub(crate) async fn id(ctx: Ctx) -> i32 {
-    let p = match getopt(ctx.args(), "ugGnr", "", &[], &[]) {
+pub(crate) async fn id(proc: Process) -> i32 {
+    let p = match getopt(proc.args(), "ugGnr", "", &[], &[]) {
         Ok(p) => p,
-        Err(e) => return usage(&ctx, &e, 1).await,
+        Err(e) => return usage(&proc, &e, 1).await,
     };
     let out = if p.has('u') || p.has('g') || p.has('G') {
         if p.has('n') { "root\n" } else { "0\n" }
     } else {
         "uid=0(root) gid=0(root) groups=0(root)\n"
     };
-    match emit(&ctx, out).await {
+    match emit(&proc, out).await {
         Ok(()) => 0,
         Err(code) => code,
     }
 }
 
 /// `whoami`.
-pub(crate) async fn whoami(ctx: Ctx) -> i32 {
-    match emit(&ctx, "root\n").await {
+pub(crate) async fn whoami(proc: Process) -> i32 {
+    match emit(&proc, "root\n").await {
         Ok(()) => 0,
         Err(code) => code,
     }
 }
 
 /// `hostname`: `$HOSTNAME` (the runtime sets it to the pod name) or `localhost`.
-pub(crate) async fn hostname(ctx: Ctx) -> i32 {
-    let name = ctx.var("HOSTNAME").unwrap_or("localhost").to_string();
-    match emit(&ctx, format!("{name}\n")).await {
+pub(crate) async fn hostname(proc: Process) -> i32 {
+    let name = proc.var("HOSTNAME").unwrap_or("localhost").to_string();
+    match emit(&proc, format!("{name}\n")).await {
         Ok(()) => 0,
         Err(code) => code,
     }

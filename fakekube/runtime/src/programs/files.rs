@@ -1,4 +1,4 @@
-//! File commands: `cat`, `ls`, `stat`, `mkdir`, `rmdir`, `rm`, `touch`, `chmod`, `cp`, `mv`,
+//! File programs: `cat`, `ls`, `stat`, `mkdir`, `rmdir`, `rm`, `touch`, `chmod`, `cp`, `mv`,
 //! `head`, `tail`, `wc`, `tee`.
 
 use std::collections::VecDeque;
@@ -6,15 +6,15 @@ use std::collections::VecDeque;
 use bytes::{Bytes, BytesMut};
 
 use super::{emit, getopt, open_input, usage};
-use crate::fs::{self as vfs, FileKind, FsError, Metadata};
+use crate::fs::{self as vfs, FsError, Metadata, NodeKind};
 use crate::io::{CHUNK, Output};
-use crate::process::Ctx;
+use crate::process::Process;
 
 /// `cat [-u] [file…]`: copies files (or stdin) to stdout in chunks.
-pub(crate) async fn cat(ctx: Ctx) -> i32 {
-    let p = match getopt(ctx.args(), "u", "", &[], &[]) {
+pub(crate) async fn cat(proc: Process) -> i32 {
+    let p = match getopt(proc.args(), "u", "", &[], &[]) {
         Ok(p) => p,
-        Err(e) => return usage(&ctx, &e, 1).await,
+        Err(e) => return usage(&proc, &e, 1).await,
     };
     let files = if p.operands.is_empty() {
         vec!["-".to_string()]
@@ -23,16 +23,16 @@ pub(crate) async fn cat(ctx: Ctx) -> i32 {
     };
     let mut status = 0;
     for f in &files {
-        let input = match open_input(&ctx, f) {
+        let input = match open_input(&proc, f) {
             Ok(i) => i,
             Err(e) => {
-                ctx.err(&format!("{f}: {e}")).await;
+                proc.err(&format!("{f}: {e}")).await;
                 status = 1;
                 continue;
             }
         };
         while let Some(chunk) = input.read().await {
-            if let Err(code) = emit(&ctx, chunk).await {
+            if let Err(code) = emit(&proc, chunk).await {
                 return code;
             }
         }
@@ -41,10 +41,10 @@ pub(crate) async fn cat(ctx: Ctx) -> i32 {
 }
 
 /// `ls [-1aAlRdFp] [path…]`: one name per line (as when not writing to a terminal).
-pub(crate) async fn ls(ctx: Ctx) -> i32 {
-    let p = match getopt(ctx.args(), "1aAlhdFpRrtS", "", &[], &[]) {
+pub(crate) async fn ls(proc: Process) -> i32 {
+    let p = match getopt(proc.args(), "1aAlhdFpRrtS", "", &[], &[]) {
         Ok(p) => p,
-        Err(e) => return usage(&ctx, &e, 2).await,
+        Err(e) => return usage(&proc, &e, 2).await,
     };
     let all = p.has('a');
     let almost_all = p.has('A');
@@ -61,11 +61,11 @@ pub(crate) async fn ls(ctx: Ctx) -> i32 {
     let mut files: Vec<(String, Metadata)> = Vec::new();
     let mut dirs: Vec<(String, Metadata)> = Vec::new();
     for o in &operands {
-        match ctx.fs.metadata(&ctx.path(o)) {
-            Ok(m) if m.kind == FileKind::Directory && !dir_itself => dirs.push((o.clone(), m)),
+        match proc.fs.metadata(&proc.path(o)) {
+            Ok(m) if m.kind == NodeKind::Directory && !dir_itself => dirs.push((o.clone(), m)),
             Ok(m) => files.push((o.clone(), m)),
             Err(e) => {
-                ctx.err(&format!("cannot access '{o}': {e}")).await;
+                proc.err(&format!("cannot access '{o}': {e}")).await;
                 status = 2;
             }
         }
@@ -78,15 +78,15 @@ pub(crate) async fn ls(ctx: Ctx) -> i32 {
             .max()
             .unwrap_or(1);
         for (name, m) in entries {
-            let suffix = if classify && m.kind == FileKind::Directory {
+            let suffix = if classify && m.kind == NodeKind::Directory {
                 "/"
-            } else if p.has('F') && m.kind == FileKind::Regular && m.is_executable() {
+            } else if p.has('F') && m.kind == NodeKind::Regular && m.is_executable() {
                 "*"
             } else {
                 ""
             };
             if long {
-                let links = if m.kind == FileKind::Directory { 2 } else { 1 };
+                let links = if m.kind == NodeKind::Directory { 2 } else { 1 };
                 out.push_str(&format!(
                     "{} {links} root root {:>width$} {} {name}{suffix}\n",
                     mode_string(m),
@@ -106,18 +106,18 @@ pub(crate) async fn ls(ctx: Ctx) -> i32 {
     let mut queue: VecDeque<(String, Metadata)> = dirs.into();
     let mut first = files.is_empty();
     while let Some((dir, _)) = queue.pop_front() {
-        let abs = ctx.path(&dir);
-        let mut entries: Vec<(String, Metadata)> = match ctx.fs.read_dir(&abs) {
+        let abs = proc.path(&dir);
+        let mut entries: Vec<(String, Metadata)> = match proc.fs.read_dir(&abs) {
             Ok(list) => list.into_iter().map(|e| (e.name, e.meta)).collect(),
             Err(e) => {
-                ctx.err(&format!("cannot open directory '{dir}': {e}"))
+                proc.err(&format!("cannot open directory '{dir}': {e}"))
                     .await;
                 status = 2;
                 continue;
             }
         };
         entries.retain(|(n, _)| all || almost_all || !n.starts_with('.'));
-        if all && let Ok(m) = ctx.fs.metadata(&abs) {
+        if all && let Ok(m) = proc.fs.metadata(&abs) {
             entries.insert(0, ("..".to_string(), m));
             entries.insert(0, (".".to_string(), m));
         }
@@ -138,7 +138,7 @@ pub(crate) async fn ls(ctx: Ctx) -> i32 {
         render(&entries, &mut out);
         if p.has('R') {
             for (name, m) in entries.iter().rev() {
-                if m.kind == FileKind::Directory && name != "." && name != ".." {
+                if m.kind == NodeKind::Directory && name != "." && name != ".." {
                     let child = if dir.ends_with('/') {
                         format!("{dir}{name}")
                     } else {
@@ -149,12 +149,12 @@ pub(crate) async fn ls(ctx: Ctx) -> i32 {
             }
         }
         if out.len() > CHUNK
-            && let Err(code) = emit(&ctx, std::mem::take(&mut out)).await
+            && let Err(code) = emit(&proc, std::mem::take(&mut out)).await
         {
             return code;
         }
     }
-    if let Err(code) = emit(&ctx, out).await {
+    if let Err(code) = emit(&proc, out).await {
         return code;
     }
     status
@@ -164,9 +164,9 @@ pub(crate) async fn ls(ctx: Ctx) -> i32 {
 pub(crate) fn mode_string(m: &Metadata) -> String {
     let mut s = String::with_capacity(10);
     s.push(match m.kind {
-        FileKind::Directory => 'd',
-        FileKind::CharDevice => 'c',
-        FileKind::Regular => '-',
+        NodeKind::Directory => 'd',
+        NodeKind::CharDevice => 'c',
+        NodeKind::Regular => '-',
     });
     let bits = m.mode;
     for (shift, special, lower, upper) in [
@@ -241,7 +241,7 @@ pub(crate) fn stat_format(fmt: &str, name: &str, m: &Metadata) -> String {
             'F' => out.push_str(m.kind.describe(m.size)),
             'g' | 'u' => out.push('0'),
             'G' | 'U' => out.push_str("root"),
-            'h' => out.push_str(if m.kind == FileKind::Directory {
+            'h' => out.push_str(if m.kind == NodeKind::Directory {
                 "2"
             } else {
                 "1"
@@ -269,7 +269,7 @@ pub(crate) fn stat_format(fmt: &str, name: &str, m: &Metadata) -> String {
 /// GNU `stat`'s default multi-line report.
 fn default_stat(name: &str, m: &Metadata) -> String {
     let blocks = m.size.div_ceil(512);
-    let links = if m.kind == FileKind::Directory { 2 } else { 1 };
+    let links = if m.kind == NodeKind::Directory { 2 } else { 1 };
     let t = full_time(m.mtime);
     format!(
         "  File: {name}\n  Size: {:<10}\tBlocks: {blocks:<10} IO Block: 4096   {}\n\
@@ -309,13 +309,13 @@ fn printf_escapes(s: &str) -> String {
 }
 
 /// `stat [-L] [-c FORMAT | --format=FORMAT | --printf=FORMAT] file…`.
-pub(crate) async fn stat(ctx: Ctx) -> i32 {
-    let p = match getopt(ctx.args(), "Lc", "c", &["format", "printf"], &[]) {
+pub(crate) async fn stat(proc: Process) -> i32 {
+    let p = match getopt(proc.args(), "Lc", "c", &["format", "printf"], &[]) {
         Ok(p) => p,
-        Err(e) => return usage(&ctx, &e, 1).await,
+        Err(e) => return usage(&proc, &e, 1).await,
     };
     if p.operands.is_empty() {
-        return usage(&ctx, "missing operand", 1).await;
+        return usage(&proc, "missing operand", 1).await;
     }
     let format = p.long_value("printf").map(printf_escapes).or_else(|| {
         p.value('c')
@@ -324,10 +324,10 @@ pub(crate) async fn stat(ctx: Ctx) -> i32 {
     });
     let mut status = 0;
     for f in &p.operands {
-        let m = match ctx.fs.metadata(&ctx.path(f)) {
+        let m = match proc.fs.metadata(&proc.path(f)) {
             Ok(m) => m,
             Err(e) => {
-                ctx.err(&format!("cannot stat '{f}': {e}")).await;
+                proc.err(&format!("cannot stat '{f}': {e}")).await;
                 status = 1;
                 continue;
             }
@@ -336,7 +336,7 @@ pub(crate) async fn stat(ctx: Ctx) -> i32 {
             Some(fmt) => stat_format(fmt, f, &m),
             None => default_stat(f, &m),
         };
-        if let Err(code) = emit(&ctx, text).await {
+        if let Err(code) = emit(&proc, text).await {
             return code;
         }
     }
@@ -349,19 +349,19 @@ fn parse_octal(s: &str) -> Option<u32> {
 }
 
 /// `mkdir [-p] [-m MODE] dir…`.
-pub(crate) async fn mkdir(ctx: Ctx) -> i32 {
-    let p = match getopt(ctx.args(), "pmv", "m", &["mode"], &["parents", "verbose"]) {
+pub(crate) async fn mkdir(proc: Process) -> i32 {
+    let p = match getopt(proc.args(), "pmv", "m", &["mode"], &["parents", "verbose"]) {
         Ok(p) => p,
-        Err(e) => return usage(&ctx, &e, 1).await,
+        Err(e) => return usage(&proc, &e, 1).await,
     };
     if p.operands.is_empty() {
-        return usage(&ctx, "missing operand", 1).await;
+        return usage(&proc, "missing operand", 1).await;
     }
     let mode = match p.value('m').or(p.long_value("mode")) {
         Some(m) => match parse_octal(m).or_else(|| apply_symbolic(0o755, m)) {
             Some(m) => m,
             None => {
-                ctx.err(&format!("invalid mode '{m}'")).await;
+                proc.err(&format!("invalid mode '{m}'")).await;
                 return 1;
             }
         },
@@ -370,14 +370,14 @@ pub(crate) async fn mkdir(ctx: Ctx) -> i32 {
     let parents = p.has('p') || p.has_long("parents");
     let mut status = 0;
     for d in &p.operands {
-        let path = ctx.path(d);
+        let path = proc.path(d);
         let r = if parents {
-            ctx.fs.mkdir_all(&path, mode)
+            proc.fs.mkdir_all(&path, mode)
         } else {
-            ctx.fs.mkdir(&path, mode)
+            proc.fs.mkdir(&path, mode)
         };
         if let Err(e) = r {
-            ctx.err(&format!("cannot create directory '{d}': {e}"))
+            proc.err(&format!("cannot create directory '{d}': {e}"))
                 .await;
             status = 1;
         }
@@ -386,24 +386,24 @@ pub(crate) async fn mkdir(ctx: Ctx) -> i32 {
 }
 
 /// `rmdir dir…`.
-pub(crate) async fn rmdir(ctx: Ctx) -> i32 {
-    let p = match getopt(ctx.args(), "pv", "", &[], &[]) {
+pub(crate) async fn rmdir(proc: Process) -> i32 {
+    let p = match getopt(proc.args(), "pv", "", &[], &[]) {
         Ok(p) => p,
-        Err(e) => return usage(&ctx, &e, 1).await,
+        Err(e) => return usage(&proc, &e, 1).await,
     };
     if p.operands.is_empty() {
-        return usage(&ctx, "missing operand", 1).await;
+        return usage(&proc, "missing operand", 1).await;
     }
     let mut status = 0;
     for d in &p.operands {
-        let path = ctx.path(d);
-        let r = match ctx.fs.metadata(&path) {
-            Ok(m) if m.kind != FileKind::Directory => Err(FsError::NotADirectory),
-            Ok(_) => ctx.fs.remove(&path, false, true),
+        let path = proc.path(d);
+        let r = match proc.fs.metadata(&path) {
+            Ok(m) if m.kind != NodeKind::Directory => Err(FsError::NotADirectory),
+            Ok(_) => proc.fs.remove(&path, false, true),
             Err(e) => Err(e),
         };
         if let Err(e) = r {
-            ctx.err(&format!("failed to remove '{d}': {e}")).await;
+            proc.err(&format!("failed to remove '{d}': {e}")).await;
             status = 1;
         }
     }
@@ -411,16 +411,16 @@ pub(crate) async fn rmdir(ctx: Ctx) -> i32 {
 }
 
 /// `rm [-rRfdv] path…`.
-pub(crate) async fn rm(ctx: Ctx) -> i32 {
+pub(crate) async fn rm(proc: Process) -> i32 {
     let p = match getopt(
-        ctx.args(),
+        proc.args(),
         "rRfdvi",
         "",
         &[],
         &["force", "recursive", "no-preserve-root", "verbose"],
     ) {
         Ok(p) => p,
-        Err(e) => return usage(&ctx, &e, 1).await,
+        Err(e) => return usage(&proc, &e, 1).await,
     };
     let force = p.has('f') || p.has_long("force");
     let recursive = p.has('r') || p.has('R') || p.has_long("recursive");
@@ -428,37 +428,37 @@ pub(crate) async fn rm(ctx: Ctx) -> i32 {
         return if force {
             0
         } else {
-            usage(&ctx, "missing operand", 1).await
+            usage(&proc, "missing operand", 1).await
         };
     }
     let mut status = 0;
     for f in &p.operands {
         let base = f.trim_end_matches('/').rsplit('/').next().unwrap_or("");
         if base == "." || base == ".." {
-            ctx.err(&format!(
+            proc.err(&format!(
                 "refusing to remove '.' or '..' directory: skipping '{f}'"
             ))
             .await;
             status = 1;
             continue;
         }
-        let path = ctx.path(f);
+        let path = proc.path(f);
         if recursive
             && vfs::normalize(&path).as_deref() == Ok("/")
             && !p.has_long("no-preserve-root")
         {
-            ctx.err(&format!("it is dangerous to operate recursively on '{f}'"))
+            proc.err(&format!("it is dangerous to operate recursively on '{f}'"))
                 .await;
-            ctx.err("use --no-preserve-root to override this failsafe")
+            proc.err("use --no-preserve-root to override this failsafe")
                 .await;
             status = 1;
             continue;
         }
-        match ctx.fs.remove(&path, recursive, p.has('d')) {
+        match proc.fs.remove(&path, recursive, p.has('d')) {
             Ok(()) => {}
             Err(FsError::NotFound) if force => {}
             Err(e) => {
-                ctx.err(&format!("cannot remove '{f}': {e}")).await;
+                proc.err(&format!("cannot remove '{f}': {e}")).await;
                 status = 1;
             }
         }
@@ -467,22 +467,22 @@ pub(crate) async fn rm(ctx: Ctx) -> i32 {
 }
 
 /// `touch [-c] file…`: creates files or sets their modification time to now.
-pub(crate) async fn touch(ctx: Ctx) -> i32 {
-    let p = match getopt(ctx.args(), "cam", "", &[], &[]) {
+pub(crate) async fn touch(proc: Process) -> i32 {
+    let p = match getopt(proc.args(), "cam", "", &[], &[]) {
         Ok(p) => p,
-        Err(e) => return usage(&ctx, &e, 1).await,
+        Err(e) => return usage(&proc, &e, 1).await,
     };
     if p.operands.is_empty() {
-        return usage(&ctx, "missing file operand", 1).await;
+        return usage(&proc, "missing file operand", 1).await;
     }
     let mut status = 0;
     for f in &p.operands {
-        let path = ctx.path(f);
-        if p.has('c') && !ctx.fs.exists(&path) {
+        let path = proc.path(f);
+        if p.has('c') && !proc.fs.exists(&path) {
             continue;
         }
-        if let Err(e) = ctx.fs.touch(&path, vfs::now()) {
-            ctx.err(&format!("cannot touch '{f}': {e}")).await;
+        if let Err(e) = proc.fs.touch(&path, vfs::now()) {
+            proc.err(&format!("cannot touch '{f}': {e}")).await;
             status = 1;
         }
     }
@@ -546,8 +546,8 @@ pub(crate) fn apply_symbolic(mode: u32, spec: &str) -> Option<u32> {
 }
 
 /// `chmod [-R] MODE file…` (octal or symbolic modes).
-pub(crate) async fn chmod(ctx: Ctx) -> i32 {
-    let args = ctx.args().to_vec();
+pub(crate) async fn chmod(proc: Process) -> i32 {
+    let args = proc.args().to_vec();
     let mut recursive = false;
     let mut rest = Vec::new();
     for a in args {
@@ -558,35 +558,36 @@ pub(crate) async fn chmod(ctx: Ctx) -> i32 {
         }
     }
     let Some((spec, files)) = rest.split_first() else {
-        return usage(&ctx, "missing operand", 1).await;
+        return usage(&proc, "missing operand", 1).await;
     };
     if files.is_empty() {
-        return usage(&ctx, &format!("missing operand after '{spec}'"), 1).await;
+        return usage(&proc, &format!("missing operand after '{spec}'"), 1).await;
     }
     let mut status = 0;
-    let mut todo: Vec<String> = files.iter().map(|f| ctx.path(f)).collect();
+    let mut todo: Vec<String> = files.iter().map(|f| proc.path(f)).collect();
     let mut shown: Vec<String> = files.to_vec();
     while let Some(path) = todo.pop() {
         let shown_name = shown.pop().unwrap_or_default();
-        let m = match ctx.fs.metadata(&path) {
+        let m = match proc.fs.metadata(&path) {
             Ok(m) => m,
             Err(e) => {
-                ctx.err(&format!("cannot access '{shown_name}': {e}")).await;
+                proc.err(&format!("cannot access '{shown_name}': {e}"))
+                    .await;
                 status = 1;
                 continue;
             }
         };
         let Some(new) = parse_octal(spec).or_else(|| apply_symbolic(m.mode, spec)) else {
-            ctx.err(&format!("invalid mode: '{spec}'")).await;
+            proc.err(&format!("invalid mode: '{spec}'")).await;
             return 1;
         };
-        if let Err(e) = ctx.fs.chmod(&path, new) {
-            ctx.err(&format!("changing permissions of '{shown_name}': {e}"))
+        if let Err(e) = proc.fs.chmod(&path, new) {
+            proc.err(&format!("changing permissions of '{shown_name}': {e}"))
                 .await;
             status = 1;
         }
-        if recursive && m.kind == FileKind::Directory {
-            for e in ctx.fs.read_dir(&path).unwrap_or_default() {
+        if recursive && m.kind == NodeKind::Directory {
+            for e in proc.fs.read_dir(&path).unwrap_or_default() {
                 todo.push(vfs::join(&path, &e.name));
                 shown.push(format!("{shown_name}/{}", e.name));
             }
@@ -596,10 +597,10 @@ pub(crate) async fn chmod(ctx: Ctx) -> i32 {
 }
 
 /// The destination for `cp`/`mv` of `src` into `dst`: `dst/base(src)` when `dst` is a directory.
-fn destination(ctx: &Ctx, src: &str, dst: &str) -> String {
-    let dst_abs = ctx.path(dst);
-    match ctx.fs.metadata(&dst_abs) {
-        Ok(m) if m.kind == FileKind::Directory => {
+fn destination(proc: &Process, src: &str, dst: &str) -> String {
+    let dst_abs = proc.path(dst);
+    match proc.fs.metadata(&dst_abs) {
+        Ok(m) if m.kind == NodeKind::Directory => {
             let base = src.trim_end_matches('/').rsplit('/').next().unwrap_or(src);
             vfs::join(&dst_abs, base)
         }
@@ -608,68 +609,69 @@ fn destination(ctx: &Ctx, src: &str, dst: &str) -> String {
 }
 
 /// `cp [-rRapf] src… dst`.
-pub(crate) async fn cp(ctx: Ctx) -> i32 {
-    let p = match getopt(ctx.args(), "rRapfvdL", "", &[], &[]) {
+pub(crate) async fn cp(proc: Process) -> i32 {
+    let p = match getopt(proc.args(), "rRapfvdL", "", &[], &[]) {
         Ok(p) => p,
-        Err(e) => return usage(&ctx, &e, 1).await,
+        Err(e) => return usage(&proc, &e, 1).await,
     };
     let recursive = p.has('r') || p.has('R') || p.has('a');
-    copy_or_move(ctx, p.operands, Some(recursive)).await
+    copy_or_move(proc, p.operands, Some(recursive)).await
 }
 
 /// `mv [-fv] src… dst`.
-pub(crate) async fn mv(ctx: Ctx) -> i32 {
-    let p = match getopt(ctx.args(), "fvin", "", &[], &[]) {
+pub(crate) async fn mv(proc: Process) -> i32 {
+    let p = match getopt(proc.args(), "fvin", "", &[], &[]) {
         Ok(p) => p,
-        Err(e) => return usage(&ctx, &e, 1).await,
+        Err(e) => return usage(&proc, &e, 1).await,
     };
-    copy_or_move(ctx, p.operands, None).await
+    copy_or_move(proc, p.operands, None).await
 }
 
 /// Shared body of `cp` (`recursive` given) and `mv` (`None`).
-async fn copy_or_move(ctx: Ctx, operands: Vec<String>, recursive: Option<bool>) -> i32 {
+async fn copy_or_move(proc: Process, operands: Vec<String>, recursive: Option<bool>) -> i32 {
     let Some((dst, srcs)) = operands.split_last() else {
-        return usage(&ctx, "missing file operand", 1).await;
+        return usage(&proc, "missing file operand", 1).await;
     };
     if srcs.is_empty() {
         return usage(
-            &ctx,
+            &proc,
             &format!("missing destination file operand after '{dst}'"),
             1,
         )
         .await;
     }
     let dst_is_dir =
-        matches!(ctx.fs.metadata(&ctx.path(dst)), Ok(m) if m.kind == FileKind::Directory);
+        matches!(proc.fs.metadata(&proc.path(dst)), Ok(m) if m.kind == NodeKind::Directory);
     if srcs.len() > 1 && !dst_is_dir {
-        ctx.err(&format!("target '{dst}' is not a directory")).await;
+        proc.err(&format!("target '{dst}' is not a directory"))
+            .await;
         return 1;
     }
     let mut status = 0;
     for src in srcs {
-        let from = ctx.path(src);
-        let meta = match ctx.fs.metadata(&from) {
+        let from = proc.path(src);
+        let meta = match proc.fs.metadata(&from) {
             Ok(m) => m,
             Err(e) => {
-                ctx.err(&format!("cannot stat '{src}': {e}")).await;
+                proc.err(&format!("cannot stat '{src}': {e}")).await;
                 status = 1;
                 continue;
             }
         };
-        let to = destination(&ctx, src, dst);
+        let to = destination(&proc, src, dst);
         let r = match recursive {
-            Some(false) if meta.kind == FileKind::Directory => {
-                ctx.err(&format!("-r not specified; omitting directory '{src}'"))
+            Some(false) if meta.kind == NodeKind::Directory => {
+                proc.err(&format!("-r not specified; omitting directory '{src}'"))
                     .await;
                 status = 1;
                 continue;
             }
-            Some(_) if meta.kind != FileKind::Directory => match ctx.fs.read(&from) {
-                Ok(data) => ctx.fs.write(&to, &data),
+            Some(_) if meta.kind != NodeKind::Directory => match proc.fs.read(&from) {
+                Ok(data) => proc.fs.write(&to, &data),
                 Err(e) => Err(e),
             },
-            Some(_) => ctx.fs.copy(&from, &to, true),
-            None => ctx.fs.rename(&from, &to),
+            Some(_) => proc.fs.copy(&from, &to, true),
+            None => proc.fs.rename(&from, &to),
         };
         if let Err(e) = r {
             let verb = if recursive.is_some() {
@@ -677,7 +679,7 @@ async fn copy_or_move(ctx: Ctx, operands: Vec<String>, recursive: Option<bool>) 
             } else {
                 "cannot move"
             };
-            ctx.err(&format!("{verb} '{src}' to '{dst}': {e}")).await;
+            proc.err(&format!("{verb} '{src}' to '{dst}': {e}")).await;
             status = 1;
         }
     }
@@ -719,11 +721,11 @@ fn legacy_count(args: &[String]) -> Vec<String> {
 }
 
 /// `head [-n N | -c N] [file…]`: streams the first lines or bytes.
-pub(crate) async fn head(ctx: Ctx) -> i32 {
-    let args = legacy_count(ctx.args());
+pub(crate) async fn head(proc: Process) -> i32 {
+    let args = legacy_count(proc.args());
     let p = match getopt(&args, "ncqv", "nc", &["lines", "bytes"], &[]) {
         Ok(p) => p,
-        Err(e) => return usage(&ctx, &e, 1).await,
+        Err(e) => return usage(&proc, &e, 1).await,
     };
     let (by_bytes, count_text) = match (
         p.value('c').or(p.long_value("bytes")),
@@ -735,7 +737,7 @@ pub(crate) async fn head(ctx: Ctx) -> i32 {
     };
     let Some(count) = parse_count(count_text.trim_start_matches('+')) else {
         let what = if by_bytes { "bytes" } else { "lines" };
-        ctx.err(&format!("invalid number of {what}: '{count_text}'"))
+        proc.err(&format!("invalid number of {what}: '{count_text}'"))
             .await;
         return 1;
     };
@@ -747,10 +749,10 @@ pub(crate) async fn head(ctx: Ctx) -> i32 {
     let headers = (files.len() > 1 && !p.has('q')) || p.has('v');
     let mut status = 0;
     for (k, f) in files.iter().enumerate() {
-        let input = match open_input(&ctx, f) {
+        let input = match open_input(&proc, f) {
             Ok(i) => i,
             Err(e) => {
-                ctx.err(&format!("cannot open '{f}' for reading: {e}"))
+                proc.err(&format!("cannot open '{f}' for reading: {e}"))
                     .await;
                 status = 1;
                 continue;
@@ -759,7 +761,7 @@ pub(crate) async fn head(ctx: Ctx) -> i32 {
         if headers {
             let name = if f == "-" { "standard input" } else { f };
             let sep = if k > 0 { "\n" } else { "" };
-            if let Err(code) = emit(&ctx, format!("{sep}==> {name} <==\n")).await {
+            if let Err(code) = emit(&proc, format!("{sep}==> {name} <==\n")).await {
                 return code;
             }
         }
@@ -788,7 +790,7 @@ pub(crate) async fn head(ctx: Ctx) -> i32 {
             }
             let (used, rest) = (chunk.slice(..take), chunk.slice(take..));
             input.unread(rest).await;
-            if let Err(code) = emit(&ctx, used).await {
+            if let Err(code) = emit(&proc, used).await {
                 return code;
             }
         }
@@ -797,11 +799,11 @@ pub(crate) async fn head(ctx: Ctx) -> i32 {
 }
 
 /// `tail [-n N | -n +N | -c N] [file…]`: keeps only the last lines or bytes in memory.
-pub(crate) async fn tail(ctx: Ctx) -> i32 {
-    let args = legacy_count(ctx.args());
+pub(crate) async fn tail(proc: Process) -> i32 {
+    let args = legacy_count(proc.args());
     let p = match getopt(&args, "ncqvf", "nc", &["lines", "bytes"], &[]) {
         Ok(p) => p,
-        Err(e) => return usage(&ctx, &e, 1).await,
+        Err(e) => return usage(&proc, &e, 1).await,
     };
     let (by_bytes, text) = match (
         p.value('c').or(p.long_value("bytes")),
@@ -814,7 +816,7 @@ pub(crate) async fn tail(ctx: Ctx) -> i32 {
     let from_start = text.starts_with('+');
     let Some(count) = parse_count(text.trim_start_matches(['+', '-'])) else {
         let what = if by_bytes { "bytes" } else { "lines" };
-        ctx.err(&format!("invalid number of {what}: '{text}'"))
+        proc.err(&format!("invalid number of {what}: '{text}'"))
             .await;
         return 1;
     };
@@ -825,10 +827,10 @@ pub(crate) async fn tail(ctx: Ctx) -> i32 {
     };
     let mut status = 0;
     for f in &files {
-        let input = match open_input(&ctx, f) {
+        let input = match open_input(&proc, f) {
             Ok(i) => i,
             Err(e) => {
-                ctx.err(&format!("cannot open '{f}' for reading: {e}"))
+                proc.err(&format!("cannot open '{f}' for reading: {e}"))
                     .await;
                 status = 1;
                 continue;
@@ -857,7 +859,7 @@ pub(crate) async fn tail(ctx: Ctx) -> i32 {
                     }
                 }
                 if start < chunk.len()
-                    && let Err(code) = emit(&ctx, chunk.slice(start..)).await
+                    && let Err(code) = emit(&proc, chunk.slice(start..)).await
                 {
                     return code;
                 }
@@ -901,7 +903,7 @@ pub(crate) async fn tail(ctx: Ctx) -> i32 {
             }
         }
         for b in kept {
-            if let Err(code) = emit(&ctx, b).await {
+            if let Err(code) = emit(&proc, b).await {
                 return code;
             }
         }
@@ -910,10 +912,10 @@ pub(crate) async fn tail(ctx: Ctx) -> i32 {
 }
 
 /// `wc [-lwcm] [file…]`.
-pub(crate) async fn wc(ctx: Ctx) -> i32 {
-    let p = match getopt(ctx.args(), "lwcm", "", &[], &[]) {
+pub(crate) async fn wc(proc: Process) -> i32 {
+    let p = match getopt(proc.args(), "lwcm", "", &[], &[]) {
         Ok(p) => p,
-        Err(e) => return usage(&ctx, &e, 1).await,
+        Err(e) => return usage(&proc, &e, 1).await,
     };
     let (mut l, mut w, mut c) = (p.has('l'), p.has('w'), p.has('c') || p.has('m'));
     if !l && !w && !c {
@@ -928,10 +930,10 @@ pub(crate) async fn wc(ctx: Ctx) -> i32 {
     let mut total = [0u64; 3];
     let mut status = 0;
     for f in &files {
-        let input = match open_input(&ctx, f) {
+        let input = match open_input(&proc, f) {
             Ok(i) => i,
             Err(e) => {
-                ctx.err(&format!("{f}: {e}")).await;
+                proc.err(&format!("{f}: {e}")).await;
                 status = 1;
                 continue;
             }
@@ -988,36 +990,36 @@ pub(crate) async fn wc(ctx: Ctx) -> i32 {
         }
         out.push('\n');
     }
-    if let Err(code) = emit(&ctx, out).await {
+    if let Err(code) = emit(&proc, out).await {
         return code;
     }
     status
 }
 
 /// `tee [-a] [file…]`: copies stdin to stdout and to each file.
-pub(crate) async fn tee(ctx: Ctx) -> i32 {
-    let p = match getopt(ctx.args(), "ai", "", &[], &[]) {
+pub(crate) async fn tee(proc: Process) -> i32 {
+    let p = match getopt(proc.args(), "ai", "", &[], &[]) {
         Ok(p) => p,
-        Err(e) => return usage(&ctx, &e, 1).await,
+        Err(e) => return usage(&proc, &e, 1).await,
     };
     let mut status = 0;
     let mut outs: Vec<Output> = Vec::new();
     for f in &p.operands {
-        match Output::open(&ctx.fs, &ctx.path(f), p.has('a')) {
+        match Output::open(&proc.fs, &proc.path(f), p.has('a')) {
             Ok(o) => outs.push(o),
             Err(e) => {
-                ctx.err(&format!("{f}: {e}")).await;
+                proc.err(&format!("{f}: {e}")).await;
                 status = 1;
             }
         }
     }
-    while let Some(chunk) = ctx.stdin.read().await {
+    while let Some(chunk) = proc.stdin.read().await {
         for o in &outs {
             if o.write(chunk.clone()).await.is_err() {
                 status = 1;
             }
         }
-        if let Err(code) = emit(&ctx, chunk).await {
+        if let Err(code) = emit(&proc, chunk).await {
             return code;
         }
     }
@@ -1031,7 +1033,7 @@ mod tests {
     #[test]
     fn stat_format_matches_gnu_for_a_regular_file() {
         let m = Metadata {
-            kind: FileKind::Regular,
+            kind: NodeKind::Regular,
             size: 5,
             mode: 0o644,
             mtime: 1_700_000_000,
@@ -1041,7 +1043,7 @@ mod tests {
             "5 1700000000 81a4 regular file /tmp/f 644"
         );
         let d = Metadata {
-            kind: FileKind::Directory,
+            kind: NodeKind::Directory,
             size: 4096,
             mode: 0o755,
             mtime: 0,
@@ -1051,7 +1053,7 @@ mod tests {
             "41ed directory drwxr-xr-x"
         );
         let e = Metadata {
-            kind: FileKind::Regular,
+            kind: NodeKind::Regular,
             size: 0,
             mode: 0o600,
             mtime: 0,
