@@ -21,9 +21,6 @@ pub(crate) const MAX_DEPTH: usize = 128;
 /// Longest single file name accepted (Linux `NAME_MAX`).
 const MAX_NAME_LEN: usize = 255;
 
-/// Magic first bytes of the `/bin` entries that stand for a registered command.
-pub(crate) const PROGRAM_MAGIC: &[u8] = b"\x7fELF fakekube program: ";
-
 /// A filesystem error, displayed as the C library's `strerror` text so commands can print
 /// `cat: /nope: No such file or directory` like the real tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -386,10 +383,20 @@ const STANDARD_DIRS: &[(&str, u32)] = &[
 ];
 
 impl PodFs {
-    /// A fresh filesystem: the usual directories, `/dev/null` and `/dev/zero`, a `/bin` entry for
-    /// every built-in command, a minimal `/etc`, and each volume mounted at its path (a path that is
-    /// not absolute is taken from `/`; a later mount at the same path wins).
+    /// A fresh filesystem: the usual directories, `/dev/null` and `/dev/zero`, a minimal `/etc`,
+    /// and each volume mounted at its path (a path that is not absolute is taken from `/`; a later
+    /// mount at the same path wins). It has no programs: a container's filesystem comes from
+    /// [`Programs::pod_fs`](crate::Programs::pod_fs), which adds their `/bin` entries.
     pub fn new(mounts: Vec<(String, Volume)>) -> Self {
+        Self::with_executables(std::iter::empty(), mounts)
+    }
+
+    /// [`PodFs::new`] with executable files (mode 0755) laid down in the root tree before the
+    /// volumes are mounted: absolute paths in existing directories, and their content.
+    pub(crate) fn with_executables(
+        executables: impl IntoIterator<Item = (String, Vec<u8>)>,
+        mounts: Vec<(String, Volume)>,
+    ) -> Self {
         let mut root = Dir::new(0o755);
         for (path, mode) in STANDARD_DIRS {
             if let Ok(parts) = components(path)
@@ -425,23 +432,18 @@ impl PodFs {
                 );
             }
         }
-        let program = |name: &str| {
-            let mut data = PROGRAM_MAGIC.to_vec();
-            data.extend_from_slice(name.as_bytes());
-            data.push(b'\n');
-            Node::File(File {
-                data,
-                mode: 0o755,
-                mtime: t,
-            })
-        };
-        if let Some(Node::Dir(bin)) = root.entries.get_mut("bin") {
-            for name in super::programs::BUILTIN_NAMES {
-                bin.entries.insert((*name).to_string(), program(name));
+        for (path, data) in executables {
+            if let Ok(parts) = components(&path)
+                && let Some((last, parents)) = parts.split_last()
+                && let Ok(dir) = walk_dir_mut(&mut root, parents)
+            {
+                let file = File {
+                    data,
+                    mode: 0o755,
+                    mtime: t,
+                };
+                dir.entries.insert(last.clone(), Node::File(file));
             }
-        }
-        if let Ok(usr_bin) = walk_dir_mut(&mut root, &["usr".to_string(), "bin".to_string()]) {
-            usr_bin.entries.insert("env".into(), program("env"));
         }
 
         let mut table: Vec<(Vec<String>, Volume)> = Vec::new();
@@ -907,8 +909,18 @@ mod tests {
             Ok(NodeKind::CharDevice)
         );
         assert_eq!(fs.metadata("/tmp").map(|m| m.mode), Ok(0o1777));
-        let cat = fs.metadata("/bin/cat").map(|m| (m.kind, m.is_executable()));
-        assert_eq!(cat, Ok((NodeKind::Regular, true)));
+        assert_eq!(fs.read_dir("/bin").map(|v| v.len()), Ok(0));
+    }
+
+    #[test]
+    fn executables_are_laid_down_under_the_mounts() {
+        let tool = ("/bin/tool".to_string(), b"data".to_vec());
+        let hidden = ("/opt/hidden".to_string(), b"data".to_vec());
+        let fs = PodFs::with_executables([tool, hidden], vec![("/opt".into(), Volume::new())]);
+        let meta = fs.metadata("/bin/tool").map(|m| (m.kind, m.mode));
+        assert_eq!(meta, Ok((NodeKind::Regular, 0o755)));
+        assert_eq!(fs.read("/bin/tool").as_deref(), Ok(&b"data"[..]));
+        assert_eq!(fs.read("/opt/hidden"), Err(FsError::NotFound));
     }
 
     #[test]

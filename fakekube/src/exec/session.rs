@@ -534,7 +534,7 @@ async fn write_loop<W: AsyncWrite + Unpin>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use fakekube_runtime::{ExecSpec, PodFs, Programs};
+    use fakekube_runtime::{ExecSpec, Programs};
     use futures_util::{SinkExt, StreamExt};
     use serde_json::Value;
     use tokio::io::{AsyncWriteExt, DuplexStream};
@@ -582,7 +582,7 @@ mod tests {
             argv: config.argv.clone(),
             env: vec![("HOSTNAME".into(), "pod-0".into())],
             cwd: "/".into(),
-            fs: PodFs::new(vec![]),
+            fs: programs.pod_fs(vec![]),
             programs,
             cancel: config.cancel.clone(),
         };
@@ -975,7 +975,7 @@ mod tests {
             argv: c.argv.clone(),
             env: vec![],
             cwd: "/".into(),
-            fs: PodFs::new(vec![]),
+            fs: Programs::new().pod_fs(vec![]),
             programs: Programs::new(),
             cancel: c.cancel.clone(),
         };

@@ -181,7 +181,7 @@ impl Kubelet {
         Fut: Future<Output = i32> + Send + 'static,
     {
         let handler = Arc::new(handler);
-        self.commands.register_fn(name, move |process| {
+        self.commands.register(name, move |process| {
             let handler = handler.clone();
             async move { handler(CommandCall::new(process)).await }
         });

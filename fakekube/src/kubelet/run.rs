@@ -718,7 +718,7 @@ impl Kubelet {
             self.after_exit(run, idx, term, Duration::ZERO);
             return;
         }
-        let fs = PodFs::new(mounts);
+        let fs = self.commands.pod_fs(mounts);
         if cwd != "/"
             && let Err(e) = fs.mkdir_all(&cwd, 0o755)
         {

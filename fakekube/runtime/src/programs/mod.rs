@@ -1,70 +1,76 @@
-//! The built-in programs, each behind a `/bin` entry of every pod.
+//! The programs every container has: [`TABLE`], one entry per program (name → handler), from
+//! which the registry fills `/bin` and finds a program by name. Adding a program is writing its
+//! handler in the file of its family and adding its entry.
 //!
 //! - [`files`]: `cat`, `ls`, `stat`, `mkdir`, `rmdir`, `rm`, `touch`, `chmod`, `cp`, `mv`, `head`,
 //!   `tail`, `wc`, `tee`;
-//! - [`text`]: `echo`, `printf`, `yes`, `seq`, `dirname`, `basename`, `test`/`[`, `true`, `false`,
-//!   `pwd`, `env`, `printenv`, `sleep`, `timeout`, `uname`, `id`, `whoami`, `hostname`;
-//! - `sh` (see [`super::shell`]).
+//! - [`text`]: `echo`, `printf`, `yes`, `seq`, `dirname`, `basename`, `test`/`[`, `pwd`, `env`,
+//!   `printenv`, `sleep`, `timeout`, `uname`, `id`, `whoami`, `hostname`;
+//! - `true` and `false`, here; `sh` (see [`crate::shell`]).
 //!
 //! Messages and exit codes follow GNU coreutils where the tools differ from BusyBox.
 
 pub(crate) mod files;
 pub(crate) mod text;
 
-use std::sync::Arc;
-
 use bytes::Bytes;
 
-use super::io::{Input, WriteError};
-use super::process::{BoxFuture, Handler, Process};
+use crate::io::{Input, WriteError};
+use crate::process::{Process, Program, Programs};
+use crate::shell;
 
-/// Every built-in program name (each gets a `/bin` entry).
-pub(crate) const BUILTIN_NAMES: &[&str] = &[
-    "sh", "cat", "ls", "stat", "mkdir", "rmdir", "rm", "touch", "chmod", "cp", "mv", "head",
-    "tail", "wc", "tee", "echo", "printf", "yes", "seq", "dirname", "basename", "test", "[",
-    "true", "false", "pwd", "env", "printenv", "sleep", "timeout", "uname", "id", "whoami",
-    "hostname",
+/// The program table: every program a container has, each with its `/bin` entry.
+pub(crate) static TABLE: &[Program] = &[
+    Program::new("sh", |p| Box::pin(shell::sh_main(p))),
+    Program::new("cat", |p| Box::pin(files::cat(p))),
+    Program::new("ls", |p| Box::pin(files::ls(p))),
+    Program::new("stat", |p| Box::pin(files::stat(p))),
+    Program::new("mkdir", |p| Box::pin(files::mkdir(p))),
+    Program::new("rmdir", |p| Box::pin(files::rmdir(p))),
+    Program::new("rm", |p| Box::pin(files::rm(p))),
+    Program::new("touch", |p| Box::pin(files::touch(p))),
+    Program::new("chmod", |p| Box::pin(files::chmod(p))),
+    Program::new("cp", |p| Box::pin(files::cp(p))),
+    Program::new("mv", |p| Box::pin(files::mv(p))),
+    Program::new("head", |p| Box::pin(files::head(p))),
+    Program::new("tail", |p| Box::pin(files::tail(p))),
+    Program::new("wc", |p| Box::pin(files::wc(p))),
+    Program::new("tee", |p| Box::pin(files::tee(p))),
+    Program::new("echo", |p| Box::pin(text::echo(p))),
+    Program::new("printf", |p| Box::pin(text::printf(p))),
+    Program::new("yes", |p| Box::pin(text::yes(p))),
+    Program::new("seq", |p| Box::pin(text::seq(p))),
+    Program::new("dirname", |p| Box::pin(text::dirname(p))),
+    Program::new("basename", |p| Box::pin(text::basename(p))),
+    Program::new("test", |p| Box::pin(text::test(p))),
+    Program::new("[", |p| Box::pin(text::test(p))),
+    Program::new("true", |_| Box::pin(async { 0 })),
+    Program::new("false", |_| Box::pin(async { 1 })),
+    Program::new("pwd", |p| Box::pin(text::pwd(p))),
+    Program::new("env", |p| Box::pin(text::env(p))).in_dirs(&["/bin", "/usr/bin"]),
+    Program::new("printenv", |p| Box::pin(text::printenv(p))),
+    Program::new("sleep", |p| Box::pin(text::sleep(p))),
+    Program::new("timeout", |p| Box::pin(text::timeout(p))),
+    Program::new("uname", |p| Box::pin(text::uname(p))),
+    Program::new("id", |p| Box::pin(text::id(p))),
+    Program::new("whoami", |p| Box::pin(text::whoami(p))),
+    Program::new("hostname", |p| Box::pin(text::hostname(p))),
 ];
 
-/// The built-in program called `name`.
-pub(crate) fn builtin(name: &str) -> Option<Handler> {
-    let f: fn(Process) -> BoxFuture<'static, i32> = match name {
-        "sh" => |c| Box::pin(super::shell::sh_main(c)),
-        "cat" => |c| Box::pin(files::cat(c)),
-        "ls" => |c| Box::pin(files::ls(c)),
-        "stat" => |c| Box::pin(files::stat(c)),
-        "mkdir" => |c| Box::pin(files::mkdir(c)),
-        "rmdir" => |c| Box::pin(files::rmdir(c)),
-        "rm" => |c| Box::pin(files::rm(c)),
-        "touch" => |c| Box::pin(files::touch(c)),
-        "chmod" => |c| Box::pin(files::chmod(c)),
-        "cp" => |c| Box::pin(files::cp(c)),
-        "mv" => |c| Box::pin(files::mv(c)),
-        "head" => |c| Box::pin(files::head(c)),
-        "tail" => |c| Box::pin(files::tail(c)),
-        "wc" => |c| Box::pin(files::wc(c)),
-        "tee" => |c| Box::pin(files::tee(c)),
-        "echo" => |c| Box::pin(text::echo(c)),
-        "printf" => |c| Box::pin(text::printf(c)),
-        "yes" => |c| Box::pin(text::yes(c)),
-        "seq" => |c| Box::pin(text::seq(c)),
-        "dirname" => |c| Box::pin(text::dirname(c)),
-        "basename" => |c| Box::pin(text::basename(c)),
-        "test" | "[" => |c| Box::pin(text::test(c)),
-        "true" => |_| Box::pin(async { 0 }),
-        "false" => |_| Box::pin(async { 1 }),
-        "pwd" => |c| Box::pin(text::pwd(c)),
-        "env" => |c| Box::pin(text::env(c)),
-        "printenv" => |c| Box::pin(text::printenv(c)),
-        "sleep" => |c| Box::pin(text::sleep(c)),
-        "timeout" => |c| Box::pin(text::timeout(c)),
-        "uname" => |c| Box::pin(text::uname(c)),
-        "id" => |c| Box::pin(text::id(c)),
-        "whoami" => |c| Box::pin(text::whoami(c)),
-        "hostname" => |c| Box::pin(text::hostname(c)),
-        _ => return None,
-    };
-    Some(Arc::new(f))
+impl Programs {
+    /// The programs of [`TABLE`], with nothing registered yet.
+    ///
+    /// (Defined here, beside the table, so that the registry in [`crate::process`] never
+    /// names a program: the shell and the programs depend on the registry, not the reverse.)
+    pub fn new() -> Self {
+        Programs::with_table(TABLE)
+    }
+}
+
+impl Default for Programs {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 /// Options parsed GNU style: short flags (clustered, with values), long options, operands.
@@ -194,7 +200,7 @@ pub(crate) async fn emit(proc: &Process, data: impl Into<Bytes>) -> Result<(), i
 }
 
 /// Opens an operand for reading: `-` is stdin.
-pub(crate) fn open_input(proc: &Process, name: &str) -> Result<Input, super::fs::FsError> {
+pub(crate) fn open_input(proc: &Process, name: &str) -> Result<Input, crate::fs::FsError> {
     if name == "-" {
         Ok(proc.stdin.clone())
     } else {

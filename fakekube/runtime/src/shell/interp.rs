@@ -153,8 +153,9 @@ const REGULAR_BUILTINS: &[&str] = &[
     "cd", "pwd", "read", "wait", "umask", "command", "type", "kill", "true", "false", "local",
     "source",
 ];
-/// Registered programs the shell runs without a PATH search, as dash has them built in.
-const BUILTIN_PROGRAMS: &[&str] = &["echo", "printf", "test", "["];
+/// Shell builtins that run the program of the same name without a PATH search (dash has them
+/// built in; here the program table implements them).
+const PROGRAM_BUILTINS: &[&str] = &["echo", "printf", "test", "["];
 
 impl Shell {
     /// A shell for the process `proc`: variables from its environment (all exported).
@@ -709,8 +710,8 @@ impl Shell {
         Box::pin(async move {
             let name = argv[0].clone();
             let found = if !name.contains('/')
-                && BUILTIN_PROGRAMS.contains(&name.as_str())
-                && let Some(h) = self.programs.program(&name)
+                && PROGRAM_BUILTINS.contains(&name.as_str())
+                && let Some(h) = self.programs.find(&name)
             {
                 Ok((h, argv))
             } else {
@@ -1428,7 +1429,7 @@ impl Shell {
     fn describe(&self, name: &str) -> Option<String> {
         if SPECIAL_BUILTINS.contains(&name)
             || REGULAR_BUILTINS.contains(&name)
-            || BUILTIN_PROGRAMS.contains(&name)
+            || PROGRAM_BUILTINS.contains(&name)
         {
             return Some("a shell builtin".into());
         }

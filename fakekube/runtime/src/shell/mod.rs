@@ -16,7 +16,7 @@ pub(crate) mod pattern;
 
 use interp::{MAX_SCRIPT, Opts, Shell};
 
-use super::process::Process;
+use crate::process::Process;
 
 /// The `sh` program: `sh [-eux] [-o opt] -c 'script' [name [args…]]`, `sh file [args…]`, or a
 /// script on standard input.
