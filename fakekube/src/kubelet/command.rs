@@ -1,8 +1,7 @@
 //! The public face of a command registered by a test: what one call of it sees and may do.
 
 use bytes::Bytes;
-use fakekube_runtime::Process;
-use fakekube_runtime::io::WriteError;
+use fakekube_runtime::{FsError, Process, WriteError};
 
 /// Why a registered command's stream or file operation failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -47,8 +46,8 @@ pub struct CommandCall {
 impl std::fmt::Debug for CommandCall {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CommandCall")
-            .field("argv", &self.process.argv)
-            .field("cwd", &self.process.cwd)
+            .field("argv", &self.process.argv())
+            .field("cwd", &self.process.cwd())
             .finish_non_exhaustive()
     }
 }
@@ -61,7 +60,7 @@ impl CommandCall {
 
     /// The whole command line, the command's name first.
     pub fn argv(&self) -> &[String] {
-        &self.process.argv
+        self.process.argv()
     }
 
     /// The arguments after the command's name.
@@ -71,7 +70,7 @@ impl CommandCall {
 
     /// The environment, in order (a name set twice: the last one counts).
     pub fn env(&self) -> &[(String, String)] {
-        &self.process.env
+        self.process.env()
     }
 
     /// One environment variable.
@@ -81,23 +80,23 @@ impl CommandCall {
 
     /// The absolute working directory.
     pub fn cwd(&self) -> &str {
-        &self.process.cwd
+        self.process.cwd()
     }
 
     /// The next chunk of standard input, or `None` at end of input.
     pub async fn read_stdin(&self) -> Option<Vec<u8>> {
-        self.process.stdin.read().await.map(|b| b.to_vec())
+        self.process.stdin().read().await.map(|b| b.to_vec())
     }
 
     /// Standard input up to its end, at most `max` bytes (the rest stays unread).
     pub async fn read_stdin_to_end(&self, max: usize) -> Vec<u8> {
-        self.process.stdin.read_to_end(max).await
+        self.process.stdin().read_to_end(max).await
     }
 
     /// Writes to standard output, waiting while the reader is behind.
     pub async fn write_stdout(&self, data: impl AsRef<[u8]>) -> Result<(), CommandError> {
         self.process
-            .stdout
+            .stdout()
             .write(Bytes::copy_from_slice(data.as_ref()))
             .await
             .map_err(CommandError::from_write)
@@ -106,7 +105,7 @@ impl CommandCall {
     /// Writes to standard error, waiting while the reader is behind.
     pub async fn write_stderr(&self, data: impl AsRef<[u8]>) -> Result<(), CommandError> {
         self.process
-            .stderr
+            .stderr()
             .write(Bytes::copy_from_slice(data.as_ref()))
             .await
             .map_err(CommandError::from_write)
@@ -116,7 +115,7 @@ impl CommandCall {
     pub fn read_file(&self, path: &str) -> Result<Vec<u8>, CommandError> {
         let abs = self.process.path(path);
         self.process
-            .fs
+            .fs()
             .read(&abs)
             .map(|b| b.to_vec())
             .map_err(|e| file_error(abs, e))
@@ -126,7 +125,7 @@ impl CommandCall {
     pub fn write_file(&self, path: &str, data: &[u8]) -> Result<(), CommandError> {
         let abs = self.process.path(path);
         self.process
-            .fs
+            .fs()
             .write(&abs, data)
             .map_err(|e| file_error(abs, e))
     }
@@ -135,23 +134,23 @@ impl CommandCall {
     pub fn create_dir_all(&self, path: &str) -> Result<(), CommandError> {
         let abs = self.process.path(path);
         self.process
-            .fs
+            .fs()
             .mkdir_all(&abs, 0o755)
             .map_err(|e| file_error(abs, e))
     }
 
     /// Whether the call has been killed.
     pub fn is_cancelled(&self) -> bool {
-        self.process.cancel.is_cancelled()
+        self.process.cancellation().is_cancelled()
     }
 
     /// Resolves when the call is killed; for handlers that run until then (a keep-alive loop).
     pub async fn cancelled(&self) {
-        self.process.cancel.cancelled().await;
+        self.process.cancellation().cancelled().await;
     }
 }
 
-fn file_error(path: String, e: fakekube_runtime::fs::FsError) -> CommandError {
+fn file_error(path: String, e: FsError) -> CommandError {
     CommandError::File {
         path,
         message: e.to_string(),
@@ -161,25 +160,26 @@ fn file_error(path: String, e: fakekube_runtime::fs::FsError) -> CommandError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use fakekube_runtime::io::{Input, Output};
-    use fakekube_runtime::{PodFs, Programs};
+    use fakekube_runtime::{Input, Output, PodFs, Programs, Stdio};
     use tokio::sync::mpsc;
     use tokio_util::sync::CancellationToken;
 
     fn process(stdin: &'static [u8]) -> (Process, mpsc::Receiver<Bytes>) {
         let (tx, rx) = mpsc::channel(4);
-        let process = Process {
-            argv: vec!["tool".into(), "a".into(), "b".into()],
-            env: vec![("K".into(), "1".into()), ("K".into(), "2".into())],
-            cwd: "/tmp".into(),
-            fs: PodFs::new(vec![]),
-            programs: Programs::new(),
+        let stdio = Stdio {
             stdin: Input::bytes(Bytes::from_static(stdin)),
-            stdout: Output::Channel(tx),
-            stderr: Output::Null,
-            cancel: CancellationToken::new(),
-            depth: 0,
+            stdout: Output::channel(tx),
+            stderr: Output::null(),
         };
+        let process = Process::new(
+            vec!["tool".into(), "a".into(), "b".into()],
+            vec![("K".into(), "1".into()), ("K".into(), "2".into())],
+            "/tmp".into(),
+            PodFs::new(vec![]),
+            Programs::new(),
+            stdio,
+            CancellationToken::new(),
+        );
         (process, rx)
     }
 

@@ -4,7 +4,7 @@
 
 use super::pod::{HOST_IP, NODE_NAME};
 use base64::Engine;
-use fakekube_runtime::process::DEFAULT_PATH;
+use fakekube_runtime::DEFAULT_PATH;
 use serde_json::Value;
 
 /// The cluster IP of the `kubernetes` Service, for the `KUBERNETES_*` variables.

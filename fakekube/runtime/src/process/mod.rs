@@ -21,7 +21,7 @@ use bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
 use crate::fs::{self, PodFs};
-use crate::io::{Input, Output, WriteError};
+use crate::io::{Input, Output, Stdio, WriteError};
 
 /// A boxed, sendable future (what handlers return).
 pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -45,25 +45,25 @@ pub(crate) const PROGRAM_NESTING: usize = 4;
 #[derive(Clone)]
 pub struct Process {
     /// Arguments, `argv[0]` first.
-    pub argv: Vec<String>,
+    pub(crate) argv: Vec<String>,
     /// Environment, in order.
-    pub env: Vec<(String, String)>,
+    pub(crate) env: Vec<(String, String)>,
     /// Absolute working directory.
-    pub cwd: String,
+    pub(crate) cwd: String,
     /// The pod's filesystem.
-    pub fs: PodFs,
+    pub(crate) fs: PodFs,
     /// The registry, to start other programs (`env`, `timeout`, `sh`).
-    pub programs: Programs,
+    pub(crate) programs: Programs,
     /// Standard input.
-    pub stdin: Input,
+    pub(crate) stdin: Input,
     /// Standard output.
-    pub stdout: Output,
+    pub(crate) stdout: Output,
     /// Standard error.
-    pub stderr: Output,
+    pub(crate) stderr: Output,
     /// Fires when the process is killed (exec cancelled, pod deleted, `timeout` expired).
-    pub cancel: CancellationToken,
+    pub(crate) cancel: CancellationToken,
     /// How deeply this process is nested in shells and functions (see [`MAX_NESTING`]).
-    pub depth: usize,
+    pub(crate) depth: usize,
 }
 
 impl std::fmt::Debug for Process {
@@ -76,6 +76,72 @@ impl std::fmt::Debug for Process {
 }
 
 impl Process {
+    /// The process [`exec`](crate::exec) starts for a resolved program, outside any shell: for
+    /// calling a handler directly (tests). `cwd` must be absolute.
+    pub fn new(
+        argv: Vec<String>,
+        env: Vec<(String, String)>,
+        cwd: String,
+        fs: PodFs,
+        programs: Programs,
+        stdio: Stdio,
+        cancel: CancellationToken,
+    ) -> Self {
+        Process {
+            argv,
+            env,
+            cwd,
+            fs,
+            programs,
+            stdin: stdio.stdin,
+            stdout: stdio.stdout,
+            stderr: stdio.stderr,
+            cancel,
+            depth: 0,
+        }
+    }
+
+    /// The whole command line, `argv[0]` first.
+    pub fn argv(&self) -> &[String] {
+        &self.argv
+    }
+
+    /// The environment, in order (a name set twice: the last one counts).
+    pub fn env(&self) -> &[(String, String)] {
+        &self.env
+    }
+
+    /// The absolute working directory.
+    pub fn cwd(&self) -> &str {
+        &self.cwd
+    }
+
+    /// The container's filesystem.
+    pub fn fs(&self) -> &PodFs {
+        &self.fs
+    }
+
+    /// Standard input.
+    pub fn stdin(&self) -> &Input {
+        &self.stdin
+    }
+
+    /// Standard output.
+    pub fn stdout(&self) -> &Output {
+        &self.stdout
+    }
+
+    /// Standard error.
+    pub fn stderr(&self) -> &Output {
+        &self.stderr
+    }
+
+    /// The token that fires when the process is killed (exec cancelled, container stopped, pod
+    /// deleted, `timeout` expired).
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
     /// The program's name for messages: the last component of `argv[0]`.
     pub(crate) fn name(&self) -> &str {
         let a0 = self.argv.first().map(String::as_str).unwrap_or("");
@@ -114,7 +180,7 @@ impl Process {
             .await;
     }
 
-    /// A context for a child program with other arguments and the same everything else.
+    /// A process for a child program with other arguments and the same everything else.
     pub(crate) fn child(&self, argv: Vec<String>) -> Process {
         Process {
             argv,

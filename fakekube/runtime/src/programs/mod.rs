@@ -57,11 +57,10 @@ pub(crate) static TABLE: &[Program] = &[
     Program::new("hostname", |p| Box::pin(text::hostname(p))),
 ];
 
+// Defined here, beside the table, so that the registry (crate::process) never names a program:
+// the shell and the programs depend on the registry, not the reverse.
 impl Programs {
-    /// The programs of [`TABLE`], with nothing registered yet.
-    ///
-    /// (Defined here, beside the table, so that the registry in [`crate::process`] never
-    /// names a program: the shell and the programs depend on the registry, not the reverse.)
+    /// Every program of the runtime (`sh`, `cat`, `ls`, ...), with nothing registered yet.
     pub fn new() -> Self {
         Programs::with_table(TABLE)
     }

@@ -20,7 +20,7 @@ use super::ast::{
 use super::parser::{self, is_name};
 use super::pattern::{Pattern, has_wildcards};
 use crate::fs::{self as vfs, FsError, NodeKind, PodFs};
-use crate::io::{Input, Output, pipe};
+use crate::io::{Input, Output, Stdio, pipe};
 use crate::process::{
     BoxFuture, DEFAULT_PATH, MAX_NESTING, PROGRAM_NESTING, Process, Programs, SpawnError, resolve,
 };
@@ -55,17 +55,6 @@ pub(crate) enum Flow {
 
 /// The result of running something: a status, or control flow.
 type Res = Result<i32, Flow>;
-
-/// The three standard streams of a command.
-#[derive(Debug, Clone)]
-pub(crate) struct Io {
-    /// Standard input.
-    pub(crate) stdin: Input,
-    /// Standard output.
-    pub(crate) stdout: Output,
-    /// Standard error.
-    pub(crate) stderr: Output,
-}
 
 /// A shell variable.
 #[derive(Debug, Clone)]
@@ -120,7 +109,7 @@ pub(crate) struct Shell {
     /// Options.
     opts: Opts,
     /// Current streams.
-    io: Io,
+    io: Stdio,
     /// Background jobs.
     jobs: Vec<Job>,
     /// `$!`.
@@ -179,7 +168,7 @@ impl Shell {
             functions: HashMap::new(),
             traps: BTreeMap::new(),
             opts,
-            io: Io {
+            io: Stdio {
                 stdin: proc.stdin,
                 stdout: proc.stdout,
                 stderr: proc.stderr,
@@ -386,7 +375,7 @@ impl Shell {
                         (out, Some(input))
                     };
                     let mut sub = self.subshell();
-                    sub.io = Io {
+                    sub.io = Stdio {
                         stdin: next_stdin.take().unwrap_or_else(Input::empty),
                         stdout,
                         stderr: self.io.stderr.clone(),
@@ -595,7 +584,7 @@ impl Shell {
         &'a mut self,
         argv: Vec<String>,
         assigns: Vec<(String, String)>,
-        io: Io,
+        io: Stdio,
     ) -> BoxFuture<'a, Res> {
         Box::pin(async move {
             let name = argv[0].as_str();
@@ -660,7 +649,7 @@ impl Shell {
         body: Arc<Command>,
         argv: Vec<String>,
         assigns: Vec<(String, String)>,
-        io: Io,
+        io: Stdio,
     ) -> BoxFuture<'a, Res> {
         Box::pin(async move {
             if self.depth >= MAX_NESTING {
@@ -705,7 +694,7 @@ impl Shell {
         &'a mut self,
         argv: Vec<String>,
         assigns: Vec<(String, String)>,
-        io: Io,
+        io: Stdio,
     ) -> BoxFuture<'a, i32> {
         Box::pin(async move {
             let name = argv[0].clone();
@@ -735,18 +724,16 @@ impl Shell {
                             .await;
                         return 126;
                     }
-                    let proc = Process {
+                    let mut proc = Process::new(
                         argv,
-                        env: self.environment(&assigns),
-                        cwd: self.cwd.clone(),
-                        fs: self.fs.clone(),
-                        programs: self.programs.clone(),
-                        stdin: io.stdin,
-                        stdout: io.stdout,
-                        stderr: io.stderr,
-                        cancel: self.cancel.clone(),
-                        depth: self.depth + PROGRAM_NESTING,
-                    };
+                        self.environment(&assigns),
+                        self.cwd.clone(),
+                        self.fs.clone(),
+                        self.programs.clone(),
+                        io,
+                        self.cancel.clone(),
+                    );
+                    proc.depth = self.depth + PROGRAM_NESTING;
                     handler(proc).await & 0xff
                 }
                 Err(e) => {
@@ -772,7 +759,7 @@ impl Shell {
     fn redirect<'a>(
         &'a mut self,
         redirects: &'a [Redirect],
-    ) -> BoxFuture<'a, Result<Result<Io, i32>, Flow>> {
+    ) -> BoxFuture<'a, Result<Result<Stdio, i32>, Flow>> {
         Box::pin(async move {
             let mut io = self.io.clone();
             for r in redirects {
@@ -791,8 +778,8 @@ impl Shell {
     }
 
     /// Applies one redirection whose target is expanded; `Err` holds the message.
-    fn apply_redirect(&self, r: &Redirect, target: &str, io: &mut Io) -> Result<(), String> {
-        let set_out = |io: &mut Io, fd: u32, out: Output| match fd {
+    fn apply_redirect(&self, r: &Redirect, target: &str, io: &mut Stdio) -> Result<(), String> {
+        let set_out = |io: &mut Stdio, fd: u32, out: Output| match fd {
             1 => io.stdout = out,
             2 => io.stderr = out,
             _ => {}
@@ -839,7 +826,7 @@ impl Shell {
                 match (r.fd, source) {
                     (0, None) => io.stdin = Input::empty(),
                     (0, Some(_)) => {}
-                    (fd, None) => set_out(io, fd, Output::Null),
+                    (fd, None) => set_out(io, fd, Output::null()),
                     (fd, Some(src)) => {
                         let out = match src {
                             1 => io.stdout.clone(),
@@ -1235,7 +1222,7 @@ impl Shell {
     // ----- built-ins -----
 
     /// `exec`: with a command, run it and leave; without, make the redirections permanent.
-    fn exec_builtin<'a>(&'a mut self, argv: Vec<String>, io: Io) -> BoxFuture<'a, Res> {
+    fn exec_builtin<'a>(&'a mut self, argv: Vec<String>, io: Stdio) -> BoxFuture<'a, Res> {
         Box::pin(async move {
             if argv.len() == 1 {
                 self.io = io;
