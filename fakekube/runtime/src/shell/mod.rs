@@ -1,7 +1,8 @@
 //! A small POSIX shell (dash/BusyBox flavoured) for the runtime's `sh`.
 //!
 //! - [`parser`]: lexer and parser to the [`ast`];
-//! - [`interp`]: the interpreter, its built-ins and word expansion;
+//! - [`interp`]: the interpreter: control flow, simple commands, expansion, redirections and
+//!   the shell builtins;
 //! - [`pattern`] and [`arith`]: `case`/`${x%pat}`/glob patterns and `$((…))`.
 //!
 //! Known limitations: only file descriptors 0–2; `local` is not scoped; traps other than `EXIT`
