@@ -8,7 +8,7 @@
 //!
 //! - [`control`]: lists, `&&`/`||`, pipelines, background jobs, compound commands and loops;
 //! - [`command`]: simple commands: lookup order, functions and starting programs;
-//! - [`redirect`]: redirections;
+//! - [`redirect`]: `<`, `>`, `>>`, `<<` and `n>&m` redirections;
 //! - [`expand`]: word expansion (parameters, command substitution, arithmetic) and
 //!   [`fields`]: field splitting and globbing;
 //! - [`builtins`]: the shell builtins.
