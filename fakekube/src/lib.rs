@@ -23,6 +23,10 @@
 //! and [`Rule`] for credentials, and [`Faults`] for injected failures. The store, the routes,
 //! the schemas and the patch engine stay private.
 //!
+//! What runs in a pod is not here: the kubelet starts containers and `pods/exec` sessions on
+//! the hermetic runtime, its own crate ([`fakekube_runtime`]: in-memory filesystems, a POSIX
+//! shell, BusyBox-like programs), which knows nothing of the API server.
+//!
 //! # Known limitations
 //!
 //! - Server-side apply has no field managers: an apply is a strategic merge of the applied
@@ -413,7 +417,7 @@ impl FakeKube {
     }
 
     /// Adds a program every container can run (by `exec`, from the shell, or as a container's
-    /// `command`), found before any built-in or file of that name. The handler gets a
+    /// `command`), found before any program or file of that name. The handler gets a
     /// [`CommandCall`] (arguments, environment, streams, the pod's files) and returns the exit
     /// status; it is dropped when the call is killed. Registering a name again replaces it.
     pub fn register_command<F, Fut>(&self, name: &str, handler: F)
