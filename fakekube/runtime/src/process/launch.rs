@@ -60,7 +60,7 @@ impl SpawnError {
     }
 }
 
-/// Resolves a command name or path to a handler and the argv to give it, as `execvp` does:
+/// Resolves a program name or path to a handler and the argv to give it, as `execvp` does:
 /// registered names first, then `PATH` (for a name without `/`), then the file itself: a `/bin`
 /// program entry, a `#!` script (run by its interpreter) or, with `shell_fallback`, any other
 /// executable file run by `sh`.

@@ -2,9 +2,9 @@
 //! ([`Programs`], in [`registry`]) and how a name or path becomes a program ([`launch`]: PATH
 //! search, `/bin` entries, `#!` scripts), as `execve`/`execvp` would.
 //!
-//! This is the leaf the programs and the shell build on: it knows the handler types and the
+//! This is the layer the programs and the shell build on: it knows the handler types and the
 //! registry, never a particular program (the table of programs is given to the registry by
-//! [`crate::programs`]).
+//! [`crate::programs`]), so nothing here imports the programs or the shell.
 
 mod launch;
 mod registry;
@@ -41,7 +41,8 @@ pub(crate) const MAX_NESTING: usize = 64;
 pub(crate) const PROGRAM_NESTING: usize = 4;
 
 /// Everything a running program sees: its arguments, environment, working directory, filesystem,
-/// streams and the token that kills it.
+/// streams and the token that kills it. A program's handler gets one per run (see
+/// [`Programs::register`]).
 #[derive(Clone)]
 pub struct Process {
     /// Arguments, `argv[0]` first.

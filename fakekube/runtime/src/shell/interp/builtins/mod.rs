@@ -4,11 +4,11 @@
 //!
 //! - here: leaving (`exit`, `return`, `break`, `continue`), `cd`, `pwd`, `umask`, `:`;
 //! - [`variables`]: `export`, `readonly`, `local`, `unset`, `set`, `shift`, `read`;
-//! - [`commands`]: `eval`, `.`, `exec`, `command`, `type`;
+//! - [`run`]: `eval`, `.`, `exec`, `command`, `type`;
 //! - [`jobs`]: `wait`, `kill`, `trap`.
 
-mod commands;
 mod jobs;
+mod run;
 mod variables;
 
 use super::{Flow, Res, Shell};

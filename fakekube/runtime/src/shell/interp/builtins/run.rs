@@ -1,5 +1,5 @@
-//! Builtins that run other code or say what a name is: `eval`, `.`, `exec`, `command` and
-//! `type`.
+//! Builtins that run other code (`eval`, `.`, `exec`, `command`) or say what a name would run
+//! (`type`).
 
 use super::super::{Flow, MAX_SCRIPT, Res, Shell};
 use super::{PROGRAM_BUILTINS, REGULAR_BUILTINS, SPECIAL_BUILTINS};
