@@ -52,8 +52,10 @@
 //!   (`/version`, `/api`, `/apis` and `/openapi/v3`, built from the table).
 //! - Foundation: `status` (`metav1.Status` and the errors every layer answers with) and `meta`
 //!   (object metadata helpers).
-//! - `runtime`: the hermetic runtime behind exec (in-memory filesystem, shell, programs); it
-//!   imports nothing of the rest.
+//!
+//! What runs in a pod is not here: the kubelet starts containers and `pods/exec` sessions on
+//! the hermetic runtime, its own crate ([`fakekube_runtime`]: in-memory filesystems, a POSIX
+//! shell, BusyBox-like programs), which knows nothing of the API server.
 //!
 //! # Known limitations
 //!
@@ -82,7 +84,6 @@ mod resources;
 mod response;
 mod reviews;
 mod route;
-mod runtime;
 mod schema;
 mod selector;
 mod server;
@@ -453,7 +454,7 @@ impl FakeKube {
     }
 
     /// Adds a program every container can run (by `exec`, from the shell, or as a container's
-    /// `command`), found before any built-in or file of that name. The handler gets a
+    /// `command`), found before any program or file of that name. The handler gets a
     /// [`CommandCall`] (arguments, environment, streams, the pod's files) and returns the exit
     /// status; it is dropped when the call is killed. Registering a name again replaces it.
     pub fn register_command<F, Fut>(&self, name: &str, handler: F)

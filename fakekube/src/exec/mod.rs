@@ -49,12 +49,12 @@ pub(crate) mod ws;
 
 use crate::auth::{Attributes, Caller};
 use crate::route::ResourcePath;
-use crate::runtime::{self, ExecIo, ExitStatus};
 use crate::state::Shared;
 use crate::status::{ApiError, Target};
 use axum::body::Body;
 use axum::response::Response;
 use bytes::Bytes;
+use fakekube_runtime::{ExecIo, ExitStatus};
 use http::{HeaderMap, HeaderValue, Method, StatusCode, header, request::Parts};
 use hyper_util::rt::TokioIo;
 use std::sync::Arc;
@@ -421,16 +421,16 @@ async fn run_exec(
             cancel.cancel()
         }
     };
-    let spec = runtime::ExecSpec {
+    let spec = fakekube_runtime::ExecSpec {
         argv,
         env: target.env,
         cwd: target.cwd,
         fs: target.fs,
-        commands: target.commands,
+        programs: target.commands,
         cancel,
     };
     tokio::select! {
-        status = runtime::exec(spec, io) => status,
+        status = fakekube_runtime::exec(spec, io) => status,
         () = link => ExitStatus::Killed,
     }
 }

@@ -11,8 +11,8 @@
 
 use super::codec::{self, Inbound, Protocol, ResizeDecoder, TermSize};
 use super::ws::{self, Message, Reader, Writer};
-use crate::runtime::{ExecIo, ExitStatus};
 use bytes::Bytes;
+use fakekube_runtime::{ExecIo, ExitStatus};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -534,7 +534,7 @@ async fn write_loop<W: AsyncWrite + Unpin>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::{Commands, ExecSpec, PodFs};
+    use fakekube_runtime::{ExecSpec, Programs};
     use futures_util::{SinkExt, StreamExt};
     use serde_json::Value;
     use tokio::io::{AsyncWriteExt, DuplexStream};
@@ -576,18 +576,18 @@ mod tests {
     }
 
     /// Starts a session running `config.argv` in an empty pod, and its client.
-    async fn start_with(config: Config, commands: Commands) -> (Client, JoinHandle<Report>) {
+    async fn start_with(config: Config, programs: Programs) -> (Client, JoinHandle<Report>) {
         let (server_io, client_io) = tokio::io::duplex(64 * 1024);
         let spec = ExecSpec {
             argv: config.argv.clone(),
             env: vec![("HOSTNAME".into(), "pod-0".into())],
             cwd: "/".into(),
-            fs: PodFs::new(vec![]),
-            commands,
+            fs: programs.pod_fs(vec![]),
+            programs,
             cancel: config.cancel.clone(),
         };
         let server = tokio::spawn(run(server_io, config, move |io| {
-            crate::runtime::exec(spec, io)
+            fakekube_runtime::exec(spec, io)
         }));
         let client = WebSocketStream::from_raw_socket(client_io, Role::Client, None).await;
         (client, server)
@@ -598,7 +598,7 @@ mod tests {
         streams: Streams,
         argv: &[&str],
     ) -> (Client, JoinHandle<Report>) {
-        start_with(config(protocol, streams, argv), Commands::new()).await
+        start_with(config(protocol, streams, argv), Programs::new()).await
     }
 
     /// Everything the client saw until the server's Close (or the end of the connection).
@@ -887,7 +887,7 @@ mod tests {
         );
         c.drop_after_bytes = DropAfter(std::sync::Arc::new(|| Some(1000)));
         let cancel = c.cancel.clone();
-        let (mut client, server) = start_with(c, Commands::new()).await;
+        let (mut client, server) = start_with(c, Programs::new()).await;
         let seen = read_all(&mut client).await;
         assert_eq!(seen.channel(codec::STDOUT).len(), 1000);
         assert_eq!(seen.count(codec::ERROR), 0);
@@ -901,7 +901,7 @@ mod tests {
     async fn a_client_that_goes_away_cancels_the_process() {
         let c = config(Protocol::V5, OUT_ERR, &["sleep", "100"]);
         let cancel = c.cancel.clone();
-        let (client, server) = start_with(c, Commands::new()).await;
+        let (client, server) = start_with(c, Programs::new()).await;
         tokio::time::sleep(Duration::from_millis(50)).await;
         drop(client);
         let r = report(server).await;
@@ -956,7 +956,7 @@ mod tests {
     async fn the_early_frame_delay_holds_output_back_after_the_empty_frame() {
         let mut c = config(Protocol::V5, OUT_ERR, &["echo", "x"]);
         c.early_frame_delay = Duration::from_millis(150);
-        let (mut client, server) = start_with(c, Commands::new()).await;
+        let (mut client, server) = start_with(c, Programs::new()).await;
         let first = client.next().await.and_then(Result::ok);
         let at_first = tokio::time::Instant::now();
         assert_eq!(first, Some(WsMessage::binary(vec![1u8])));
@@ -975,11 +975,13 @@ mod tests {
             argv: c.argv.clone(),
             env: vec![],
             cwd: "/".into(),
-            fs: PodFs::new(vec![]),
-            commands: Commands::new(),
+            fs: Programs::new().pod_fs(vec![]),
+            programs: Programs::new(),
             cancel: c.cancel.clone(),
         };
-        let server = tokio::spawn(run(server_io, c, move |io| crate::runtime::exec(spec, io)));
+        let server = tokio::spawn(run(server_io, c, move |io| {
+            fakekube_runtime::exec(spec, io)
+        }));
         let _ = client_io
             .write_all(&[0xC3, 0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF])
             .await;

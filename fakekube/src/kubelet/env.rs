@@ -3,8 +3,8 @@
 //! `valueFrom` resolved), the `KUBERNETES_*` service variables, and `HOME`.
 
 use super::pod::{HOST_IP, NODE_NAME};
-use crate::runtime::process::DEFAULT_PATH;
 use base64::Engine;
+use fakekube_runtime::DEFAULT_PATH;
 use serde_json::Value;
 
 /// The cluster IP of the `kubernetes` Service, for the `KUBERNETES_*` variables.

@@ -15,7 +15,7 @@
 //! - **Pods.** A scheduled pod is admitted at once (Pending, `ContainerCreating`); after the
 //!   start delay its sandbox exists (pod IP `10.244.x.y`) and each container starts. A container
 //!   runs its main process (`command` + `args`, or the fake images' default `sleep infinity`)
-//!   through [`runtime::exec`](crate::runtime::exec) in a fresh root filesystem with the pod's
+//!   through [`fakekube_runtime::exec`] in a fresh root filesystem with the pod's
 //!   volumes mounted; its output is kept (the last 64 KiB per run). When the process exits the
 //!   restart policy decides: a restart after a back-off (`CrashLoopBackOff`, `restartCount`,
 //!   `lastState`), or the end (phase Succeeded or Failed once every container is done).
@@ -62,10 +62,10 @@ mod run;
 pub use command::{CommandCall, CommandError};
 pub use images::Images;
 
-use crate::runtime::{Commands, PodFs};
 use crate::status::{ApiError, Target};
 use crate::store::Store;
 use bytes::Bytes;
+use fakekube_runtime::{PodFs, Programs};
 use http::StatusCode;
 use pod::{CState, PodRun};
 use serde_json::Value;
@@ -82,7 +82,7 @@ pub(crate) struct ExecTarget {
     /// The pod's filesystem (its root and its volumes).
     pub(crate) fs: PodFs,
     /// The programs the container can run, with those registered by tests.
-    pub(crate) commands: Commands,
+    pub(crate) commands: Programs,
     /// The container's environment (its `env`, plus `HOSTNAME` = the pod name, `PATH`, `HOME`).
     pub(crate) env: Vec<(String, String)>,
     /// The container's `workingDir`, or `/`.
@@ -129,7 +129,7 @@ pub(crate) struct State {
     /// Pod uid by (namespace, name).
     pub(crate) names: HashMap<(String, String), String>,
     /// Claim storage by PVC uid.
-    pub(crate) volumes: HashMap<String, crate::runtime::Volume>,
+    pub(crate) volumes: HashMap<String, fakekube_runtime::Volume>,
     /// Pod IPs handed out so far.
     pub(crate) next_ip: u32,
 }
@@ -144,7 +144,7 @@ pub(crate) struct Kubelet {
     /// The fake registry's marks.
     images: Images,
     /// The programs of every container, with those registered by tests.
-    commands: Commands,
+    commands: Programs,
     /// The pods it runs and the claims' storage.
     state: Mutex<State>,
 }
@@ -156,7 +156,7 @@ impl Kubelet {
             store,
             config,
             images: Images::default(),
-            commands: Commands::new(),
+            commands: Programs::new(),
             state: Mutex::new(State::default()),
         }
     }
@@ -178,9 +178,9 @@ impl Kubelet {
         Fut: Future<Output = i32> + Send + 'static,
     {
         let handler = Arc::new(handler);
-        self.commands.register_fn(name, move |ctx| {
+        self.commands.register(name, move |process| {
             let handler = handler.clone();
-            async move { handler(CommandCall::new(ctx)).await }
+            async move { handler(CommandCall::new(process)).await }
         });
     }
 

@@ -3,8 +3,8 @@
 
 use super::images;
 use super::output::OutputLog;
-use crate::runtime::{PodFs, Volume};
 use bytes::Bytes;
+use fakekube_runtime::{PodFs, Volume};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -11,9 +11,9 @@ use super::{Kubelet, State};
 use crate::meta::{self, meta_str};
 use crate::patch::PatchKind;
 use crate::resources::{self, ResourceType};
-use crate::runtime::{self, ExecIo, ExecSpec, ExitStatus, PodFs, Volume};
 use crate::store::{Event, EventType, Part, Store, WriteOptions};
 use base64::Engine;
+use fakekube_runtime::{ExecIo, ExecSpec, ExitStatus, PodFs, Volume};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -717,7 +717,7 @@ impl Kubelet {
             self.after_exit(run, idx, term, Duration::ZERO);
             return;
         }
-        let fs = PodFs::new(mounts);
+        let fs = self.commands.pod_fs(mounts);
         if cwd != "/"
             && let Err(e) = fs.mkdir_all(&cwd, 0o755)
         {
@@ -739,7 +739,7 @@ impl Kubelet {
             env: env.clone(),
             cwd: cwd.clone(),
             fs: fs.clone(),
-            commands: self.commands.clone(),
+            programs: self.commands.clone(),
             cancel: cancel.clone(),
         };
         let io = ExecIo {
@@ -751,7 +751,7 @@ impl Kubelet {
         let run_no = c.runs;
         let container_gone = cancel.clone();
         tokio::spawn(async move {
-            let status = runtime::exec(spec, io).await;
+            let status = fakekube_runtime::exec(spec, io).await;
             // The container dies with its main process: background jobs and execs end, their
             // output is in the log before the exit is reported.
             container_gone.cancel();

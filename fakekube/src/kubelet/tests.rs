@@ -3,8 +3,8 @@
 //! notifications; nothing sleeps a fixed time.
 
 use super::*;
-use crate::runtime::{self, ExecIo, ExecSpec, ExitStatus};
 use crate::store::{DeleteOptions, StoreSettings, WriteOptions};
+use fakekube_runtime::{ExecIo, ExecSpec, ExitStatus};
 use serde_json::json;
 use std::sync::atomic::{AtomicBool, Ordering};
 use tokio::sync::Notify;
@@ -103,7 +103,7 @@ async fn sh(target: &ExecTarget, script: &str) -> (ExitStatus, String) {
         env: target.env.clone(),
         cwd: target.cwd.clone(),
         fs: target.fs.clone(),
-        commands: target.commands.clone(),
+        programs: target.commands.clone(),
         cancel: target.cancel.child_token(),
     };
     let io = ExecIo {
@@ -118,7 +118,7 @@ async fn sh(target: &ExecTarget, script: &str) -> (ExitStatus, String) {
         }
         String::from_utf8_lossy(&out).into_owned()
     });
-    let status = runtime::exec(spec, io).await;
+    let status = fakekube_runtime::exec(spec, io).await;
     (status, collect.await.unwrap_or_default())
 }
 

@@ -4,30 +4,34 @@
 //! component. A mount replaces the subtree at its path with the volume's own tree, which is shared
 //! (behind an `Arc`) by every [`PodFs`] that mounts the same [`Volume`]: a new pod with the same
 //! volume sees what the old one wrote there, and nothing else.
+//!
+//! - [`path`]: lexical path handling and its limits;
+//! - [`tree`]: the nodes of a tree and walking them;
+//! - [`image`]: what a fresh root holds ([`PodFs::new`]);
+//! - here: [`PodFs`]'s operations (read, write, list, remove, copy, rename) across mounts.
+
+mod image;
+mod path;
+mod tree;
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
+
+pub(crate) use path::{components, join, normalize};
+pub(crate) use tree::{Device, Metadata, NodeKind, now};
+
+use tree::{Dir, File, Node, lock, walk, walk_dir, walk_dir_mut};
 
 /// Largest file the filesystem holds; a write beyond it fails with "No space left on device",
 /// so a runaway `yes > file` cannot take the whole process down.
 pub(crate) const MAX_FILE_SIZE: usize = 256 * 1024 * 1024;
-/// Longest absolute path accepted (Linux `PATH_MAX`).
-pub(crate) const MAX_PATH_LEN: usize = 4096;
-/// Deepest directory nesting accepted; keeps every recursive walk far from the stack limit.
-pub(crate) const MAX_DEPTH: usize = 128;
-/// Longest single file name accepted (Linux `NAME_MAX`).
-const MAX_NAME_LEN: usize = 255;
-
-/// Magic first bytes of the `/bin` entries that stand for a registered command.
-pub(crate) const PROGRAM_MAGIC: &[u8] = b"\x7fELF fakekube program: ";
 
 /// A filesystem error, displayed as the C library's `strerror` text so commands can print
 /// `cat: /nope: No such file or directory` like the real tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum FsError {
+pub enum FsError {
     /// ENOENT.
     #[error("No such file or directory")]
     NotFound,
@@ -57,165 +61,16 @@ pub(crate) enum FsError {
     InvalidArgument,
 }
 
-/// What kind of node a path names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum FileKind {
-    /// A regular file with byte content.
-    Regular,
-    /// A directory.
-    Directory,
-    /// A character device (`/dev/null`, `/dev/zero`).
-    CharDevice,
-}
-
-impl FileKind {
-    /// The `S_IFMT` bits of this kind, as `stat` reports them in `st_mode`.
-    pub(crate) fn type_bits(self) -> u32 {
-        match self {
-            FileKind::Regular => 0o100000,
-            FileKind::Directory => 0o040000,
-            FileKind::CharDevice => 0o020000,
-        }
-    }
-
-    /// The GNU `stat %F` description.
-    pub(crate) fn describe(self, size: u64) -> &'static str {
-        match self {
-            FileKind::Regular if size == 0 => "regular empty file",
-            FileKind::Regular => "regular file",
-            FileKind::Directory => "directory",
-            FileKind::CharDevice => "character special file",
-        }
-    }
-}
-
-/// What `stat` learns about a node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Metadata {
-    /// Node kind.
-    pub(crate) kind: FileKind,
-    /// Size in bytes (directories report 4096, as ext4 does).
-    pub(crate) size: u64,
-    /// Permission bits (`0o7777` at most).
-    pub(crate) mode: u32,
-    /// Last modification, in seconds since the Unix epoch.
-    pub(crate) mtime: i64,
-}
-
-impl Metadata {
-    /// The full `st_mode`: type bits and permission bits.
-    pub(crate) fn raw_mode(&self) -> u32 {
-        self.kind.type_bits() | self.mode
-    }
-
-    /// Whether any execute bit is set (root may run a file with any one of them).
-    pub(crate) fn is_executable(&self) -> bool {
-        self.mode & 0o111 != 0
-    }
-}
-
-/// A special file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Device {
-    /// `/dev/null`: reads end at once, writes vanish.
-    Null,
-    /// `/dev/zero`: reads never end, writes vanish.
-    Zero,
-}
-
-/// One node of a tree.
-#[derive(Debug, Clone)]
-enum Node {
-    /// A regular file.
-    File(File),
-    /// A directory.
-    Dir(Dir),
-    /// A character device.
-    Dev(Device, i64),
-}
-
-/// A regular file's data.
-#[derive(Debug, Clone)]
-struct File {
-    /// Content.
-    data: Vec<u8>,
-    /// Permission bits.
-    mode: u32,
-    /// Modification time (seconds).
-    mtime: i64,
-}
-
-/// A directory's entries.
-#[derive(Debug, Clone)]
-struct Dir {
-    /// Entries by name.
-    entries: BTreeMap<String, Node>,
-    /// Permission bits.
-    mode: u32,
-    /// Modification time (seconds).
-    mtime: i64,
-}
-
-impl Dir {
-    /// An empty directory with the given permission bits, modified now.
-    fn new(mode: u32) -> Self {
-        Dir {
-            entries: BTreeMap::new(),
-            mode,
-            mtime: now(),
-        }
-    }
-}
-
-impl Node {
-    /// The metadata `stat` shows.
-    fn metadata(&self) -> Metadata {
-        match self {
-            Node::File(f) => Metadata {
-                kind: FileKind::Regular,
-                size: f.data.len() as u64,
-                mode: f.mode,
-                mtime: f.mtime,
-            },
-            Node::Dir(d) => Metadata {
-                kind: FileKind::Directory,
-                size: 4096,
-                mode: d.mode,
-                mtime: d.mtime,
-            },
-            Node::Dev(_, mtime) => Metadata {
-                kind: FileKind::CharDevice,
-                size: 0,
-                mode: 0o666,
-                mtime: *mtime,
-            },
-        }
-    }
-}
-
-/// Seconds since the Unix epoch, now.
-pub(crate) fn now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
-}
-
-/// Locks a tree, recovering the data if another thread panicked while holding the lock.
-fn lock(tree: &Mutex<Dir>) -> MutexGuard<'_, Dir> {
-    tree.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
 /// The storage of one PersistentVolumeClaim. Cloning shares it; it lives as long as any clone.
 #[derive(Debug, Clone)]
-pub(crate) struct Volume {
+pub struct Volume {
     /// The volume's root directory.
     root: Arc<Mutex<Dir>>,
 }
 
 impl Volume {
     /// An empty volume (a freshly provisioned claim).
-    pub(crate) fn new() -> Self {
+    pub fn new() -> Self {
         Volume {
             root: Arc::new(Mutex::new(Dir::new(0o755))),
         }
@@ -226,90 +81,6 @@ impl Default for Volume {
     fn default() -> Self {
         Self::new()
     }
-}
-
-/// Splits an absolute or relative path into normal components, resolving `.` and `..` lexically.
-/// Relative paths are taken from `/`; callers join them with a working directory first.
-pub(crate) fn components(path: &str) -> Result<Vec<String>, FsError> {
-    let mut out: Vec<String> = Vec::new();
-    for part in path.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                out.pop();
-            }
-            name => {
-                if name.len() > MAX_NAME_LEN {
-                    return Err(FsError::NameTooLong);
-                }
-                out.push(name.to_string());
-            }
-        }
-    }
-    if out.len() > MAX_DEPTH || path.len() > MAX_PATH_LEN {
-        return Err(FsError::NameTooLong);
-    }
-    Ok(out)
-}
-
-/// Joins `path` to the working directory `cwd` unless it is already absolute.
-pub(crate) fn join(cwd: &str, path: &str) -> String {
-    if path.starts_with('/') {
-        path.to_string()
-    } else if cwd.ends_with('/') {
-        format!("{cwd}{path}")
-    } else {
-        format!("{cwd}/{path}")
-    }
-}
-
-/// Lexically normalises an absolute path (`/a/./b/../c` → `/a/c`).
-pub(crate) fn normalize(path: &str) -> Result<String, FsError> {
-    let parts = components(path)?;
-    if parts.is_empty() {
-        return Ok("/".to_string());
-    }
-    let mut out = String::new();
-    for p in parts {
-        out.push('/');
-        out.push_str(&p);
-    }
-    Ok(out)
-}
-
-/// Walks `parts` from `dir` and returns the node they name.
-fn walk<'a>(dir: &'a Dir, parts: &[String]) -> Result<&'a Node, FsError> {
-    let Some((last, parents)) = parts.split_last() else {
-        return Err(FsError::InvalidArgument);
-    };
-    let parent = walk_dir(dir, parents)?;
-    parent.entries.get(last).ok_or(FsError::NotFound)
-}
-
-/// Walks `parts` from `dir` and returns the directory they name.
-fn walk_dir<'a>(dir: &'a Dir, parts: &[String]) -> Result<&'a Dir, FsError> {
-    let mut cur = dir;
-    for p in parts {
-        match cur.entries.get(p) {
-            Some(Node::Dir(d)) => cur = d,
-            Some(_) => return Err(FsError::NotADirectory),
-            None => return Err(FsError::NotFound),
-        }
-    }
-    Ok(cur)
-}
-
-/// Mutable twin of [`walk_dir`].
-fn walk_dir_mut<'a>(dir: &'a mut Dir, parts: &[String]) -> Result<&'a mut Dir, FsError> {
-    let mut cur = dir;
-    for p in parts {
-        match cur.entries.get_mut(p) {
-            Some(Node::Dir(d)) => cur = d,
-            Some(_) => return Err(FsError::NotADirectory),
-            None => return Err(FsError::NotFound),
-        }
-    }
-    Ok(cur)
 }
 
 /// Where a path lands: which tree, and the components inside it.
@@ -351,129 +122,14 @@ pub(crate) enum WriteTarget {
 
 /// A pod's filesystem: its own root tree plus mounted volumes. Cloning shares it.
 #[derive(Debug, Clone)]
-pub(crate) struct PodFs {
+pub struct PodFs {
     /// The root tree, private to this pod.
     root: Arc<Mutex<Dir>>,
     /// Mounts, longest path first: normalised components and the volume.
     mounts: Arc<Vec<(Vec<String>, Volume)>>,
 }
 
-/// Directories every image has, with their permission bits.
-const STANDARD_DIRS: &[(&str, u32)] = &[
-    ("/bin", 0o755),
-    ("/dev", 0o755),
-    ("/etc", 0o755),
-    ("/home", 0o755),
-    ("/lib", 0o755),
-    ("/mnt", 0o755),
-    ("/opt", 0o755),
-    ("/proc", 0o555),
-    ("/root", 0o700),
-    ("/run", 0o755),
-    ("/sbin", 0o755),
-    ("/srv", 0o755),
-    ("/tmp", 0o1777),
-    ("/usr", 0o755),
-    ("/usr/bin", 0o755),
-    ("/usr/lib", 0o755),
-    ("/usr/local", 0o755),
-    ("/usr/local/bin", 0o755),
-    ("/usr/local/sbin", 0o755),
-    ("/usr/sbin", 0o755),
-    ("/var", 0o755),
-    ("/var/tmp", 0o1777),
-    ("/workspace", 0o755),
-];
-
 impl PodFs {
-    /// A fresh filesystem: the usual directories, `/dev/null` and `/dev/zero`, a `/bin` entry for
-    /// every built-in command, a minimal `/etc`, and each volume mounted at its path (a path that is
-    /// not absolute is taken from `/`; a later mount at the same path wins).
-    pub(crate) fn new(mounts: Vec<(String, Volume)>) -> Self {
-        let mut root = Dir::new(0o755);
-        for (path, mode) in STANDARD_DIRS {
-            if let Ok(parts) = components(path)
-                && let Some((last, parents)) = parts.split_last()
-                && let Ok(parent) = walk_dir_mut(&mut root, parents)
-            {
-                parent
-                    .entries
-                    .insert(last.clone(), Node::Dir(Dir::new(*mode)));
-            }
-        }
-        let t = now();
-        if let Some(Node::Dir(dev)) = root.entries.get_mut("dev") {
-            dev.entries
-                .insert("null".into(), Node::Dev(Device::Null, t));
-            dev.entries
-                .insert("zero".into(), Node::Dev(Device::Zero, t));
-        }
-        let etc_files: [(&str, &[u8]); 3] = [
-            ("passwd", b"root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n"),
-            ("group", b"root:x:0:\nnogroup:x:65534:\n"),
-            ("hosts", b"127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"),
-        ];
-        if let Some(Node::Dir(etc)) = root.entries.get_mut("etc") {
-            for (name, data) in etc_files {
-                etc.entries.insert(
-                    name.into(),
-                    Node::File(File {
-                        data: data.to_vec(),
-                        mode: 0o644,
-                        mtime: t,
-                    }),
-                );
-            }
-        }
-        let program = |name: &str| {
-            let mut data = PROGRAM_MAGIC.to_vec();
-            data.extend_from_slice(name.as_bytes());
-            data.push(b'\n');
-            Node::File(File {
-                data,
-                mode: 0o755,
-                mtime: t,
-            })
-        };
-        if let Some(Node::Dir(bin)) = root.entries.get_mut("bin") {
-            for name in super::commands::BUILTIN_NAMES {
-                bin.entries.insert((*name).to_string(), program(name));
-            }
-        }
-        if let Ok(usr_bin) = walk_dir_mut(&mut root, &["usr".to_string(), "bin".to_string()]) {
-            usr_bin.entries.insert("env".into(), program("env"));
-        }
-
-        let mut table: Vec<(Vec<String>, Volume)> = Vec::new();
-        for (path, volume) in mounts {
-            let Ok(parts) = components(&path) else {
-                continue;
-            };
-            // Make the mount point exist in the root tree so listings of its parent show it.
-            let mut cur = &mut root;
-            for p in &parts {
-                let entry = cur
-                    .entries
-                    .entry(p.clone())
-                    .or_insert_with(|| Node::Dir(Dir::new(0o755)));
-                if !matches!(entry, Node::Dir(_)) {
-                    *entry = Node::Dir(Dir::new(0o755));
-                }
-                match entry {
-                    Node::Dir(d) => cur = d,
-                    _ => break,
-                }
-            }
-            table.retain(|(p, _)| *p != parts);
-            table.push((parts, volume));
-        }
-        table.sort_by_key(|(p, _)| std::cmp::Reverse(p.len()));
-        PodFs {
-            root: Arc::new(Mutex::new(root)),
-            mounts: Arc::new(table),
-        }
-    }
-
     /// Finds the tree that holds an absolute path.
     fn locate(&self, path: &str) -> Result<Located, FsError> {
         let parts = components(path)?;
@@ -558,7 +214,7 @@ impl PodFs {
     }
 
     /// The whole content of a regular file.
-    pub(crate) fn read(&self, path: &str) -> Result<Bytes, FsError> {
+    pub fn read(&self, path: &str) -> Result<Bytes, FsError> {
         let loc = self.locate(path)?;
         let tree = lock(&loc.tree);
         if loc.rel.is_empty() {
@@ -667,7 +323,7 @@ impl PodFs {
     }
 
     /// Replaces a file's content (creating it with mode 0644), as a test helper or `cp` would.
-    pub(crate) fn write(&self, path: &str, data: &[u8]) -> Result<(), FsError> {
+    pub fn write(&self, path: &str, data: &[u8]) -> Result<(), FsError> {
         if data.len() > MAX_FILE_SIZE {
             return Err(FsError::NoSpace);
         }
@@ -695,14 +351,14 @@ impl PodFs {
     }
 
     /// Creates a directory and any missing parents; an existing directory is fine.
-    pub(crate) fn mkdir_all(&self, path: &str, mode: u32) -> Result<(), FsError> {
+    pub fn mkdir_all(&self, path: &str, mode: u32) -> Result<(), FsError> {
         let parts = components(path)?;
         let mut cur = String::new();
         for p in parts {
             cur.push('/');
             cur.push_str(&p);
             match self.metadata(&cur) {
-                Ok(m) if m.kind == FileKind::Directory => {}
+                Ok(m) if m.kind == NodeKind::Directory => {}
                 Ok(_) => return Err(FsError::NotADirectory),
                 Err(FsError::NotFound) => match self.mkdir(&cur, mode) {
                     Ok(()) | Err(FsError::Exists) => {}
@@ -830,7 +486,7 @@ impl PodFs {
                 p.push_str(c);
             }
             let meta = self.metadata(if p.is_empty() { "/" } else { &p })?;
-            if meta.kind != FileKind::Directory {
+            if meta.kind != NodeKind::Directory {
                 return Err(FsError::NotADirectory);
             }
         }
@@ -889,105 +545,4 @@ impl PodFs {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fresh_fs_has_the_usual_directories_and_devices() {
-        let fs = PodFs::new(vec![]);
-        for dir in ["/bin", "/tmp", "/etc", "/workspace", "/usr/local/bin"] {
-            assert_eq!(
-                fs.metadata(dir).map(|m| m.kind),
-                Ok(FileKind::Directory),
-                "{dir}"
-            );
-        }
-        assert_eq!(
-            fs.metadata("/dev/null").map(|m| m.kind),
-            Ok(FileKind::CharDevice)
-        );
-        assert_eq!(fs.metadata("/tmp").map(|m| m.mode), Ok(0o1777));
-        let cat = fs.metadata("/bin/cat").map(|m| (m.kind, m.is_executable()));
-        assert_eq!(cat, Ok((FileKind::Regular, true)));
-    }
-
-    #[test]
-    fn volume_survives_a_new_podfs_while_the_root_does_not() {
-        let volume = Volume::new();
-        let first = PodFs::new(vec![("/data".into(), volume.clone())]);
-        first.write("/data/kept.txt", b"kept").ok();
-        first.write("/tmp/lost.txt", b"lost").ok();
-        drop(first);
-        let second = PodFs::new(vec![("/data".into(), volume)]);
-        assert_eq!(second.read("/data/kept.txt").as_deref(), Ok(&b"kept"[..]));
-        assert_eq!(second.read("/tmp/lost.txt"), Err(FsError::NotFound));
-    }
-
-    #[test]
-    fn mount_point_hides_the_root_tree_below_it() {
-        let volume = Volume::new();
-        volume_write(&volume, "a", b"from volume");
-        let fs = PodFs::new(vec![("/workspace".into(), volume)]);
-        assert_eq!(fs.read("/workspace/a").as_deref(), Ok(&b"from volume"[..]));
-        let names: Vec<String> = fs
-            .read_dir("/workspace")
-            .unwrap_or_default()
-            .into_iter()
-            .map(|e| e.name)
-            .collect();
-        assert_eq!(names, vec!["a".to_string()]);
-    }
-
-    /// Writes a file straight into a volume through a throwaway pod.
-    fn volume_write(volume: &Volume, name: &str, data: &[u8]) {
-        let fs = PodFs::new(vec![("/v".into(), volume.clone())]);
-        assert_eq!(fs.write(&format!("/v/{name}"), data), Ok(()));
-    }
-
-    #[test]
-    fn mkdir_all_creates_nested_directories_and_accepts_existing_ones() {
-        let fs = PodFs::new(vec![]);
-        assert_eq!(fs.mkdir_all("/a/b/c", 0o755), Ok(()));
-        assert_eq!(fs.mkdir_all("/a/b/c", 0o755), Ok(()));
-        assert_eq!(
-            fs.metadata("/a/b/c").map(|m| m.kind),
-            Ok(FileKind::Directory)
-        );
-        assert_eq!(fs.mkdir("/a/b", 0o755), Err(FsError::Exists));
-        assert_eq!(fs.mkdir("/x/y", 0o755), Err(FsError::NotFound));
-    }
-
-    #[test]
-    fn removing_a_mount_point_empties_it_but_reports_busy() {
-        let fs = PodFs::new(vec![("/data".into(), Volume::new())]);
-        fs.write("/data/f", b"x").ok();
-        assert_eq!(fs.remove("/data", true, true), Err(FsError::Busy));
-        assert_eq!(fs.read_dir("/data").map(|v| v.len()), Ok(0));
-        assert!(fs.exists("/data"));
-    }
-
-    #[test]
-    fn rename_moves_across_a_mount() {
-        let fs = PodFs::new(vec![("/data".into(), Volume::new())]);
-        fs.write("/tmp/f", b"move me").ok();
-        assert_eq!(fs.rename("/tmp/f", "/data/g"), Ok(()));
-        assert_eq!(fs.read("/data/g").as_deref(), Ok(&b"move me"[..]));
-        assert!(!fs.exists("/tmp/f"));
-    }
-
-    #[test]
-    fn paths_beyond_the_depth_limit_are_refused() {
-        let deep = "/a".repeat(MAX_DEPTH + 1);
-        assert_eq!(components(&deep), Err(FsError::NameTooLong));
-        assert_eq!(normalize("/a/./b/../c"), Ok("/a/c".to_string()));
-    }
-
-    #[test]
-    fn appending_beyond_the_size_cap_fails_with_no_space() {
-        let fs = PodFs::new(vec![]);
-        fs.write("/tmp/f", b"").ok();
-        let big = vec![0u8; MAX_FILE_SIZE];
-        assert_eq!(fs.append("/tmp/f", &big), Ok(()));
-        assert_eq!(fs.append("/tmp/f", b"x"), Err(FsError::NoSpace));
-    }
-}
+mod tests;

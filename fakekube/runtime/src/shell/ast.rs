@@ -34,7 +34,7 @@ pub(crate) enum Connector {
     Or,
 }
 
-/// Commands joined by `|`, optionally negated with `!`.
+/// Programs joined by `|`, optionally negated with `!`.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Pipeline {
     /// `!` in front: the status is inverted.

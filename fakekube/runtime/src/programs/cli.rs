@@ -1,71 +1,11 @@
-//! The built-in programs, each behind a `/bin` entry of every pod.
-//!
-//! - [`files`]: `cat`, `ls`, `stat`, `mkdir`, `rmdir`, `rm`, `touch`, `chmod`, `cp`, `mv`, `head`,
-//!   `tail`, `wc`, `tee`;
-//! - [`text`]: `echo`, `printf`, `yes`, `seq`, `dirname`, `basename`, `test`/`[`, `true`, `false`,
-//!   `pwd`, `env`, `printenv`, `sleep`, `timeout`, `uname`, `id`, `whoami`, `hostname`;
-//! - `sh` (see [`super::shell`]).
-//!
-//! Messages and exit codes follow GNU coreutils where the tools differ from BusyBox.
-
-pub(crate) mod files;
-pub(crate) mod text;
-
-use std::sync::Arc;
+//! The command-line conventions every program shares: GNU-style options ([`getopt`]), usage
+//! errors, `-` for standard input, and writing to standard output with SIGPIPE's status.
 
 use bytes::Bytes;
 
-use super::io::{Input, WriteError};
-use super::process::{BoxFuture, Ctx, Handler};
-
-/// Every built-in program name (each gets a `/bin` entry).
-pub(crate) const BUILTIN_NAMES: &[&str] = &[
-    "sh", "cat", "ls", "stat", "mkdir", "rmdir", "rm", "touch", "chmod", "cp", "mv", "head",
-    "tail", "wc", "tee", "echo", "printf", "yes", "seq", "dirname", "basename", "test", "[",
-    "true", "false", "pwd", "env", "printenv", "sleep", "timeout", "uname", "id", "whoami",
-    "hostname",
-];
-
-/// The built-in program called `name`.
-pub(crate) fn builtin(name: &str) -> Option<Handler> {
-    let f: fn(Ctx) -> BoxFuture<'static, i32> = match name {
-        "sh" => |c| Box::pin(super::shell::sh_main(c)),
-        "cat" => |c| Box::pin(files::cat(c)),
-        "ls" => |c| Box::pin(files::ls(c)),
-        "stat" => |c| Box::pin(files::stat(c)),
-        "mkdir" => |c| Box::pin(files::mkdir(c)),
-        "rmdir" => |c| Box::pin(files::rmdir(c)),
-        "rm" => |c| Box::pin(files::rm(c)),
-        "touch" => |c| Box::pin(files::touch(c)),
-        "chmod" => |c| Box::pin(files::chmod(c)),
-        "cp" => |c| Box::pin(files::cp(c)),
-        "mv" => |c| Box::pin(files::mv(c)),
-        "head" => |c| Box::pin(files::head(c)),
-        "tail" => |c| Box::pin(files::tail(c)),
-        "wc" => |c| Box::pin(files::wc(c)),
-        "tee" => |c| Box::pin(files::tee(c)),
-        "echo" => |c| Box::pin(text::echo(c)),
-        "printf" => |c| Box::pin(text::printf(c)),
-        "yes" => |c| Box::pin(text::yes(c)),
-        "seq" => |c| Box::pin(text::seq(c)),
-        "dirname" => |c| Box::pin(text::dirname(c)),
-        "basename" => |c| Box::pin(text::basename(c)),
-        "test" | "[" => |c| Box::pin(text::test(c)),
-        "true" => |_| Box::pin(async { 0 }),
-        "false" => |_| Box::pin(async { 1 }),
-        "pwd" => |c| Box::pin(text::pwd(c)),
-        "env" => |c| Box::pin(text::env(c)),
-        "printenv" => |c| Box::pin(text::printenv(c)),
-        "sleep" => |c| Box::pin(text::sleep(c)),
-        "timeout" => |c| Box::pin(text::timeout(c)),
-        "uname" => |c| Box::pin(text::uname(c)),
-        "id" => |c| Box::pin(text::id(c)),
-        "whoami" => |c| Box::pin(text::whoami(c)),
-        "hostname" => |c| Box::pin(text::hostname(c)),
-        _ => return None,
-    };
-    Some(Arc::new(f))
-}
+use crate::fs::FsError;
+use crate::io::{Input, WriteError};
+use crate::process::Process;
 
 /// Options parsed GNU style: short flags (clustered, with values), long options, operands.
 #[derive(Debug, Default)]
@@ -182,34 +122,34 @@ pub(crate) fn getopt(
 
 /// Writes to stdout; on failure returns the exit code: 141 (as if killed by SIGPIPE) for a closed
 /// reader, 1 after a `NAME: write error: …` message otherwise.
-pub(crate) async fn emit(ctx: &Ctx, data: impl Into<Bytes>) -> Result<(), i32> {
-    match ctx.out(data).await {
+pub(crate) async fn emit(proc: &Process, data: impl Into<Bytes>) -> Result<(), i32> {
+    match proc.out(data).await {
         Ok(()) => Ok(()),
         Err(WriteError::BrokenPipe) => Err(141),
         Err(e) => {
-            ctx.err(&format!("write error: {e}")).await;
+            proc.err(&format!("write error: {e}")).await;
             Err(1)
         }
     }
 }
 
 /// Opens an operand for reading: `-` is stdin.
-pub(crate) fn open_input(ctx: &Ctx, name: &str) -> Result<Input, super::fs::FsError> {
+pub(crate) fn open_input(proc: &Process, name: &str) -> Result<Input, FsError> {
     if name == "-" {
-        Ok(ctx.stdin.clone())
+        Ok(proc.stdin.clone())
     } else {
-        Input::open(&ctx.fs, &ctx.path(name))
+        Input::open(&proc.fs, &proc.path(name))
     }
 }
 
 /// Prints a usage error and GNU's hint; returns `code`.
-pub(crate) async fn usage(ctx: &Ctx, msg: &str, code: i32) -> i32 {
-    ctx.err(msg).await;
-    let _ = ctx
+pub(crate) async fn usage(proc: &Process, msg: &str, code: i32) -> i32 {
+    proc.err(msg).await;
+    let _ = proc
         .stderr
         .write_str(&format!(
             "Try '{} --help' for more information.\n",
-            ctx.name()
+            proc.name()
         ))
         .await;
     code

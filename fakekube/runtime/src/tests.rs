@@ -39,7 +39,7 @@ async fn collect(mut rx: mpsc::Receiver<Bytes>) -> String {
 /// Runs `argv` on `fs` with `stdin`, cancelled after `limit`.
 async fn run_full(
     fs: &PodFs,
-    commands: &Commands,
+    programs: &Programs,
     argv: &[&str],
     stdin: Option<&[u8]>,
     limit: Duration,
@@ -60,7 +60,7 @@ async fn run_full(
         env: vec![("HOSTNAME".into(), "pod-0".into())],
         cwd: "/".into(),
         fs: fs.clone(),
-        commands: commands.clone(),
+        programs: programs.clone(),
         cancel: cancel.clone(),
     };
     let io = ExecIo {
@@ -87,8 +87,8 @@ async fn run_full(
 /// Runs `argv` in a fresh pod.
 async fn run(argv: &[&str]) -> Run {
     run_full(
-        &PodFs::new(vec![]),
-        &Commands::new(),
+        &Programs::new().pod_fs(vec![]),
+        &Programs::new(),
         argv,
         None,
         Duration::from_secs(10),
@@ -105,7 +105,7 @@ async fn sh(script: &str) -> Run {
 async fn sh_on(fs: &PodFs, script: &str) -> Run {
     run_full(
         fs,
-        &Commands::new(),
+        &Programs::new(),
         &["sh", "-c", script],
         None,
         Duration::from_secs(10),
@@ -356,11 +356,11 @@ async fn direct_exec_of_a_missing_program_cannot_start() {
         msg.contains(r#"exec: "nosuch": executable file not found in $PATH"#),
         "{msg}"
     );
-    let fs = PodFs::new(vec![]);
+    let fs = Programs::new().pod_fs(vec![]);
     fs.write("/tmp/plain", b"echo hi\n").ok();
     let r = run_full(
         &fs,
-        &Commands::new(),
+        &Programs::new(),
         &["/tmp/plain"],
         None,
         Duration::from_secs(5),
@@ -373,7 +373,7 @@ async fn direct_exec_of_a_missing_program_cannot_start() {
     fs.chmod("/tmp/plain", 0o755).ok();
     let r = run_full(
         &fs,
-        &Commands::new(),
+        &Programs::new(),
         &["/tmp/plain"],
         None,
         Duration::from_secs(5),
@@ -387,7 +387,7 @@ async fn direct_exec_of_a_missing_program_cannot_start() {
 
 #[tokio::test]
 async fn shebang_script_runs_directly_and_through_the_shell() {
-    let fs = PodFs::new(vec![]);
+    let fs = Programs::new().pod_fs(vec![]);
     fs.write(
         "/usr/local/bin/greet",
         b"#!/bin/sh\necho \"hi $1 from $0\"\n",
@@ -396,7 +396,7 @@ async fn shebang_script_runs_directly_and_through_the_shell() {
     fs.chmod("/usr/local/bin/greet", 0o755).ok();
     let r = run_full(
         &fs,
-        &Commands::new(),
+        &Programs::new(),
         &["greet", "bob"],
         None,
         Duration::from_secs(5),
@@ -412,7 +412,7 @@ async fn shebang_script_runs_directly_and_through_the_shell() {
 
 #[tokio::test]
 async fn stat_prints_gnu_format_fields() {
-    let fs = PodFs::new(vec![]);
+    let fs = Programs::new().pod_fs(vec![]);
     fs.write("/tmp/f", b"hello").ok();
     let mtime = fs.metadata("/tmp/f").map(|m| m.mtime).unwrap_or_default();
     let r = sh_on(
@@ -476,14 +476,14 @@ async fn mkdir_p_creates_nested_directories_and_file_commands_work() {
 #[tokio::test]
 async fn volume_survives_a_new_podfs_while_the_root_does_not() {
     let volume = Volume::new();
-    let first = PodFs::new(vec![("/workspace".into(), volume.clone())]);
+    let first = Programs::new().pod_fs(vec![("/workspace".into(), volume.clone())]);
     let r = sh_on(
         &first,
         "echo kept > /workspace/k; echo lost > /tmp/l; mkdir -p /workspace/d",
     )
     .await;
     assert_eq!(r.status, ExitStatus::Code(0));
-    let second = PodFs::new(vec![("/workspace".into(), volume)]);
+    let second = Programs::new().pod_fs(vec![("/workspace".into(), volume)]);
     let r = sh_on(&second, "cat /workspace/k; ls /workspace; cat /tmp/l").await;
     assert_eq!(r.stdout, "kept\nd\nk\n");
     assert_eq!(r.stderr, "cat: /tmp/l: No such file or directory\n");
@@ -510,7 +510,7 @@ async fn large_output_streams_in_bounded_chunks() {
     let r = sh("head -c 10000000 /dev/zero").await;
     assert_eq!(r.status, ExitStatus::Code(0));
     assert_eq!(r.stdout.len(), KEEP);
-    let fs = PodFs::new(vec![]);
+    let fs = Programs::new().pod_fs(vec![]);
     fs.write("/tmp/big", &vec![b'x'; 3 * CHUNK + 7]).ok();
     let r = sh_on(&fs, "cat /tmp/big").await;
     assert_eq!(r.stdout.len(), 3 * CHUNK + 7);
@@ -525,8 +525,8 @@ async fn producer_blocked_by_a_full_channel_does_not_run_ahead() {
         argv: vec!["yes".into()],
         env: vec![],
         cwd: "/".into(),
-        fs: PodFs::new(vec![]),
-        commands: Commands::new(),
+        fs: Programs::new().pod_fs(vec![]),
+        programs: Programs::new(),
         cancel: cancel.clone(),
     };
     let task = tokio::spawn(exec(
@@ -560,10 +560,10 @@ async fn producer_blocked_by_a_full_channel_does_not_run_ahead() {
 
 #[tokio::test]
 async fn cancellation_kills_sleeps_loops_and_background_jobs() {
-    let commands = Commands::new();
+    let programs = Programs::new();
     let dropped = Arc::new(AtomicBool::new(false));
     let flag = dropped.clone();
-    commands.register_fn("blocker", move |_ctx| {
+    programs.register("blocker", move |_proc| {
         let guard = DropFlag(flag.clone());
         async move {
             let _guard = guard;
@@ -571,7 +571,7 @@ async fn cancellation_kills_sleeps_loops_and_background_jobs() {
             0
         }
     });
-    let fs = PodFs::new(vec![]);
+    let fs = Programs::new().pod_fs(vec![]);
     for script in [
         "sleep 1000",
         "while true; do sleep 3600; done",
@@ -582,7 +582,7 @@ async fn cancellation_kills_sleeps_loops_and_background_jobs() {
         let started = std::time::Instant::now();
         let r = run_full(
             &fs,
-            &commands,
+            &programs,
             &["sh", "-c", script],
             None,
             Duration::from_millis(50),
@@ -618,26 +618,26 @@ impl Drop for DropFlag {
 
 #[tokio::test]
 async fn registered_handler_runs_from_the_shell_and_directly() {
-    let commands = Commands::new();
+    let programs = Programs::new();
     let calls = Arc::new(AtomicUsize::new(0));
     let counter = calls.clone();
-    commands.register_fn("greet", move |ctx: Ctx| {
+    programs.register("greet", move |proc: Process| {
         counter.fetch_add(1, Ordering::SeqCst);
         async move {
-            let input = ctx.stdin.read_to_end(1024).await;
+            let input = proc.stdin.read_to_end(1024).await;
             let msg = format!(
                 "hello {} [{}]\n",
-                ctx.args().join(","),
+                proc.args().join(","),
                 String::from_utf8_lossy(&input)
             );
-            let _ = ctx.out(msg).await;
+            let _ = proc.out(msg).await;
             7
         }
     });
-    let fs = PodFs::new(vec![]);
+    let fs = Programs::new().pod_fs(vec![]);
     let r = run_full(
         &fs,
-        &commands,
+        &programs,
         &["greet", "a", "b"],
         Some(b"in"),
         Duration::from_secs(5),
@@ -649,7 +649,7 @@ async fn registered_handler_runs_from_the_shell_and_directly() {
     );
     let r = run_full(
         &fs,
-        &commands,
+        &programs,
         &["sh", "-c", "echo piped | greet x; echo $?"],
         None,
         Duration::from_secs(5),
@@ -661,10 +661,10 @@ async fn registered_handler_runs_from_the_shell_and_directly() {
 
 #[tokio::test]
 async fn stdin_reaches_the_command_and_end_of_input_ends_cat() {
-    let fs = PodFs::new(vec![]);
+    let fs = Programs::new().pod_fs(vec![]);
     let r = run_full(
         &fs,
-        &Commands::new(),
+        &Programs::new(),
         &["sh", "-c", "cat > /tmp/in; wc -c < /tmp/in"],
         Some(b"12345"),
         Duration::from_secs(5),
@@ -673,7 +673,7 @@ async fn stdin_reaches_the_command_and_end_of_input_ends_cat() {
     assert_eq!((r.status, r.stdout.as_str()), (ExitStatus::Code(0), "5\n"));
     let r = run_full(
         &fs,
-        &Commands::new(),
+        &Programs::new(),
         &["cat"],
         None,
         Duration::from_secs(5),
@@ -687,7 +687,7 @@ async fn recursion_and_nesting_are_limited_instead_of_crashing() {
     let r = sh("f() { f; }; f").await;
     assert_eq!(r.status, ExitStatus::Code(2));
     assert!(r.stderr.contains("nesting too deep"), "{r:?}");
-    let fs = PodFs::new(vec![]);
+    let fs = Programs::new().pod_fs(vec![]);
     fs.write("/tmp/self", b"#!/bin/sh\n/tmp/self\n").ok();
     fs.chmod("/tmp/self", 0o755).ok();
     let r = sh_on(&fs, "/tmp/self").await;
@@ -722,8 +722,8 @@ proptest::proptest! {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build();
         let Ok(rt) = rt else { return Ok(()) };
         let r = rt.block_on(run_full(
-            &PodFs::new(vec![]),
-            &Commands::new(),
+            &Programs::new().pod_fs(vec![]),
+            &Programs::new(),
             &["sh", "-c", &script],
             None,
             Duration::from_millis(100),
@@ -736,8 +736,8 @@ proptest::proptest! {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build();
         let Ok(rt) = rt else { return Ok(()) };
         let r = rt.block_on(run_full(
-            &PodFs::new(vec![]),
-            &Commands::new(),
+            &Programs::new().pod_fs(vec![]),
+            &Programs::new(),
             &["sh", "-c", &script],
             None,
             Duration::from_millis(100),

@@ -1,7 +1,8 @@
 //! A small POSIX shell (dash/BusyBox flavoured) for the runtime's `sh`.
 //!
 //! - [`parser`]: lexer and parser to the [`ast`];
-//! - [`interp`]: the interpreter, its built-ins and word expansion;
+//! - [`interp`]: the interpreter: control flow, simple commands, expansion, redirections and
+//!   the shell builtins;
 //! - [`pattern`] and [`arith`]: `case`/`${x%pat}`/glob patterns and `$((…))`.
 //!
 //! Known limitations: only file descriptors 0–2; `local` is not scoped; traps other than `EXIT`
@@ -16,12 +17,12 @@ pub(crate) mod pattern;
 
 use interp::{MAX_SCRIPT, Opts, Shell};
 
-use super::process::Ctx;
+use crate::process::Process;
 
 /// The `sh` program: `sh [-eux] [-o opt] -c 'script' [name [args…]]`, `sh file [args…]`, or a
 /// script on standard input.
-pub(crate) async fn sh_main(ctx: Ctx) -> i32 {
-    let args: Vec<String> = ctx.args().to_vec();
+pub(crate) async fn sh_main(proc: Process) -> i32 {
+    let args: Vec<String> = proc.args().to_vec();
     let mut opts = Opts::default();
     let mut command_mode = false;
     let mut from_stdin = false;
@@ -54,7 +55,7 @@ pub(crate) async fn sh_main(ctx: Ctx) -> i32 {
                 }
                 'i' | 'l' | 'v' | 'f' | 'm' | 'a' | 'h' | 'C' | 'n' | 'b' => {}
                 other => {
-                    let _ = ctx
+                    let _ = proc
                         .stderr
                         .write_str(&format!("sh: -{other}: invalid option\n"))
                         .await;
@@ -65,30 +66,30 @@ pub(crate) async fn sh_main(ctx: Ctx) -> i32 {
         i += 1;
     }
     let rest: Vec<String> = args.get(i..).unwrap_or_default().to_vec();
-    let argv0 = ctx.argv.first().cloned().unwrap_or_else(|| "sh".into());
+    let argv0 = proc.argv.first().cloned().unwrap_or_else(|| "sh".into());
     let (script, arg0, params) = if command_mode {
         let Some(script) = rest.first().cloned() else {
-            let _ = ctx.stderr.write_str("sh: -c requires an argument\n").await;
+            let _ = proc.stderr.write_str("sh: -c requires an argument\n").await;
             return 2;
         };
         let arg0 = rest.get(1).cloned().unwrap_or(argv0);
         (script, arg0, rest.get(2..).unwrap_or_default().to_vec())
     } else if let Some(file) = rest.first().filter(|_| !from_stdin) {
-        match ctx.fs.read(&ctx.path(file)) {
+        match proc.fs.read(&proc.path(file)) {
             Ok(b) if b.len() <= MAX_SCRIPT => (
                 String::from_utf8_lossy(&b).into_owned(),
                 file.clone(),
                 rest[1..].to_vec(),
             ),
             Ok(_) => {
-                let _ = ctx
+                let _ = proc
                     .stderr
                     .write_str(&format!("sh: {file}: File too large\n"))
                     .await;
                 return 2;
             }
             Err(e) => {
-                let _ = ctx
+                let _ = proc
                     .stderr
                     .write_str(&format!("sh: cannot open {file}: {e}\n"))
                     .await;
@@ -96,9 +97,9 @@ pub(crate) async fn sh_main(ctx: Ctx) -> i32 {
             }
         }
     } else {
-        let bytes = ctx.stdin.read_to_end(MAX_SCRIPT).await;
+        let bytes = proc.stdin.read_to_end(MAX_SCRIPT).await;
         (String::from_utf8_lossy(&bytes).into_owned(), argv0, rest)
     };
-    let mut shell = Shell::new(ctx, arg0, params, opts);
+    let mut shell = Shell::new(proc, arg0, params, opts);
     shell.run_script(&script).await
 }

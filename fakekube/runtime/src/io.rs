@@ -1,4 +1,4 @@
-//! Standard streams of the runtime's processes: bounded, chunked and cancellable.
+//! Standard streams of the runtime's processes ([`Stdio`]): bounded, chunked and cancellable.
 //!
 //! Every producer writes through an [`Output`] that splits data into chunks of at most [`CHUNK`]
 //! bytes and awaits channel capacity, so a slow reader slows the writer and memory stays bounded.
@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 use super::fs::{Device, FsError, PodFs, ReadTarget, WriteTarget};
 
 /// Largest chunk any writer sends at once.
-pub(crate) const CHUNK: usize = 32 * 1024;
+pub const CHUNK: usize = 32 * 1024;
 /// Chunks a pipe between two commands holds before the writer waits (at most 128 KiB).
 pub(crate) const PIPE_CHUNKS: usize = 4;
 /// Most bytes a command substitution keeps; the rest of its output is discarded.
@@ -21,7 +21,7 @@ pub(crate) const CAPTURE_LIMIT: usize = 16 * 1024 * 1024;
 
 /// Why a write failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum WriteError {
+pub enum WriteError {
     /// The reader went away (EPIPE); a real process would die of SIGPIPE.
     #[error("Broken pipe")]
     BrokenPipe,
@@ -61,7 +61,7 @@ struct InputState {
 
 /// A readable stream shared by every command that holds a clone of it.
 #[derive(Debug, Clone)]
-pub(crate) struct Input(Arc<tokio::sync::Mutex<InputState>>);
+pub struct Input(Arc<tokio::sync::Mutex<InputState>>);
 
 impl Input {
     /// Wraps a source.
@@ -73,17 +73,17 @@ impl Input {
     }
 
     /// An input that is at end of file at once (`/dev/null`, a closed stdin).
-    pub(crate) fn empty() -> Self {
+    pub fn empty() -> Self {
         Self::from_source(Source::Empty)
     }
 
     /// An input fed by a channel; end of input when every sender is gone.
-    pub(crate) fn channel(rx: mpsc::Receiver<Bytes>) -> Self {
+    pub fn channel(rx: mpsc::Receiver<Bytes>) -> Self {
         Self::from_source(Source::Channel(rx))
     }
 
     /// An input holding fixed bytes (here-documents).
-    pub(crate) fn bytes(data: Bytes) -> Self {
+    pub fn bytes(data: Bytes) -> Self {
         Input(Arc::new(tokio::sync::Mutex::new(InputState {
             source: Source::Empty,
             pending: data,
@@ -104,7 +104,7 @@ impl Input {
     }
 
     /// The next chunk, or `None` at end of input. A read error ends the input.
-    pub(crate) async fn read(&self) -> Option<Bytes> {
+    pub async fn read(&self) -> Option<Bytes> {
         tokio::task::consume_budget().await;
         let mut state = self.0.lock().await;
         if !state.pending.is_empty() {
@@ -170,7 +170,7 @@ impl Input {
     }
 
     /// Everything up to end of input, at most `max` bytes (the rest is left unread).
-    pub(crate) async fn read_to_end(&self, max: usize) -> Vec<u8> {
+    pub async fn read_to_end(&self, max: usize) -> Vec<u8> {
         let mut out = Vec::new();
         while out.len() < max {
             let Some(chunk) = self.read().await else {
@@ -204,7 +204,11 @@ impl Capture {
 
 /// A writable stream; clones write to the same place (`2>&1`).
 #[derive(Debug, Clone)]
-pub(crate) enum Output {
+pub struct Output(Sink);
+
+/// Where an [`Output`] puts its bytes.
+#[derive(Debug, Clone)]
+enum Sink {
     /// Writes vanish (`/dev/null`).
     Null,
     /// A bounded channel: the exec's stdout/stderr or a pipe.
@@ -221,34 +225,46 @@ pub(crate) enum Output {
 }
 
 impl Output {
+    /// An output where writes vanish, as on `/dev/null`.
+    pub fn null() -> Self {
+        Output(Sink::Null)
+    }
+
+    /// An output into a channel, in chunks of at most [`CHUNK`] bytes; give it a bounded one, so
+    /// a slow reader slows the writer. Writes fail with [`WriteError::BrokenPipe`] once the
+    /// receiver is gone.
+    pub fn channel(tx: mpsc::Sender<Bytes>) -> Self {
+        Output(Sink::Channel(tx))
+    }
+
     /// Opens a path for writing (`> path` truncates, `>> path` appends).
     pub(crate) fn open(fs: &PodFs, path: &str, append: bool) -> Result<Self, FsError> {
         Ok(match fs.open_write(path, !append)? {
-            WriteTarget::File(path) => Output::File {
+            WriteTarget::File(path) => Output(Sink::File {
                 fs: fs.clone(),
                 path: path.into(),
-            },
-            WriteTarget::Device(_) => Output::Null,
+            }),
+            WriteTarget::Device(_) => Output::null(),
         })
     }
 
     /// A collector for command substitution, and the handle to read it back.
     pub(crate) fn capture() -> (Self, Capture) {
         let c = Capture::default();
-        (Output::Capture(c.clone()), c)
+        (Output(Sink::Capture(c.clone())), c)
     }
 
     /// Writes all of `data`, in chunks, waiting for the reader as needed.
-    pub(crate) async fn write(&self, data: Bytes) -> Result<(), WriteError> {
+    pub async fn write(&self, data: Bytes) -> Result<(), WriteError> {
         let mut rest = data;
         while !rest.is_empty() {
             tokio::task::consume_budget().await;
             let chunk = rest.split_to(rest.len().min(CHUNK));
-            match self {
-                Output::Null => {}
-                Output::Channel(tx) => tx.send(chunk).await.map_err(|_| WriteError::BrokenPipe)?,
-                Output::File { fs, path } => fs.append(path, &chunk)?,
-                Output::Capture(c) => {
+            match &self.0 {
+                Sink::Null => {}
+                Sink::Channel(tx) => tx.send(chunk).await.map_err(|_| WriteError::BrokenPipe)?,
+                Sink::File { fs, path } => fs.append(path, &chunk)?,
+                Sink::Capture(c) => {
                     let mut buf = c.0.lock().unwrap_or_else(|p| p.into_inner());
                     let room = CAPTURE_LIMIT.saturating_sub(buf.len());
                     buf.extend_from_slice(&chunk[..chunk.len().min(room)]);
@@ -259,15 +275,26 @@ impl Output {
     }
 
     /// Writes text.
-    pub(crate) async fn write_str(&self, s: &str) -> Result<(), WriteError> {
+    pub async fn write_str(&self, s: &str) -> Result<(), WriteError> {
         self.write(Bytes::copy_from_slice(s.as_bytes())).await
     }
+}
+
+/// The three standard streams of a process.
+#[derive(Debug, Clone)]
+pub struct Stdio {
+    /// Standard input.
+    pub stdin: Input,
+    /// Standard output.
+    pub stdout: Output,
+    /// Standard error.
+    pub stderr: Output,
 }
 
 /// A bounded pipe: what is written to the [`Output`] is read from the [`Input`].
 pub(crate) fn pipe() -> (Output, Input) {
     let (tx, rx) = mpsc::channel(PIPE_CHUNKS);
-    (Output::Channel(tx), Input::channel(rx))
+    (Output::channel(tx), Input::channel(rx))
 }
 
 #[cfg(test)]
@@ -277,7 +304,7 @@ mod tests {
     #[tokio::test]
     async fn writes_are_split_into_bounded_chunks() {
         let (tx, mut rx) = mpsc::channel(16);
-        let out = Output::Channel(tx);
+        let out = Output::channel(tx);
         let data = Bytes::from(vec![7u8; CHUNK * 2 + 5]);
         assert_eq!(out.write(data).await, Ok(()));
         drop(out);

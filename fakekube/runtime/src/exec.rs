@@ -1,0 +1,114 @@
+//! Starting a program the way a container runtime does: [`exec`] resolves `argv[0]` (through
+//! `PATH` unless it holds a `/`) and runs it with the given streams until it ends or is killed.
+
+use bytes::Bytes;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::fs::{self, NodeKind, PodFs};
+use crate::io::{Input, Output, Stdio};
+use crate::process::{DEFAULT_PATH, Process, Programs, SpawnError, resolve};
+
+/// What to run, where and as what.
+#[derive(Debug)]
+pub struct ExecSpec {
+    /// The command; `argv[0]` is resolved through `PATH` unless it contains a `/`.
+    pub argv: Vec<String>,
+    /// The environment (container env plus exec's). `PATH` and `HOME` get container defaults
+    /// when missing; pass `HOSTNAME` (the pod name) for `hostname`/`uname -n`.
+    pub env: Vec<(String, String)>,
+    /// Working directory (the container's `workingDir`); empty means `/`.
+    pub cwd: String,
+    /// The container's filesystem (from [`Programs::pod_fs`], so that `/bin` has the programs).
+    pub fs: PodFs,
+    /// The programs.
+    pub programs: Programs,
+    /// Fires when the exec must end (client gone, pod deleted).
+    pub cancel: CancellationToken,
+}
+
+/// The process's streams.
+#[derive(Debug)]
+pub struct ExecIo {
+    /// Standard input; `None` or a closed channel is end of input.
+    pub stdin: Option<mpsc::Receiver<Bytes>>,
+    /// Standard output, in chunks of at most [`CHUNK`](crate::CHUNK) bytes; use a bounded channel.
+    pub stdout: mpsc::Sender<Bytes>,
+    /// Standard error, likewise.
+    pub stderr: mpsc::Sender<Bytes>,
+}
+
+/// How a process ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExitStatus {
+    /// It exited with this status (0–255).
+    Code(i32),
+    /// `argv[0]` could not be started (missing, not executable, no program). The text is
+    /// containerd's, starting `OCI runtime exec failed: …`; the exec handler wraps it as
+    /// `Internal error occurred: error executing command in container: failed to exec in
+    /// container: failed to start exec "<id>": <text>` in an InternalError Status.
+    CannotStart(String),
+    /// The cancellation token fired first.
+    Killed,
+}
+
+/// Runs `spec.argv` to completion (or cancellation) with the given streams.
+pub async fn exec(spec: ExecSpec, io: ExecIo) -> ExitStatus {
+    if spec.cancel.is_cancelled() {
+        return ExitStatus::Killed;
+    }
+    let argv0 = spec.argv.first().cloned().unwrap_or_default();
+    let mut env = spec.env;
+    if !env.iter().any(|(k, _)| k == "PATH") {
+        env.insert(0, ("PATH".into(), DEFAULT_PATH.into()));
+    }
+    if !env.iter().any(|(k, _)| k == "HOME") {
+        env.push(("HOME".into(), "/root".into()));
+    }
+    let cwd = match fs::normalize(if spec.cwd.is_empty() { "/" } else { &spec.cwd }) {
+        Ok(c) if matches!(spec.fs.metadata(&c), Ok(m) if m.kind == NodeKind::Directory) => c,
+        _ => {
+            return ExitStatus::CannotStart(format!(
+                "OCI runtime exec failed: exec failed: unable to start container process: chdir to cwd (\"{}\") set in config.json failed: no such file or directory: unknown",
+                spec.cwd
+            ));
+        }
+    };
+    let path = env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    let (handler, argv) = match resolve(
+        &argv0,
+        spec.argv,
+        &path,
+        &cwd,
+        &spec.fs,
+        &spec.programs,
+        false,
+    ) {
+        Ok(found) => found,
+        Err(e) => return ExitStatus::CannotStart(SpawnError::containerd_message(e, &argv0)),
+    };
+    let stdio = Stdio {
+        stdin: io.stdin.map(Input::channel).unwrap_or_else(Input::empty),
+        stdout: Output::channel(io.stdout),
+        stderr: Output::channel(io.stderr),
+    };
+    let proc = Process::new(
+        argv,
+        env,
+        cwd,
+        spec.fs,
+        spec.programs,
+        stdio,
+        spec.cancel.clone(),
+    );
+    tokio::select! {
+        biased;
+        _ = spec.cancel.cancelled() => ExitStatus::Killed,
+        status = handler(proc) => ExitStatus::Code(status & 0xff),
+    }
+}

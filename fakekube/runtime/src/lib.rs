@@ -1,0 +1,100 @@
+//! fakekube's hermetic container runtime: what runs behind `pods/exec` and a pod's main
+//! process, entirely in memory. Each container gets its own filesystem ([`PodFs`]) and runs
+//! programs from a registry ([`Programs`]): BusyBox-like tools (`cat`, `ls`, `stat`, `printf`,
+//! `timeout`, ...) and `sh`, a small POSIX shell. Nothing touches the host: no files, no
+//! processes, no network.
+//!
+//! ```
+//! use fakekube_runtime::{ExecIo, ExecSpec, ExitStatus, Programs, exec};
+//! use tokio::sync::mpsc;
+//!
+//! # fn main() -> std::io::Result<()> {
+//! # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
+//! let programs = Programs::new();
+//! let spec = ExecSpec {
+//!     argv: vec!["sh".into(), "-c".into(), "echo hello | wc -c".into()],
+//!     env: vec![],
+//!     cwd: "/".into(),
+//!     fs: programs.pod_fs(vec![]),
+//!     programs,
+//!     cancel: Default::default(),
+//! };
+//! let (stdout, mut out) = mpsc::channel(8);
+//! let (stderr, _err) = mpsc::channel(8);
+//! let status = exec(spec, ExecIo { stdin: None, stdout, stderr }).await;
+//! assert_eq!(status, ExitStatus::Code(0));
+//! assert_eq!(out.recv().await.as_deref(), Some(&b"6\n"[..]));
+//! # });
+//! # Ok(()) }
+//! ```
+//!
+//! Each container's [`PodFs`] is its own root tree (the usual image directories, `/dev/null`,
+//! `/dev/zero`, a `/bin` entry per program) with each claim's [`Volume`] mounted at its path.
+//! Only volumes outlive the container, as on a real cluster: a stop/start that builds a new
+//! `PodFs` with the same volumes keeps what was written under the mount paths and nothing else.
+//!
+//! [`exec`] runs an argv the way a container runtime does: `argv[0]` is looked up through `PATH`
+//! (or taken as a path) and started directly; a name that cannot be started is a
+//! [`ExitStatus::CannotStart`] with containerd's wording, not an exit code. In `sh` a missing
+//! command gives 127 and `sh: NAME: not found`, a non-executable one 126. Tests can
+//! [`register`](Programs::register) their own programs to script any behaviour.
+//!
+//! # Words
+//!
+//! A *program* is what a `/bin` entry or a registered name stands for: a handler that gets a
+//! [`Process`] and returns an exit status. A *builtin* is only ever a shell builtin (`cd`,
+//! `exit`, `read`, ...), run inside the shell.
+//!
+//! # Layout
+//!
+//! Each module depends only on those listed before it (`ci/module-cycles.py` checks that no
+//! import cycle forms):
+//!
+//! - `fs`: the in-memory filesystem: [`PodFs`], [`Volume`], [`FsError`];
+//! - `io`: bounded, chunked standard streams: [`Input`], [`Output`], [`Stdio`];
+//! - `process`: what a program gets ([`Process`]), the registry ([`Programs`]) holding the
+//!   program table and run-time registrations, and `execvp`'s resolution of a name or path
+//!   (`PATH`, `/bin` entries, `#!` scripts);
+//! - `shell`: `sh`: parser, interpreter (control flow, commands, expansion, redirections,
+//!   builtins), patterns and arithmetic;
+//! - `programs`: the program table (name → handler), from which `/bin` is filled, and the
+//!   programs grouped by family;
+//! - `exec`: [`exec`], [`ExecSpec`], [`ExecIo`], [`ExitStatus`]: starting a program as a
+//!   container runtime does.
+//!
+//! # Streams and backpressure
+//!
+//! stdout and stderr are bounded channels of chunks of at most [`CHUNK`] bytes; every producer
+//! awaits capacity, so a slow reader slows the program and memory stays bounded. Pipes between
+//! commands are bounded the same way, and a writer whose reader has gone stops (`yes | head`).
+//!
+//! # Cancel safety
+//!
+//! Everything a program does is inside the future [`exec`] returns, except background jobs
+//! (`cmd &`), which run as tasks holding a child of the exec's cancellation token. When the
+//! token fires, `exec` returns [`ExitStatus::Killed`] at once and every job it started ends.
+//! Background jobs otherwise outlive the shell that started them (and keep their copies of
+//! stdout/stderr open), as processes outlive `kubectl exec` until the pod dies.
+//!
+//! # Known limitations
+//!
+//! - No symbolic links, users or signals; file descriptors 0–2 only.
+//! - The shell has no job control, aliases, `getopts` or `$'…'` quoting; `local` is not scoped;
+//!   traps other than `EXIT` are accepted and never fire (cancellation just stops the shell).
+//! - Programs take the options the adapter and common scripts use, not every GNU option.
+
+mod exec;
+mod fs;
+mod io;
+mod process;
+mod programs;
+mod shell;
+
+// The public interface is:
+pub use exec::{ExecIo, ExecSpec, ExitStatus, exec};
+pub use fs::{FsError, PodFs, Volume};
+pub use io::{CHUNK, Input, Output, Stdio, WriteError};
+pub use process::{DEFAULT_PATH, Process, Programs};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,230 @@
+//! How programs run: what a running program sees ([`Process`]), the registry of programs
+//! ([`Programs`], in [`registry`]) and how a name or path becomes a program ([`launch`]: PATH
+//! search, `/bin` entries, `#!` scripts), as `execve`/`execvp` would.
+//!
+//! This is the layer the programs and the shell build on: it knows the handler types and the
+//! registry, never a particular program (the table of programs is given to the registry by
+//! [`crate::programs`]), so nothing here imports the programs or the shell.
+
+mod launch;
+mod registry;
+
+pub(crate) use launch::{SpawnError, resolve};
+pub(crate) use registry::Program;
+pub use registry::Programs;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use tokio_util::sync::CancellationToken;
+
+use crate::fs::{self, PodFs};
+use crate::io::{Input, Output, Stdio, WriteError};
+
+/// A boxed, sendable future (what handlers return).
+pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A program's implementation: gets the process, returns the exit status.
+pub(crate) type Handler = Arc<dyn Fn(Process) -> BoxFuture<'static, i32> + Send + Sync>;
+
+/// The PATH a container gets when its image sets none.
+pub const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// Deepest nesting of shells, functions, subshells and compound commands; beyond it a command
+/// fails instead of exhausting the stack. Each level costs up to about 10 KiB of stack in a debug
+/// build, so the whole budget stays well under a 2 MiB thread stack.
+pub(crate) const MAX_NESTING: usize = 64;
+
+/// Nesting a started program adds (a nested `sh` costs several levels' worth of stack).
+pub(crate) const PROGRAM_NESTING: usize = 4;
+
+/// Everything a running program sees: its arguments, environment, working directory, filesystem,
+/// streams and the token that kills it. A program's handler gets one per run (see
+/// [`Programs::register`]).
+#[derive(Clone)]
+pub struct Process {
+    /// Arguments, `argv[0]` first.
+    pub(crate) argv: Vec<String>,
+    /// Environment, in order.
+    pub(crate) env: Vec<(String, String)>,
+    /// Absolute working directory.
+    pub(crate) cwd: String,
+    /// The pod's filesystem.
+    pub(crate) fs: PodFs,
+    /// The registry, to start other programs (`env`, `timeout`, `sh`).
+    pub(crate) programs: Programs,
+    /// Standard input.
+    pub(crate) stdin: Input,
+    /// Standard output.
+    pub(crate) stdout: Output,
+    /// Standard error.
+    pub(crate) stderr: Output,
+    /// Fires when the process is killed (exec cancelled, pod deleted, `timeout` expired).
+    pub(crate) cancel: CancellationToken,
+    /// How deeply this process is nested in shells and functions (see [`MAX_NESTING`]).
+    pub(crate) depth: usize,
+}
+
+impl std::fmt::Debug for Process {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Process")
+            .field("argv", &self.argv)
+            .field("cwd", &self.cwd)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Process {
+    /// The process [`exec`](crate::exec) starts for a resolved program, outside any shell: for
+    /// calling a handler directly (tests). `cwd` must be absolute.
+    pub fn new(
+        argv: Vec<String>,
+        env: Vec<(String, String)>,
+        cwd: String,
+        fs: PodFs,
+        programs: Programs,
+        stdio: Stdio,
+        cancel: CancellationToken,
+    ) -> Self {
+        Process {
+            argv,
+            env,
+            cwd,
+            fs,
+            programs,
+            stdin: stdio.stdin,
+            stdout: stdio.stdout,
+            stderr: stdio.stderr,
+            cancel,
+            depth: 0,
+        }
+    }
+
+    /// The whole command line, `argv[0]` first.
+    pub fn argv(&self) -> &[String] {
+        &self.argv
+    }
+
+    /// The environment, in order (a name set twice: the last one counts).
+    pub fn env(&self) -> &[(String, String)] {
+        &self.env
+    }
+
+    /// The absolute working directory.
+    pub fn cwd(&self) -> &str {
+        &self.cwd
+    }
+
+    /// The container's filesystem.
+    pub fn fs(&self) -> &PodFs {
+        &self.fs
+    }
+
+    /// Standard input.
+    pub fn stdin(&self) -> &Input {
+        &self.stdin
+    }
+
+    /// Standard output.
+    pub fn stdout(&self) -> &Output {
+        &self.stdout
+    }
+
+    /// Standard error.
+    pub fn stderr(&self) -> &Output {
+        &self.stderr
+    }
+
+    /// The token that fires when the process is killed (exec cancelled, container stopped, pod
+    /// deleted, `timeout` expired).
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
+    /// The program's name for messages: the last component of `argv[0]`.
+    pub(crate) fn name(&self) -> &str {
+        let a0 = self.argv.first().map(String::as_str).unwrap_or("");
+        a0.rsplit('/').next().unwrap_or(a0)
+    }
+
+    /// The arguments after `argv[0]`.
+    pub fn args(&self) -> &[String] {
+        self.argv.get(1..).unwrap_or_default()
+    }
+
+    /// An environment variable (the last one wins if it is set twice).
+    pub fn var(&self, name: &str) -> Option<&str> {
+        self.env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// A path made absolute against the working directory.
+    pub fn path(&self, p: &str) -> String {
+        fs::join(&self.cwd, p)
+    }
+
+    /// Writes to standard output.
+    pub(crate) async fn out(&self, data: impl Into<Bytes>) -> Result<(), WriteError> {
+        self.stdout.write(data.into()).await
+    }
+
+    /// Prints `NAME: message` on standard error (a failure to do so is ignored, as C tools do).
+    pub(crate) async fn err(&self, msg: &str) {
+        let _ = self
+            .stderr
+            .write_str(&format!("{}: {msg}\n", self.name()))
+            .await;
+    }
+
+    /// A process for a child program with other arguments and the same everything else.
+    pub(crate) fn child(&self, argv: Vec<String>) -> Process {
+        Process {
+            argv,
+            ..self.clone()
+        }
+    }
+
+    /// Starts `self.argv` as `execvp` would (PATH search, `#!` scripts, shell fallback) and waits
+    /// for it. Failures print `{prefix}'NAME': REASON` (e.g. `env: 'x': No such file or
+    /// directory`) and give 127 (not found) or 126.
+    pub(crate) async fn spawn_as(self, prefix: &str) -> i32 {
+        let Some(name) = self.argv.first().cloned() else {
+            return 0;
+        };
+        let path = self.var("PATH").unwrap_or(DEFAULT_PATH).to_string();
+        match resolve(
+            &name,
+            self.argv.clone(),
+            &path,
+            &self.cwd,
+            &self.fs,
+            &self.programs,
+            true,
+        ) {
+            Ok((handler, argv)) => {
+                if self.depth >= MAX_NESTING {
+                    let _ = self
+                        .stderr
+                        .write_str(&format!("{prefix}'{name}': nesting too deep\n"))
+                        .await;
+                    return 126;
+                }
+                let mut proc = self.child(argv);
+                proc.depth += PROGRAM_NESTING;
+                handler(proc).await
+            }
+            Err(e) => {
+                let _ = self
+                    .stderr
+                    .write_str(&format!("{prefix}'{name}': {}\n", e.reason()))
+                    .await;
+                e.exit_code()
+            }
+        }
+    }
+}

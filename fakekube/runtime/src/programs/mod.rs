@@ -1,0 +1,109 @@
+//! The programs every container has: [`TABLE`], one entry per program (name → handler), from
+//! which the registry fills `/bin` and finds a program by name. Adding a program is writing its
+//! handler in the file of its family and adding its entry to the table.
+//!
+//! The families:
+//!
+//! - [`content`]: `cat`, `head`, `tail`, `wc`, `tee`;
+//! - [`listing`]: `ls`, `stat`;
+//! - [`files`]: `mkdir`, `rmdir`, `rm`, `touch`, `chmod`, `cp`, `mv`;
+//! - [`print`]: `echo`, `printf`;
+//! - [`sequence`]: `yes`, `seq`;
+//! - [`paths`]: `dirname`, `basename`;
+//! - [`condition`]: `test`, `[`;
+//! - [`env`]: `env`, `printenv`, `pwd`;
+//! - [`timing`]: `sleep`, `timeout`;
+//! - [`system`]: `uname`, `id`, `whoami`, `hostname`;
+//! - `true` and `false`, in the table itself; `sh`, in [`crate::shell`].
+//!
+//! [`cli`] holds what they share: GNU-style options, usage errors, writing to stdout. Messages
+//! and exit codes follow GNU coreutils where the tools differ from BusyBox.
+
+mod cli;
+mod condition;
+mod content;
+mod env;
+mod files;
+mod listing;
+mod paths;
+mod print;
+mod sequence;
+mod system;
+mod timing;
+
+use crate::process::{Program, Programs};
+use crate::shell;
+
+/// The program table: every program a container has, each with its `/bin` entry.
+pub(crate) static TABLE: &[Program] = &[
+    Program::new("sh", |p| Box::pin(shell::sh_main(p))),
+    // content
+    Program::new("cat", |p| Box::pin(content::cat(p))),
+    Program::new("head", |p| Box::pin(content::head(p))),
+    Program::new("tail", |p| Box::pin(content::tail(p))),
+    Program::new("wc", |p| Box::pin(content::wc(p))),
+    Program::new("tee", |p| Box::pin(content::tee(p))),
+    // listing
+    Program::new("ls", |p| Box::pin(listing::ls(p))),
+    Program::new("stat", |p| Box::pin(listing::stat(p))),
+    // files
+    Program::new("mkdir", |p| Box::pin(files::mkdir(p))),
+    Program::new("rmdir", |p| Box::pin(files::rmdir(p))),
+    Program::new("rm", |p| Box::pin(files::rm(p))),
+    Program::new("touch", |p| Box::pin(files::touch(p))),
+    Program::new("chmod", |p| Box::pin(files::chmod(p))),
+    Program::new("cp", |p| Box::pin(files::cp(p))),
+    Program::new("mv", |p| Box::pin(files::mv(p))),
+    // print
+    Program::new("echo", |p| Box::pin(print::echo(p))),
+    Program::new("printf", |p| Box::pin(print::printf(p))),
+    // sequence
+    Program::new("yes", |p| Box::pin(sequence::yes(p))),
+    Program::new("seq", |p| Box::pin(sequence::seq(p))),
+    // paths
+    Program::new("dirname", |p| Box::pin(paths::dirname(p))),
+    Program::new("basename", |p| Box::pin(paths::basename(p))),
+    // condition
+    Program::new("test", |p| Box::pin(condition::test(p))),
+    Program::new("[", |p| Box::pin(condition::test(p))),
+    Program::new("true", |_| Box::pin(async { 0 })),
+    Program::new("false", |_| Box::pin(async { 1 })),
+    // env
+    Program::new("env", |p| Box::pin(env::env(p))).in_dirs(&["/bin", "/usr/bin"]),
+    Program::new("printenv", |p| Box::pin(env::printenv(p))),
+    Program::new("pwd", |p| Box::pin(env::pwd(p))),
+    // timing
+    Program::new("sleep", |p| Box::pin(timing::sleep(p))),
+    Program::new("timeout", |p| Box::pin(timing::timeout(p))),
+    // system
+    Program::new("uname", |p| Box::pin(system::uname(p))),
+    Program::new("id", |p| Box::pin(system::id(p))),
+    Program::new("whoami", |p| Box::pin(system::whoami(p))),
+    Program::new("hostname", |p| Box::pin(system::hostname(p))),
+];
+
+// Defined here, beside the table, so that the registry (crate::process) never names a program:
+// the shell and the programs depend on the registry, not the reverse.
+impl Programs {
+    /// Every program of the runtime (`sh`, `cat`, `ls`, ...), with nothing registered yet.
+    pub fn new() -> Self {
+        Programs::with_table(TABLE)
+    }
+}
+
+impl Default for Programs {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_program_has_its_own_bin_entry() {
+        let fs = Programs::new().pod_fs(vec![]);
+        assert_eq!(fs.read_dir("/bin").map(|v| v.len()), Ok(TABLE.len()));
+    }
+}

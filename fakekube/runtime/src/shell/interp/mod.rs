@@ -1,0 +1,325 @@
+//! The interpreter: runs a parsed program against a [`Shell`]'s state.
+//!
+//! Pipelines run their stages concurrently in the same task (so dropping the future kills them
+//! all); only background jobs (`&`) are spawned, each with a child cancellation token.
+//!
+//! The state and the shell's variables and parameters are here; running it is split by concern,
+//! each file an `impl Shell` block:
+//!
+//! - [`control`]: lists, `&&`/`||`, pipelines, background jobs, compound commands and loops;
+//! - [`command`]: simple commands: lookup order, functions and starting programs;
+//! - [`redirect`]: `<`, `>`, `>>`, `<<` and `n>&m` redirections;
+//! - [`expand`]: word expansion (parameters, command substitution, arithmetic) and
+//!   [`fields`]: field splitting and globbing;
+//! - [`builtins`]: the shell builtins.
+
+mod builtins;
+mod command;
+mod control;
+mod expand;
+mod fields;
+mod redirect;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::ast::Command;
+use super::parser;
+use crate::fs::PodFs;
+use crate::io::Stdio;
+use crate::process::{BoxFuture, Process, Programs};
+
+/// Longest value a single word may expand to; beyond it the expansion fails (memory bound).
+const MAX_WORD: usize = 16 * 1024 * 1024;
+/// Longest script `sh` reads from a file or stdin.
+pub(crate) const MAX_SCRIPT: usize = 16 * 1024 * 1024;
+/// Default field separators.
+const DEFAULT_IFS: &str = " \t\n";
+
+/// Fake process ids handed out to shells and background jobs.
+static NEXT_PID: AtomicU32 = AtomicU32::new(100);
+
+/// A fresh fake process id.
+pub(crate) fn next_pid() -> u32 {
+    NEXT_PID.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Non-local control flow, carried in the error side of results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Flow {
+    /// `exit n` (or a fatal error): leave the shell.
+    Exit(i32),
+    /// `return n`: leave the function or dot script.
+    Return(i32),
+    /// `break n`.
+    Break(usize),
+    /// `continue n`.
+    Continue(usize),
+}
+
+/// The result of running something: a status, or control flow.
+type Res = Result<i32, Flow>;
+
+/// A shell variable.
+#[derive(Debug, Clone)]
+struct Var {
+    /// Value.
+    value: String,
+    /// Passed to commands' environments.
+    exported: bool,
+}
+
+/// Shell options (`set -e` …).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Opts {
+    /// `-e`: exit when a command fails outside a condition.
+    pub(crate) errexit: bool,
+    /// `-u`: expanding an unset variable is an error.
+    pub(crate) nounset: bool,
+    /// `-x`: trace commands on stderr.
+    pub(crate) xtrace: bool,
+    /// `-o pipefail`: a pipeline fails if any stage fails.
+    pub(crate) pipefail: bool,
+}
+
+/// A background job.
+#[derive(Debug)]
+struct Job {
+    /// Its fake pid (`$!`).
+    pid: u32,
+    /// The task.
+    handle: JoinHandle<i32>,
+    /// Cancels it (`kill`).
+    token: CancellationToken,
+}
+
+/// Interpreter state.
+#[derive(Debug)]
+pub(crate) struct Shell {
+    /// Variables.
+    vars: HashMap<String, Var>,
+    /// `$0`.
+    arg0: String,
+    /// `$1`…
+    params: Vec<String>,
+    /// Working directory.
+    cwd: String,
+    /// `$?`.
+    status: i32,
+    /// Functions.
+    functions: HashMap<String, Arc<Command>>,
+    /// Trap actions by condition (`EXIT`, `TERM`…).
+    traps: BTreeMap<String, String>,
+    /// Options.
+    opts: Opts,
+    /// Current streams.
+    io: Stdio,
+    /// Background jobs.
+    jobs: Vec<Job>,
+    /// `$!`.
+    last_bg: Option<u32>,
+    /// `$$`.
+    pid: u32,
+    /// Filesystem.
+    fs: PodFs,
+    /// Programs.
+    programs: Programs,
+    /// Kills this shell.
+    cancel: CancellationToken,
+    /// Nesting, against [`MAX_NESTING`](crate::process::MAX_NESTING).
+    depth: usize,
+    /// >0 while running a condition (`if`, `while`, `&&` left side, `!`): `set -e` does not fire.
+    in_condition: usize,
+    /// Status of the last command substitution (for a command with no words).
+    subst_status: Option<i32>,
+    /// >0 inside a loop (`break`/`continue` allowed).
+    loops: usize,
+}
+
+impl Shell {
+    /// A shell for the process `proc`: variables from its environment (all exported).
+    pub(crate) fn new(proc: Process, arg0: String, params: Vec<String>, opts: Opts) -> Self {
+        let mut vars = HashMap::new();
+        for (k, v) in proc.env {
+            vars.insert(
+                k,
+                Var {
+                    value: v,
+                    exported: true,
+                },
+            );
+        }
+        Shell {
+            vars,
+            arg0,
+            params,
+            cwd: proc.cwd,
+            status: 0,
+            functions: HashMap::new(),
+            traps: BTreeMap::new(),
+            opts,
+            io: Stdio {
+                stdin: proc.stdin,
+                stdout: proc.stdout,
+                stderr: proc.stderr,
+            },
+            jobs: Vec::new(),
+            last_bg: None,
+            pid: next_pid(),
+            fs: proc.fs,
+            programs: proc.programs,
+            cancel: proc.cancel,
+            depth: proc.depth,
+            in_condition: 0,
+            subst_status: None,
+            loops: 0,
+        }
+    }
+
+    /// A copy for a subshell: same variables, functions and streams; no jobs or traps.
+    fn subshell(&self) -> Shell {
+        Shell {
+            vars: self.vars.clone(),
+            arg0: self.arg0.clone(),
+            params: self.params.clone(),
+            cwd: self.cwd.clone(),
+            status: self.status,
+            functions: self.functions.clone(),
+            traps: BTreeMap::new(),
+            opts: self.opts,
+            io: self.io.clone(),
+            jobs: Vec::new(),
+            last_bg: self.last_bg,
+            pid: self.pid,
+            fs: self.fs.clone(),
+            programs: self.programs.clone(),
+            cancel: self.cancel.clone(),
+            depth: self.depth + 1,
+            in_condition: self.in_condition,
+            subst_status: None,
+            loops: 0,
+        }
+    }
+
+    /// Runs a whole script, then the EXIT trap; returns the exit status (0–255).
+    pub(crate) fn run_script<'a>(&'a mut self, src: &'a str) -> BoxFuture<'a, i32> {
+        Box::pin(async move {
+            let r = self.run_source(src).await;
+            let status = self.settle(r);
+            self.finish(status).await
+        })
+    }
+
+    /// Turns a result into a status.
+    fn settle(&mut self, r: Res) -> i32 {
+        match r {
+            Ok(s) | Err(Flow::Exit(s)) | Err(Flow::Return(s)) => s,
+            Err(Flow::Break(_) | Flow::Continue(_)) => self.status,
+        }
+    }
+
+    /// Runs the EXIT trap (once) and returns the final status.
+    fn finish<'a>(&'a mut self, status: i32) -> BoxFuture<'a, i32> {
+        Box::pin(async move {
+            self.status = status;
+            let mut status = status;
+            if let Some(action) = self.traps.remove("EXIT").filter(|a| !a.is_empty())
+                && let Err(Flow::Exit(s)) = self.run_source(&action).await
+            {
+                status = s;
+            }
+            status & 0xff
+        })
+    }
+
+    /// Parses and runs program text in this shell; a syntax error exits with 2.
+    fn run_source<'a>(&'a mut self, src: &'a str) -> BoxFuture<'a, Res> {
+        Box::pin(async move {
+            match parser::parse(src) {
+                Ok(list) => self.run_list(&list).await,
+                Err(e) => {
+                    self.error(&e.to_string()).await;
+                    Err(Flow::Exit(2))
+                }
+            }
+        })
+    }
+
+    /// Prints `$0: message` on the shell's stderr.
+    async fn error(&self, msg: &str) {
+        let _ = self
+            .io
+            .stderr
+            .write_str(&format!("{}: {msg}\n", self.arg0))
+            .await;
+    }
+
+    /// Prints on the shell's stdout.
+    async fn print(&self, text: &str) -> i32 {
+        match self.io.stdout.write_str(text).await {
+            Ok(()) => 0,
+            Err(_) => 1,
+        }
+    }
+
+    /// A variable's value.
+    fn var(&self, name: &str) -> Option<String> {
+        self.vars.get(name).map(|v| v.value.clone())
+    }
+
+    /// Sets a variable, keeping its export flag.
+    fn set_var(&mut self, name: &str, value: String) {
+        match self.vars.get_mut(name) {
+            Some(v) => v.value = value,
+            None => {
+                self.vars.insert(
+                    name.to_string(),
+                    Var {
+                        value,
+                        exported: false,
+                    },
+                );
+            }
+        }
+    }
+
+    /// The value of a parameter (`$name`, `$1`, `$#`…), `None` when unset.
+    fn param(&self, name: &str) -> Option<String> {
+        match name {
+            "@" | "*" => Some(self.params.join(" ")),
+            "#" => Some(self.params.len().to_string()),
+            "?" => Some(self.status.to_string()),
+            "$" => Some(self.pid.to_string()),
+            "!" => self.last_bg.map(|p| p.to_string()),
+            "-" => {
+                let mut s = String::new();
+                if self.opts.errexit {
+                    s.push('e');
+                }
+                if self.opts.nounset {
+                    s.push('u');
+                }
+                if self.opts.xtrace {
+                    s.push('x');
+                }
+                Some(s)
+            }
+            "0" => Some(self.arg0.clone()),
+            n if n.bytes().all(|b| b.is_ascii_digit()) => n
+                .parse::<usize>()
+                .ok()
+                .and_then(|i| i.checked_sub(1))
+                .and_then(|i| self.params.get(i).cloned()),
+            n => self.var(n),
+        }
+    }
+
+    /// The field separators.
+    fn ifs(&self) -> String {
+        self.var("IFS").unwrap_or_else(|| DEFAULT_IFS.to_string())
+    }
+}
