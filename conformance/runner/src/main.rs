@@ -17,7 +17,7 @@
 //!
 //! Every other argument is libtest's: filters, `--exact`, `--list`, `--ignored`,
 //! `--test-threads`, `--format json`. It exits 0 only when every trial that ran passed and
-//! nothing was left behind; 2 on a bad argument.
+//! nothing was left behind, and 2 when one of its own flags lacks its value.
 //!
 //! This crate exists so that the suite library stays light: a provider author depends on
 //! `sandbox-conformance` (the contract and libtest-mimic) and never builds the adapter or
