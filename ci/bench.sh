@@ -17,6 +17,6 @@ cargo build --release -p fakekube --bin fakekube --locked
 cargo bench -p agentsandbox --bench provider --locked
 
 echo "== the main job (conformance suite on the embedded fakekube), wall time"
-cargo build --release -p sandbox-conformance --bin conformance --locked
-cargo run --release -q -p sandbox-conformance --bin conformance --locked -- --fake |
+cargo build --release -p conformance-runner --locked
+cargo run --release -q -p conformance-runner --locked -- --fake |
     grep -E '^(wall time|leak check)|passed, .* failed'

@@ -78,5 +78,5 @@ KUBECONFIG="$work/role.kubeconfig" \
     cargo test -p live --features live --locked
 
 echo "== the conformance binary against the same fakekube process, through its kubeconfig"
-cargo run -p sandbox-conformance --bin conformance --locked -- \
+cargo run -p conformance-runner --locked -- \
     --kubeconfig "$work/role.kubeconfig" --fast

@@ -12,6 +12,10 @@ echo "== cargo clippy"
 # `live/live` lints the feature-gated live crate too (its test needs a cluster; see below).
 cargo clippy --workspace --all-targets --features live/live --locked -- -D warnings
 
+echo "== import cycles between modules (ci/module-cycles.py)"
+python3 ci/module-cycles.py contract/src adapter/src fakekube/src fakekube/runtime/src \
+    conformance/src conformance/runner/src live/src
+
 echo "== Python venvs for the exec tests (ci/python-venv.sh)"
 bash ci/python-venv.sh
 

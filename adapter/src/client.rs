@@ -39,8 +39,12 @@ const MAX_BODY: usize = 64 << 20;
 /// The User-Agent sent with every request.
 const USER_AGENT: &str = concat!("agentsandbox/", env!("CARGO_PKG_VERSION"));
 
-/// A failed call to the API server.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// The cause of a failure, kept as the error's [`source`](std::error::Error::source).
+pub(crate) type Cause = Box<dyn std::error::Error + Send + Sync>;
+
+/// A failed call to the API server, named for the step that failed. Causes are kept as
+/// sources; none of them carries the token or a request's query.
+#[derive(Debug, thiserror::Error)]
 pub(crate) enum KubeError {
     /// The server answered with an error status (its `metav1.Status`, when it sent one).
     #[error("{message} ({code} {reason})")]
@@ -54,14 +58,30 @@ pub(crate) enum KubeError {
         /// The delay the server asked for (Retry-After), if any.
         retry_after: Option<Duration>,
     },
-    /// The server could not be reached or the connection broke.
-    #[error("cannot reach the API server: {0}")]
-    Transport(String),
-    /// The answer was not what the API promises.
-    #[error("the API server's answer could not be read: {0}")]
-    Decode(String),
+    /// The server could not be reached, or the connection broke before the answer's head.
+    #[error("cannot reach the API server")]
+    Transport(#[source] Cause),
+    /// The body of an answer could not be read: the connection broke, or it was larger than
+    /// [`MAX_BODY`].
+    #[error("cannot read the API server's answer")]
+    ReadBody(#[source] Cause),
+    /// The answer was not the JSON the API promises.
+    #[error("unexpected answer from the API server")]
+    Decode(#[source] serde_json::Error),
+    /// A request body could not be encoded as JSON.
+    #[error("cannot encode a request body")]
+    Encode(#[source] serde_json::Error),
+    /// A request could not be built; `part` names what was refused.
+    #[error("cannot build a request: {part}")]
+    BuildRequest {
+        /// The refused part (`the path`, `the token`...).
+        part: &'static str,
+        /// Why.
+        #[source]
+        source: http::Error,
+    },
     /// No token could be had.
-    #[error("no credentials: {0}")]
+    #[error("no credentials")]
     Credentials(#[from] CredentialError),
 }
 
@@ -86,6 +106,7 @@ impl KubeError {
 }
 
 impl From<KubeError> for Error {
+    /// Maps the failure to the contract's code; the message is the failure and its causes.
     fn from(error: KubeError) -> Self {
         match error {
             KubeError::Api {
@@ -109,36 +130,69 @@ impl From<KubeError> for Error {
                 _ if code >= 500 => Error::unavailable(message),
                 _ => Error::internal(format!("unexpected status {code}: {message}")),
             },
-            KubeError::Transport(message) => {
-                Error::unavailable(format!("cannot reach the API server: {message}"))
+            KubeError::Transport(_) | KubeError::ReadBody(_) => {
+                Error::unavailable(with_causes(&error))
             }
-            KubeError::Decode(message) => {
-                Error::internal(format!("unexpected answer from the API server: {message}"))
+            KubeError::Decode(_) | KubeError::Encode(_) | KubeError::BuildRequest { .. } => {
+                Error::internal(with_causes(&error))
             }
-            KubeError::Credentials(e) => Error::unauthenticated(e.to_string()),
+            KubeError::Credentials(e) => Error::unauthenticated(with_causes(&e)),
         }
     }
 }
 
+/// Why the CA certificates cannot be trusted.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CaError {
+    /// The text is not PEM.
+    #[error("the CA file is not PEM")]
+    NotPem(#[source] rustls_pki_types::pem::Error),
+    /// A certificate could not be added to the trusted roots.
+    #[error("the CA certificate is not usable")]
+    Unusable(#[source] rustls::Error),
+    /// The PEM holds no certificate.
+    #[error("the CA file holds no certificate")]
+    Empty,
+    /// rustls refused the protocol versions.
+    #[error("TLS setup")]
+    Protocols(#[source] rustls::Error),
+}
+
 /// Builds the rustls configuration trusting exactly the PEM certificates in `ca_pem`.
-pub(crate) fn tls_config(ca_pem: &[u8]) -> Result<Arc<ClientConfig>, String> {
+pub(crate) fn tls_config(ca_pem: &[u8]) -> Result<Arc<ClientConfig>, CaError> {
     let mut roots = rustls::RootCertStore::empty();
     for cert in CertificateDer::pem_slice_iter(ca_pem) {
-        let cert = cert.map_err(|e| format!("the CA file is not PEM: {e}"))?;
         roots
-            .add(cert)
-            .map_err(|e| format!("the CA certificate is not usable: {e}"))?;
+            .add(cert.map_err(CaError::NotPem)?)
+            .map_err(CaError::Unusable)?;
     }
     if roots.is_empty() {
-        return Err("the CA file holds no certificate".to_owned());
+        return Err(CaError::Empty);
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(|e| format!("TLS setup: {e}"))?
+        .map_err(CaError::Protocols)?
         .with_root_certificates(roots)
         .with_no_client_auth();
     Ok(Arc::new(config))
+}
+
+/// Why an API server URL cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ServerUrlError {
+    /// It does not parse as a URL.
+    #[error("`{0}` is not a URL")]
+    NotAUrl(String, #[source] http::uri::InvalidUri),
+    /// It is not `https://` (TLS is always verified).
+    #[error("`{0}` is not an https:// URL")]
+    NotHttps(String),
+    /// It names no host.
+    #[error("`{0}` has no host")]
+    NoHost(String),
+    /// Its host is neither a DNS name nor an IP address.
+    #[error("`{0}` is not a valid server name")]
+    BadServerName(String, #[source] rustls_pki_types::InvalidDnsNameError),
 }
 
 /// Opens TLS connections to the API server for hyper's pool.
@@ -293,20 +347,20 @@ impl KubeClient {
         server: &str,
         tls: Arc<ClientConfig>,
         credentials: Arc<Credentials>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, ServerUrlError> {
         let uri: Uri = server
             .parse()
-            .map_err(|_| format!("`{server}` is not a URL"))?;
+            .map_err(|e| ServerUrlError::NotAUrl(server.to_owned(), e))?;
         if uri.scheme_str() != Some("https") {
-            return Err(format!("`{server}` is not an https:// URL"));
+            return Err(ServerUrlError::NotHttps(server.to_owned()));
         }
         let host = uri
             .host()
-            .ok_or_else(|| format!("`{server}` has no host"))?;
+            .ok_or_else(|| ServerUrlError::NoHost(server.to_owned()))?;
         let port = uri.port_u16().unwrap_or(443);
         let bare_host = host.trim_start_matches('[').trim_end_matches(']');
         let server_name = ServerName::try_from(bare_host.to_owned())
-            .map_err(|_| format!("`{host}` is not a valid server name"))?;
+            .map_err(|e| ServerUrlError::BadServerName(host.to_owned(), e))?;
         let addr = if bare_host.contains(':') {
             format!("[{bare_host}]:{port}")
         } else {
@@ -342,7 +396,10 @@ impl KubeClient {
     fn uri(&self, path_and_query: &str) -> Result<Uri, KubeError> {
         format!("{}{path_and_query}", self.base)
             .parse()
-            .map_err(|_| KubeError::Decode("a request path is not a valid URI".to_owned()))
+            .map_err(|e: http::uri::InvalidUri| KubeError::BuildRequest {
+                part: "the path",
+                source: e.into(),
+            })
     }
 
     /// Sends one request with the current token; after a 401 it reads the token again and
@@ -363,7 +420,7 @@ impl KubeClient {
     pub(crate) async fn connect_for_upgrade(&self) -> Result<UpgradeConnection, KubeError> {
         let io = tower::Service::call(&mut self.upgrades.clone(), Uri::default())
             .await
-            .map_err(|e| KubeError::Transport(transport_message(&e)))?;
+            .map_err(|e| KubeError::Transport(e.into()))?;
         Ok(UpgradeConnection(io))
     }
 
@@ -382,7 +439,10 @@ impl KubeClient {
             .path_and_query()
             .map_or("/", |p| p.as_str())
             .parse()
-            .map_err(|_| KubeError::Decode("a request path is not a valid URI".to_owned()))?;
+            .map_err(|e: http::uri::InvalidUri| KubeError::BuildRequest {
+                part: "the path",
+                source: e.into(),
+            })?;
         let mut headers = headers.clone();
         if let Some(authority) = full.authority()
             && let Ok(host) = HeaderValue::from_str(authority.as_str())
@@ -391,7 +451,7 @@ impl KubeClient {
         }
         let (mut sender, conn) = hyper::client::conn::http1::handshake(connection.0)
             .await
-            .map_err(|e| KubeError::Transport(transport_message(&e)))?;
+            .map_err(|e| KubeError::Transport(e.into()))?;
         tokio::spawn(async move {
             if let Err(e) = conn.with_upgrades().await {
                 tracing::debug!(error = %e, "exec connection");
@@ -421,15 +481,21 @@ impl KubeClient {
             let request = self
                 .request(attempt, &method, uri.clone(), headers, body.clone())
                 .await?;
-            let transport = |e: &dyn std::error::Error| KubeError::Transport(transport_message(e));
             let response = match &mut via {
-                Via::Api => self.api.request(request).await.map_err(|e| transport(&e))?,
+                Via::Api => self
+                    .api
+                    .request(request)
+                    .await
+                    .map_err(|e| KubeError::Transport(e.into()))?,
                 Via::Upgrade(sender) => {
-                    sender.ready().await.map_err(|e| transport(&e))?;
+                    sender
+                        .ready()
+                        .await
+                        .map_err(|e| KubeError::Transport(e.into()))?;
                     sender
                         .send_request(request)
                         .await
-                        .map_err(|e| transport(&e))?
+                        .map_err(|e| KubeError::Transport(e.into()))?
                 }
             };
             if response.status() == StatusCode::UNAUTHORIZED && attempt == 0 {
@@ -459,7 +525,10 @@ impl KubeClient {
             self.credentials.refresh().await?
         };
         let mut auth = HeaderValue::from_str(&format!("Bearer {}", token.expose_secret()))
-            .map_err(|_| KubeError::Decode("the token is not a valid header value".into()))?;
+            .map_err(|e| KubeError::BuildRequest {
+                part: "the token",
+                source: e.into(),
+            })?;
         auth.set_sensitive(true);
         let mut request = Request::builder()
             .method(method.clone())
@@ -479,7 +548,10 @@ impl KubeClient {
         };
         request
             .body(full)
-            .map_err(|_| KubeError::Decode("a request could not be built".to_owned()))
+            .map_err(|source| KubeError::BuildRequest {
+                part: "the headers",
+                source,
+            })
     }
 
     /// Sends a request and returns the body of a successful answer, or the Status as an error.
@@ -564,19 +636,19 @@ pub(crate) async fn read_body(body: Incoming) -> Result<Bytes, KubeError> {
         .collect()
         .await
         .map(|collected| collected.to_bytes())
-        .map_err(|e| KubeError::Transport(format!("reading the answer: {e}")))
+        .map_err(KubeError::ReadBody)
 }
 
 /// Encodes a request body.
 fn encode<B: Serialize>(object: &B) -> Result<Bytes, KubeError> {
     serde_json::to_vec(object)
         .map(Bytes::from)
-        .map_err(|e| KubeError::Decode(format!("encoding a request: {e}")))
+        .map_err(KubeError::Encode)
 }
 
 /// Decodes a JSON answer.
 fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T, KubeError> {
-    serde_json::from_slice(body).map_err(|e| KubeError::Decode(e.to_string()))
+    serde_json::from_slice(body).map_err(KubeError::Decode)
 }
 
 /// Returns the path of a request without its query (which may hold exec arguments).
@@ -596,8 +668,8 @@ fn unauthorized() -> KubeError {
     }
 }
 
-/// Describes a transport failure without echoing anything the request carried.
-fn transport_message(error: &dyn std::error::Error) -> String {
+/// `error` and each of its causes, joined with `: ` (the form a contract error's message takes).
+pub(crate) fn with_causes(error: &dyn std::error::Error) -> String {
     let mut message = error.to_string();
     let mut source = std::error::Error::source(error);
     while let Some(cause) = source {
@@ -727,15 +799,57 @@ mod tests {
     #[test]
     fn a_body_that_is_not_a_status_still_gives_a_message() {
         let error = status_error(StatusCode::BAD_GATEWAY, &HeaderMap::new(), b"<html>");
+        let KubeError::Api {
+            code,
+            reason,
+            message,
+            retry_after,
+        } = error
+        else {
+            panic!("not an API error: {error:?}");
+        };
         assert_eq!(
-            error,
-            KubeError::Api {
-                code: 502,
-                reason: "BadGateway".into(),
-                message: "the API server answered 502 Bad Gateway".into(),
-                retry_after: None,
-            }
+            (code, reason.as_str(), message.as_str(), retry_after),
+            (
+                502,
+                "BadGateway",
+                "the API server answered 502 Bad Gateway",
+                None
+            )
         );
+    }
+
+    #[test]
+    fn a_failure_keeps_its_cause_and_the_contract_error_shows_the_chain() {
+        let bad_json = serde_json::from_slice::<serde_json::Value>(b"{").unwrap_err();
+        let cause = bad_json.to_string();
+        let error = KubeError::Decode(bad_json);
+        assert_eq!(
+            std::error::Error::source(&error).map(ToString::to_string),
+            Some(cause.clone())
+        );
+        assert_eq!(error.to_string(), "unexpected answer from the API server");
+        let contract = Error::from(error);
+        assert_eq!(contract.code(), ErrorCode::Internal);
+        assert_eq!(
+            contract.message(),
+            format!("unexpected answer from the API server: {cause}")
+        );
+    }
+
+    #[test]
+    fn a_token_that_is_no_header_value_is_refused_without_echoing_it() {
+        let bad = HeaderValue::from_str("Bearer s3cr3t\n").unwrap_err();
+        let error = KubeError::BuildRequest {
+            part: "the token",
+            source: bad.into(),
+        };
+        let message = Error::from(error).message().to_owned();
+        assert!(
+            message.starts_with("cannot build a request: the token"),
+            "{message}"
+        );
+        assert!(!message.contains("s3cr3t"), "{message}");
     }
 
     #[test]
@@ -749,6 +863,6 @@ mod tests {
 
     #[test]
     fn tls_config_refuses_text_that_holds_no_certificate() {
-        assert!(tls_config(b"not a pem").is_err());
+        assert!(matches!(tls_config(b"not a pem"), Err(CaError::Empty)));
     }
 }

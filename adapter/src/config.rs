@@ -7,6 +7,7 @@
 //! exactly that.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use sandbox_contract::{Capabilities, Capability};
 use serde_json::{Map, Value};
@@ -23,14 +24,18 @@ pub const DEFAULT_NAMESPACE: &str = "default";
 /// Where the per-sandbox volume is mounted when `config.volumePath` is not set.
 pub const DEFAULT_VOLUME_PATH: &str = "/workspace";
 
-/// A configuration error: the key at fault and what is wrong with it.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// A configuration error: the key at fault and what is wrong with it, and the cause when
+/// something else failed (a parser, a file read), as its [`source`](std::error::Error::source).
+#[derive(Debug, Clone, thiserror::Error)]
 #[error("pool config key `{key}`: {message}")]
 pub struct ConfigError {
     /// The dotted key, such as `config.volumeSize` or `credentials`.
     pub key: String,
     /// What is wrong, free of secrets (values are never repeated for credential keys).
     pub message: String,
+    /// What failed underneath, if anything did.
+    #[source]
+    cause: Option<Arc<dyn std::error::Error + Send + Sync>>,
 }
 
 impl ConfigError {
@@ -39,6 +44,19 @@ impl ConfigError {
         ConfigError {
             key: key.into(),
             message: message.into(),
+            cause: None,
+        }
+    }
+
+    /// Builds an error for `key` that `cause` explains.
+    pub fn caused_by(
+        key: impl Into<String>,
+        message: impl Into<String>,
+        cause: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        ConfigError {
+            cause: Some(Arc::new(cause)),
+            ..ConfigError::new(key, message)
         }
     }
 }
@@ -190,14 +208,14 @@ impl PoolConfig {
     /// Reads one pool from YAML (JSON is YAML too) and checks it.
     pub fn from_yaml(text: &str) -> Result<Self, ConfigError> {
         let value: Value = serde_saphyr::from_str(text)
-            .map_err(|e| ConfigError::new("(document)", format!("not valid YAML: {e}")))?;
+            .map_err(|e| ConfigError::caused_by("(document)", "not valid YAML", e))?;
         PoolConfig::from_value(&value)
     }
 
     /// Reads one pool from JSON and checks it.
     pub fn from_json(text: &str) -> Result<Self, ConfigError> {
         let value: Value = serde_json::from_str(text)
-            .map_err(|e| ConfigError::new("(document)", format!("not valid JSON: {e}")))?;
+            .map_err(|e| ConfigError::caused_by("(document)", "not valid JSON", e))?;
         PoolConfig::from_value(&value)
     }
 
@@ -606,6 +624,21 @@ mod tests {
     }
 
     #[test]
+    fn a_document_that_does_not_parse_keeps_the_parser_error_as_its_source() {
+        let e = err("name: [unclosed\n");
+        assert_eq!(e.key, "(document)");
+        assert_eq!(
+            e.to_string(),
+            "pool config key `(document)`: not valid YAML"
+        );
+        assert!(std::error::Error::source(&e).is_some(), "{e:?}");
+        let e = PoolConfig::from_json("{").unwrap_err();
+        assert_eq!(e.message, "not valid JSON");
+        assert!(std::error::Error::source(&e).is_some(), "{e:?}");
+        assert!(std::error::Error::source(&err("trust: maybe\n")).is_none());
+    }
+
+    #[test]
     fn seed_example_pool_reads_with_its_values() {
         let pool = PoolConfig::from_yaml(
             "name: k8s\nadapter: agent-sandbox\ntrust: private\nregion: dc1\nmaxConcurrency: 50\n\
@@ -800,7 +833,7 @@ mod tests {
     #[test]
     fn quantities_accept_kubernetes_forms() {
         for q in ["10Gi", "1", "512Mi", "1.5G", "100k", "3"] {
-            assert_eq!(check_quantity("k", q), Ok(()), "{q}");
+            assert!(check_quantity("k", q).is_ok(), "{q}");
         }
         for q in ["", "Gi", "10GB", "1..5Gi", "-1Gi", "1 Gi"] {
             assert!(check_quantity("k", q).is_err(), "{q}");

@@ -25,19 +25,20 @@ pub trait SecretResolver: Send + Sync {
 /// Reads an environment variable; hosts and tests may replace the process environment.
 pub type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
-/// Why a token could not be had.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// Why a token could not be had. No variant carries the token.
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum CredentialError {
     /// The environment variable is unset or empty.
     #[error("the environment variable {0} holding the token is not set")]
     MissingEnv(String),
     /// The token file could not be read.
-    #[error("reading the token file {path}: {reason}")]
+    #[error("reading the token file {path}")]
     ReadFile {
         /// The file.
         path: PathBuf,
-        /// The I/O error's text.
-        reason: String,
+        /// The I/O error.
+        #[source]
+        source: Arc<std::io::Error>,
     },
     /// The token file is empty.
     #[error("the token file {0} is empty")]
@@ -190,7 +191,7 @@ impl Credentials {
                 .await
                 .map_err(|e| CredentialError::ReadFile {
                     path: path.to_owned(),
-                    reason: e.kind().to_string(),
+                    source: Arc::new(e),
                 })?;
         let token = text.trim();
         if token.is_empty() {
@@ -294,9 +295,10 @@ mod tests {
             var: "OTHER".into(),
             lookup,
         });
-        assert_eq!(
-            missing.token().await.unwrap_err(),
-            CredentialError::MissingEnv("OTHER".into())
+        let e = missing.token().await.unwrap_err();
+        assert!(
+            matches!(&e, CredentialError::MissingEnv(var) if var == "OTHER"),
+            "{e:?}"
         );
     }
 
@@ -327,10 +329,15 @@ mod tests {
         let creds = Credentials::new(TokenSource::File(path.clone()));
         let e = creds.token().await.unwrap_err();
         assert!(e.to_string().contains("token"), "{e}");
+        assert!(
+            matches!(&e, CredentialError::ReadFile { source, .. } if source.kind() == std::io::ErrorKind::NotFound),
+            "the I/O error is kept as the source: {e:?}"
+        );
         std::fs::write(&path, "  \n").unwrap();
-        assert_eq!(
-            creds.token().await.unwrap_err(),
-            CredentialError::EmptyFile(path)
+        let e = creds.token().await.unwrap_err();
+        assert!(
+            matches!(&e, CredentialError::EmptyFile(p) if *p == path),
+            "{e:?}"
         );
     }
 

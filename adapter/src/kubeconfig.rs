@@ -7,19 +7,24 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use base64::Engine;
 use secrecy::SecretString;
 use serde_json::Value;
 
-/// Why a kubeconfig could not be used.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// Why a kubeconfig could not be used. Neither the message nor the cause quotes the document,
+/// which holds the token.
+#[derive(Debug, Clone, thiserror::Error)]
 #[error("kubeconfig {origin}: {message}")]
 pub struct KubeconfigError {
     /// Where it came from (a path, or `(inline)`).
     pub origin: String,
     /// What is wrong, free of credentials.
     pub message: String,
+    /// The file read that failed, if one did.
+    #[source]
+    cause: Option<Arc<std::io::Error>>,
 }
 
 /// The bearer token a kubeconfig's user gives.
@@ -59,7 +64,8 @@ impl Kubeconfig {
         let origin = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|e| KubeconfigError {
             origin: origin.clone(),
-            message: format!("cannot be read: {}", e.kind()),
+            message: "cannot be read".to_owned(),
+            cause: Some(Arc::new(e)),
         })?;
         Kubeconfig::parse(&text, &origin, path.parent())
     }
@@ -73,6 +79,7 @@ impl Kubeconfig {
         let fail = |message: String| KubeconfigError {
             origin: origin.to_owned(),
             message,
+            cause: None,
         };
         // The parser's error could quote the document, which holds the token: say only where.
         let doc: Value =
@@ -122,11 +129,11 @@ impl Kubeconfig {
             )
         } else if let Some(file) = cluster.get("certificate-authority").and_then(Value::as_str) {
             let path = resolve(file);
-            Some(std::fs::read(&path).map_err(|e| {
-                fail(format!(
-                    "cluster {cluster_name}: reading certificate-authority {}: {}",
-                    path.display(),
-                    e.kind()
+            Some(std::fs::read(&path).map_err(|e| KubeconfigError {
+                cause: Some(Arc::new(e)),
+                ..fail(format!(
+                    "cluster {cluster_name}: reading certificate-authority {}",
+                    path.display()
                 ))
             })?)
         } else {

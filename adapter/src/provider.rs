@@ -35,7 +35,7 @@ pub const DEFAULT_READY_TIMEOUT: Duration = Duration::from_secs(300);
 const PAGE_SIZE: u32 = 100;
 
 /// Why a provider could not be set up.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum SetupError {
     /// A pool key is wrong.
     #[error(transparent)]
@@ -176,11 +176,8 @@ struct Endpoint {
 /// Reads a file the pool names, with an error naming `key`.
 fn read_named(key: &str, path: &Path) -> Result<Vec<u8>, SetupError> {
     std::fs::read(path).map_err(|e| {
-        crate::config::ConfigError::new(
-            key,
-            format!("cannot read {}: {}", path.display(), e.kind()),
-        )
-        .into()
+        crate::config::ConfigError::caused_by(key, format!("cannot read {}", path.display()), e)
+            .into()
     })
 }
 
@@ -387,11 +384,17 @@ impl AgentSandbox {
     pub async fn connect(pool: PoolConfig, options: ConnectOptions) -> Result<Self, SetupError> {
         pool.validate()?;
         let endpoint = resolve_endpoint(&pool, &options)?;
-        let tls = tls_config(&endpoint.ca_pem)
-            .map_err(|message| crate::config::ConfigError::new("config.caFile", message))?;
+        let tls = tls_config(&endpoint.ca_pem).map_err(|e| {
+            crate::config::ConfigError::caused_by("config.caFile", "the CA cannot be trusted", e)
+        })?;
         let credentials = Arc::new(Credentials::new(endpoint.token));
-        let client = KubeClient::new(&endpoint.server, tls, credentials)
-            .map_err(|message| crate::config::ConfigError::new("config.apiServer", message))?;
+        let client = KubeClient::new(&endpoint.server, tls, credentials).map_err(|e| {
+            crate::config::ConfigError::caused_by(
+                "config.apiServer",
+                "the API server URL cannot be used",
+                e,
+            )
+        })?;
         let namespace = pool
             .config
             .namespace

@@ -34,11 +34,20 @@
 //!
 //! # Layout
 //!
-//! - [`Suite`]: pools, trials and running them; [`Report`] with the capability table, JSON and
-//!   JUnit.
-//! - [`Fixtures`] and [`Faults`]: what a provider tells the suite beyond its info.
-//! - [`ReferenceProvider`]: an in-memory provider that passes every trial, and its mutants
-//!   ([`Bug`]), each failing the trial named for its bug.
+//! - `suite`: [`Suite`], turning the rules into libtest-mimic trials for each pool, running
+//!   them and cleaning up after each.
+//! - `trials`: the rules, one async function per trial grouped by capability ([`Group`],
+//!   [`TrialKind`]), each running in a `TrialScope` (the provider, its declarations, the
+//!   fixtures, and the sandboxes to delete afterwards).
+//! - `fixtures`: [`Fixtures`] and [`Faults`], what a provider tells the suite beyond its info.
+//! - `report`: [`Report`], with the capability table, text, JSON and JUnit.
+//! - `reference`: [`ReferenceProvider`], an in-memory provider that passes every trial, and its
+//!   mutants ([`Bug`]), each failing the trial named for its bug.
+//!
+//! The library depends on the contract and what the suite itself needs (libtest-mimic, tokio,
+//! serde_json), never on an adapter or a fake backend. This workspace's main job, the suite
+//! against the agent-sandbox adapter on fakekube, is the `conformance` binary of the separate
+//! `conformance-runner` crate (`conformance/runner/`).
 //!
 //! # Known limitations
 //!

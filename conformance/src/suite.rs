@@ -11,7 +11,7 @@ use tokio::sync::RwLock;
 
 use crate::fixtures::{Fault, Fixtures};
 use crate::report::{Outcome, PoolSummary, Report, TrialRecord};
-use crate::trials::{Ctx, Group, IdSource, TrialFuture, TrialKind, catalog};
+use crate::trials::{Group, IdSource, TrialFuture, TrialKind, TrialScope, catalog};
 
 /// The environment variable naming a file for the JSON report.
 pub const JSON_ENV: &str = "SANDBOX_CONFORMANCE_JSON";
@@ -336,7 +336,7 @@ struct PoolRt {
 #[derive(Clone)]
 enum Body {
     /// A rule's body, and the fault it injects.
-    Rule(fn(Ctx) -> TrialFuture, Option<Fault>),
+    Rule(fn(TrialScope) -> TrialFuture, Option<Fault>),
     /// A failure known before running (info failed).
     Broken(String),
 }
@@ -491,14 +491,14 @@ async fn execute(pool: Option<Arc<PoolRt>>, body: Body) -> Outcome {
     } else {
         (Some(lock.read_owned().await), None)
     };
-    let cx = Ctx::new(
+    let scope = TrialScope::new(
         pool.provider.clone(),
         info,
         pool.fixtures.clone(),
         pool.ids.clone(),
     );
     let limit = pool.fixtures.trial_timeout;
-    let task = tokio::spawn(tokio::time::timeout(limit, run(cx.clone())));
+    let task = tokio::spawn(tokio::time::timeout(limit, run(scope.clone())));
     let mut problems = Vec::new();
     match task.await {
         Ok(Ok(Ok(()))) => {}
@@ -515,7 +515,7 @@ async fn execute(pool: Option<Arc<PoolRt>>, body: Body) -> Outcome {
         ));
     }
     let mut leftovers = Vec::new();
-    for id in cx.created() {
+    for id in scope.created() {
         match tokio::time::timeout(pool.fixtures.op_timeout, pool.provider.delete(&id)).await {
             Ok(Ok(())) => {}
             Ok(Err(error)) => leftovers.push(format!("{id} ({error})")),

@@ -2,8 +2,7 @@
 //!
 //! Discovery, routing, authorization and the store all read this one table.
 
-use crate::schema::Schema;
-use std::sync::OnceLock;
+use crate::schema::{self, Schema};
 
 /// What the store does with a kind's `status` on writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,10 +78,7 @@ impl ResourceType {
         if !self.custom {
             return None;
         }
-        schemas()
-            .iter()
-            .find(|(p, _)| *p == self.plural)
-            .map(|(_, s)| s)
+        schema::compiled_in(self.plural)
     }
 
     /// Whether `name` is a subresource this kind serves.
@@ -91,36 +87,6 @@ impl ResourceType {
             || (name == "scale" && self.scale)
             || self.extra_subresources.iter().any(|(n, _)| *n == name)
     }
-}
-
-fn schemas() -> &'static [(&'static str, Schema)] {
-    static SCHEMAS: OnceLock<Vec<(&'static str, Schema)>> = OnceLock::new();
-    SCHEMAS.get_or_init(|| {
-        let raw: [(&str, &str); 4] = [
-            ("sandboxes", include_str!("../schemas/sandboxes.json")),
-            (
-                "sandboxtemplates",
-                include_str!("../schemas/sandboxtemplates.json"),
-            ),
-            (
-                "sandboxwarmpools",
-                include_str!("../schemas/sandboxwarmpools.json"),
-            ),
-            (
-                "sandboxclaims",
-                include_str!("../schemas/sandboxclaims.json"),
-            ),
-        ];
-        raw.iter()
-            .filter_map(|(p, s)| match Schema::from_json(s) {
-                Ok(schema) => Some((*p, schema)),
-                Err(e) => {
-                    tracing::error!(resource = p, error = %e, "embedded CRD schema does not parse");
-                    None
-                }
-            })
-            .collect()
-    })
 }
 
 const fn core(

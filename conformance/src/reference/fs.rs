@@ -27,9 +27,11 @@ pub(crate) enum Node {
     },
 }
 
-/// Why a filesystem operation failed, as a shell command or a file method reports it.
+/// A path that names the wrong thing (nothing, a directory, a file) for an operation on the
+/// reference provider's in-memory filesystem, worded as a shell command or a file method
+/// reports it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum FsError {
+pub(crate) enum PathError {
     /// The path, or a parent of it, does not exist.
     #[error("{0}: No such file or directory")]
     NotFound(String),
@@ -85,20 +87,25 @@ impl Fs {
     }
 
     /// Returns the content of the file at `path`.
-    pub(crate) fn read(&self, path: &str) -> Result<Bytes, FsError> {
+    pub(crate) fn read(&self, path: &str) -> Result<Bytes, PathError> {
         let path = normalize(path);
         match self.nodes.get(&path) {
-            None => Err(FsError::NotFound(path)),
-            Some(Node::Dir { .. }) => Err(FsError::IsDir(path)),
+            None => Err(PathError::NotFound(path)),
+            Some(Node::Dir { .. }) => Err(PathError::IsDir(path)),
             Some(Node::File { data, .. }) => Ok(data.clone()),
         }
     }
 
     /// Writes `data` as the whole content of `path`, creating missing parents when `parents`.
-    pub(crate) fn write(&mut self, path: &str, data: Bytes, parents: bool) -> Result<(), FsError> {
+    pub(crate) fn write(
+        &mut self,
+        path: &str,
+        data: Bytes,
+        parents: bool,
+    ) -> Result<(), PathError> {
         let path = normalize(path);
         if let Some(Node::Dir { .. }) = self.nodes.get(&path) {
-            return Err(FsError::IsDir(path));
+            return Err(PathError::IsDir(path));
         }
         let parent = parent_of(&path);
         if parents {
@@ -106,8 +113,8 @@ impl Fs {
         } else {
             match self.nodes.get(&parent) {
                 Some(Node::Dir { .. }) => {}
-                Some(Node::File { .. }) => return Err(FsError::NotDir(parent)),
-                None => return Err(FsError::NotFound(parent)),
+                Some(Node::File { .. }) => return Err(PathError::NotDir(parent)),
+                None => return Err(PathError::NotFound(parent)),
             }
         }
         let mode = match self.nodes.get(&path) {
@@ -126,7 +133,7 @@ impl Fs {
     }
 
     /// Creates the directory `path` and its missing parents; an existing directory is success.
-    pub(crate) fn mkdir_p(&mut self, path: &str) -> Result<(), FsError> {
+    pub(crate) fn mkdir_p(&mut self, path: &str) -> Result<(), PathError> {
         let path = normalize(path);
         let mut current = String::new();
         for part in path.split('/').filter(|part| !part.is_empty()) {
@@ -134,7 +141,7 @@ impl Fs {
             current.push_str(part);
             match self.nodes.get(&current) {
                 Some(Node::Dir { .. }) => {}
-                Some(Node::File { .. }) => return Err(FsError::NotDir(current)),
+                Some(Node::File { .. }) => return Err(PathError::NotDir(current)),
                 None => {
                     self.nodes.insert(current.clone(), dir_node());
                 }
@@ -144,21 +151,21 @@ impl Fs {
     }
 
     /// Describes `path`, naming it as asked.
-    pub(crate) fn stat(&self, asked: &str) -> Result<FileInfo, FsError> {
+    pub(crate) fn stat(&self, asked: &str) -> Result<FileInfo, PathError> {
         let path = normalize(asked);
         let node = self
             .nodes
             .get(&path)
-            .ok_or_else(|| FsError::NotFound(path.clone()))?;
+            .ok_or_else(|| PathError::NotFound(path.clone()))?;
         Ok(info(asked.to_owned(), name_of(&path), node))
     }
 
     /// Lists the directory `path`, sorted by name, each entry's path joined to `asked`.
-    pub(crate) fn list(&self, asked: &str) -> Result<Vec<FileInfo>, FsError> {
+    pub(crate) fn list(&self, asked: &str) -> Result<Vec<FileInfo>, PathError> {
         let path = normalize(asked);
         match self.nodes.get(&path) {
-            None => return Err(FsError::NotFound(path)),
-            Some(Node::File { .. }) => return Err(FsError::NotDir(path)),
+            None => return Err(PathError::NotFound(path)),
+            Some(Node::File { .. }) => return Err(PathError::NotDir(path)),
             Some(Node::Dir { .. }) => {}
         }
         let prefix = if path == "/" {
@@ -281,7 +288,7 @@ mod tests {
         assert!(matches!(fs.get("/tmp/a/b"), Some(Node::Dir { .. })));
         assert_eq!(
             fs.write("/tmp/q/r", Bytes::new(), false),
-            Err(FsError::NotFound("/tmp/q".to_owned()))
+            Err(PathError::NotFound("/tmp/q".to_owned()))
         );
     }
 
@@ -323,7 +330,7 @@ mod tests {
         fs.write("/tmp/f", Bytes::new(), true).unwrap();
         assert_eq!(
             fs.mkdir_p("/tmp/f/g"),
-            Err(FsError::NotDir("/tmp/f".to_owned()))
+            Err(PathError::NotDir("/tmp/f".to_owned()))
         );
     }
 }

@@ -30,7 +30,7 @@ use tokio::task::AbortHandle;
 pub use bugs::Bug;
 
 use crate::fixtures::{Fault, Faults, Fixtures};
-use fs::{Fs, FsError};
+use fs::{Fs, PathError};
 use shell::{Input, Output, SandboxFs, Shell};
 
 /// The directory whose files survive stop and start.
@@ -581,11 +581,11 @@ impl ReferenceProvider {
         })
     }
 
-    /// Maps a filesystem error to the contract's code.
-    fn fs_error(error: FsError) -> Error {
+    /// Maps a filesystem path error to the contract's code.
+    fn path_error(error: PathError) -> Error {
         match error {
-            FsError::NotFound(_) => Error::not_found(error.to_string()),
-            FsError::IsDir(_) | FsError::NotDir(_) => Error::invalid_request(error.to_string()),
+            PathError::NotFound(_) => Error::not_found(error.to_string()),
+            PathError::IsDir(_) | PathError::NotDir(_) => Error::invalid_request(error.to_string()),
         }
     }
 
@@ -1134,7 +1134,7 @@ impl Provider for ReferenceProvider {
                 joined.extend_from_slice(old.get(data.len()..).unwrap_or_default());
                 data = joined.freeze();
             }
-            fs.write(path, data, parents).map_err(Self::fs_error)
+            fs.write(path, data, parents).map_err(Self::path_error)
         })
     }
 
@@ -1158,9 +1158,9 @@ impl Provider for ReferenceProvider {
                 }
                 Ok(data)
             }
-            Err(FsError::NotFound(_)) if missing_empty => Ok(Bytes::new()),
-            Err(FsError::IsDir(_)) if dir_empty => Ok(Bytes::new()),
-            Err(error) => Err(Self::fs_error(error)),
+            Err(PathError::NotFound(_)) if missing_empty => Ok(Bytes::new()),
+            Err(PathError::IsDir(_)) if dir_empty => Ok(Bytes::new()),
+            Err(error) => Err(Self::path_error(error)),
         })
     }
 
@@ -1168,7 +1168,7 @@ impl Provider for ReferenceProvider {
         self.gate(Capability::Files, "list_dir")?;
         let reverse = self.has(Bug::ListDirUnsorted);
         self.with_files(id, path, |fs, path| {
-            let mut entries = fs.list(path).map_err(Self::fs_error)?;
+            let mut entries = fs.list(path).map_err(Self::path_error)?;
             if reverse {
                 entries.reverse();
             }
@@ -1180,7 +1180,7 @@ impl Provider for ReferenceProvider {
         self.gate(Capability::Files, "stat")?;
         let as_file = self.has(Bug::StatReportsKindFile);
         self.with_files(id, path, |fs, path| {
-            let mut info = fs.stat(path).map_err(Self::fs_error)?;
+            let mut info = fs.stat(path).map_err(Self::path_error)?;
             if as_file {
                 info.kind = FileKind::File;
             }
@@ -1196,8 +1196,8 @@ impl Provider for ReferenceProvider {
                 return Err(Error::invalid_request(format!("{path} exists")));
             }
             fs.mkdir_p(path).map_err(|error| match error {
-                FsError::NotDir(_) => Error::invalid_request(error.to_string()),
-                other => Self::fs_error(other),
+                PathError::NotDir(_) => Error::invalid_request(error.to_string()),
+                other => Self::path_error(other),
             })
         })
     }

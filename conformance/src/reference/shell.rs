@@ -18,7 +18,7 @@ use bytes::{Bytes, BytesMut};
 use sandbox_contract::{EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, ExecEvent};
 use tokio::sync::mpsc;
 
-use super::fs::{Fs, FsError, Node, resolve};
+use super::fs::{Fs, Node, PathError, resolve};
 
 /// The programs the interpreter knows, by name.
 const PROGRAMS: [&str; 17] = [
@@ -587,7 +587,7 @@ impl Shell {
             let path = self.path(dir);
             let result = self.fs(|fs| {
                 if !parents && fs.get(&path).is_some() {
-                    return Err(FsError::NotFound(format!("{path}: File exists")));
+                    return Err(PathError::NotFound(format!("{path}: File exists")));
                 }
                 fs.mkdir_p(&path)
             });

@@ -3,17 +3,17 @@
 use bytes::Bytes;
 use sandbox_contract::{Capability, ErrorCode, ExecRequest, Resources, SandboxState, SnapshotKind};
 
-use super::{Ctx, TrialResult, ensure, fail};
+use super::{TrialResult, TrialScope, ensure, fail};
 use crate::fixtures::Fault;
 
 /// `info` answers the same value on every call.
-pub(super) async fn info_is_the_same_on_every_call(cx: Ctx) -> TrialResult {
+pub(super) async fn info_is_the_same_on_every_call(scope: TrialScope) -> TrialResult {
     for _ in 0..3 {
-        let again = cx.ok("info", cx.p.info()).await?;
+        let again = scope.ok("info", scope.p.info()).await?;
         ensure!(
-            again == *cx.info,
+            again == *scope.info,
             "info changed between calls: first {:?}, then {:?}",
-            cx.info,
+            scope.info,
             again
         );
     }
@@ -21,20 +21,22 @@ pub(super) async fn info_is_the_same_on_every_call(cx: Ctx) -> TrialResult {
 }
 
 /// A working provider reports itself healthy (the suite runs against working providers).
-pub(super) async fn health_reports_healthy(cx: Ctx) -> TrialResult {
-    let health = cx.ok("health", cx.p.health()).await?;
+pub(super) async fn health_reports_healthy(scope: TrialScope) -> TrialResult {
+    let health = scope.ok("health", scope.p.health()).await?;
     ensure!(health.is_healthy(), "health answered {health:?}");
     Ok(())
 }
 
 /// Create returns the sandbox running, with the id, template and labels asked for.
-pub(super) async fn create_returns_the_sandbox_running_as_requested(cx: Ctx) -> TrialResult {
-    let id = cx.new_id()?;
-    let request = cx
+pub(super) async fn create_returns_the_sandbox_running_as_requested(
+    scope: TrialScope,
+) -> TrialResult {
+    let id = scope.new_id()?;
+    let request = scope
         .request(id.clone())
         .with_label("suite", "conformance")
         .with_label("n", "1");
-    let sandbox = cx.create_with(request.clone()).await?;
+    let sandbox = scope.create_with(request.clone()).await?;
     ensure!(
         sandbox.id == id,
         "create returned id {}, asked for {id}",
@@ -61,13 +63,13 @@ pub(super) async fn create_returns_the_sandbox_running_as_requested(cx: Ctx) -> 
 }
 
 /// A second create with the same id adopts the first sandbox; the first settings win.
-pub(super) async fn create_adopts_an_existing_id(cx: Ctx) -> TrialResult {
-    let id = cx.new_id()?;
-    let first = cx
-        .create_with(cx.request(id.clone()).with_label("attempt", "first"))
+pub(super) async fn create_adopts_an_existing_id(scope: TrialScope) -> TrialResult {
+    let id = scope.new_id()?;
+    let first = scope
+        .create_with(scope.request(id.clone()).with_label("attempt", "first"))
         .await?;
-    let second = cx
-        .create_with(cx.request(id.clone()).with_label("attempt", "second"))
+    let second = scope
+        .create_with(scope.request(id.clone()).with_label("attempt", "second"))
         .await?;
     ensure!(
         second.provider_ref == first.provider_ref,
@@ -80,7 +82,7 @@ pub(super) async fn create_adopts_an_existing_id(cx: Ctx) -> TrialResult {
         "the second create changed the labels to {:?}; the first settings win",
         second.labels
     );
-    let listed = cx.ok("list", cx.p.list()).await?;
+    let listed = scope.ok("list", scope.p.list()).await?;
     let count = listed.iter().filter(|s| s.id == id).count();
     ensure!(
         count == 1,
@@ -90,12 +92,14 @@ pub(super) async fn create_adopts_an_existing_id(cx: Ctx) -> TrialResult {
 }
 
 /// Creates of one id racing each other all return the same single sandbox.
-pub(super) async fn concurrent_creates_of_one_id_make_one_sandbox(cx: Ctx) -> TrialResult {
-    let id = cx.new_id()?;
+pub(super) async fn concurrent_creates_of_one_id_make_one_sandbox(
+    scope: TrialScope,
+) -> TrialResult {
+    let id = scope.new_id()?;
     let mut tasks = tokio::task::JoinSet::new();
-    for _ in 0..cx.fx.concurrency.max(2) {
-        let provider = cx.p.clone();
-        let request = cx.request(id.clone());
+    for _ in 0..scope.fx.concurrency.max(2) {
+        let provider = scope.p.clone();
+        let request = scope.request(id.clone());
         tasks.spawn(async move { provider.create(request).await });
     }
     let mut refs = Vec::new();
@@ -113,7 +117,7 @@ pub(super) async fn concurrent_creates_of_one_id_make_one_sandbox(cx: Ctx) -> Tr
         "concurrent creates of {id} made {} sandboxes: {refs:?}",
         refs.len()
     );
-    let listed = cx.ok("list", cx.p.list()).await?;
+    let listed = scope.ok("list", scope.p.list()).await?;
     let count = listed.iter().filter(|s| s.id == id).count();
     ensure!(
         count == 1,
@@ -123,31 +127,35 @@ pub(super) async fn concurrent_creates_of_one_id_make_one_sandbox(cx: Ctx) -> Tr
 }
 
 /// A malformed create answers `invalid_request` and leaves no sandbox behind.
-pub(super) async fn create_refuses_a_malformed_request_leaving_nothing(cx: Ctx) -> TrialResult {
-    let id = cx.new_id()?;
-    let request = cx.request(id.clone()).with_label("-not a label-", "x");
-    cx.fails_with(
-        "create with a bad label",
-        ErrorCode::InvalidRequest,
-        cx.p.create(request),
-    )
-    .await?;
-    cx.fails_with(
-        "get after a refused create",
-        ErrorCode::NotFound,
-        cx.p.get(&id),
-    )
-    .await?;
+pub(super) async fn create_refuses_a_malformed_request_leaving_nothing(
+    scope: TrialScope,
+) -> TrialResult {
+    let id = scope.new_id()?;
+    let request = scope.request(id.clone()).with_label("-not a label-", "x");
+    scope
+        .fails_with(
+            "create with a bad label",
+            ErrorCode::InvalidRequest,
+            scope.p.create(request),
+        )
+        .await?;
+    scope
+        .fails_with(
+            "get after a refused create",
+            ErrorCode::NotFound,
+            scope.p.get(&id),
+        )
+        .await?;
     Ok(())
 }
 
 /// Get returns the sandbox as create returned it.
-pub(super) async fn get_returns_what_create_returned(cx: Ctx) -> TrialResult {
-    let id = cx.new_id()?;
-    let created = cx
-        .create_with(cx.request(id.clone()).with_label("k", "v"))
+pub(super) async fn get_returns_what_create_returned(scope: TrialScope) -> TrialResult {
+    let id = scope.new_id()?;
+    let created = scope
+        .create_with(scope.request(id.clone()).with_label("k", "v"))
         .await?;
-    let got = cx.ok("get", cx.p.get(&id)).await?;
+    let got = scope.ok("get", scope.p.get(&id)).await?;
     ensure!(got.id == created.id, "get returned id {}", got.id);
     ensure!(
         got.state == SandboxState::Running,
@@ -176,41 +184,50 @@ pub(super) async fn get_returns_what_create_returned(cx: Ctx) -> TrialResult {
 }
 
 /// Get of an id that was never created answers `not_found`.
-pub(super) async fn get_of_an_unknown_id_is_not_found(cx: Ctx) -> TrialResult {
-    let id = cx.unknown_id()?;
-    cx.fails_with("get of an unknown id", ErrorCode::NotFound, cx.p.get(&id))
+pub(super) async fn get_of_an_unknown_id_is_not_found(scope: TrialScope) -> TrialResult {
+    let id = scope.unknown_id()?;
+    scope
+        .fails_with(
+            "get of an unknown id",
+            ErrorCode::NotFound,
+            scope.p.get(&id),
+        )
         .await?;
     Ok(())
 }
 
 /// After delete, get answers `not_found` (after at most a while in `Deleting`).
-pub(super) async fn get_after_delete_is_not_found(cx: Ctx) -> TrialResult {
-    let sandbox = cx.create().await?;
-    cx.ok("delete", cx.p.delete(&sandbox.id)).await?;
-    cx.wait_gone(&sandbox.id, cx.fx.delete_wait).await
+pub(super) async fn get_after_delete_is_not_found(scope: TrialScope) -> TrialResult {
+    let sandbox = scope.create().await?;
+    scope.ok("delete", scope.p.delete(&sandbox.id)).await?;
+    scope.wait_gone(&sandbox.id, scope.fx.delete_wait).await
 }
 
 /// Deleting a sandbox that never existed, or twice, succeeds.
-pub(super) async fn delete_tolerates_a_sandbox_that_is_gone(cx: Ctx) -> TrialResult {
-    let unknown = cx.unknown_id()?;
-    cx.ok("delete of an unknown id", cx.p.delete(&unknown))
+pub(super) async fn delete_tolerates_a_sandbox_that_is_gone(scope: TrialScope) -> TrialResult {
+    let unknown = scope.unknown_id()?;
+    scope
+        .ok("delete of an unknown id", scope.p.delete(&unknown))
         .await?;
-    let sandbox = cx.create().await?;
-    cx.ok("delete", cx.p.delete(&sandbox.id)).await?;
-    cx.ok("a second delete", cx.p.delete(&sandbox.id)).await?;
-    cx.wait_gone(&sandbox.id, cx.fx.delete_wait).await?;
-    cx.ok("delete after it is gone", cx.p.delete(&sandbox.id))
+    let sandbox = scope.create().await?;
+    scope.ok("delete", scope.p.delete(&sandbox.id)).await?;
+    scope
+        .ok("a second delete", scope.p.delete(&sandbox.id))
+        .await?;
+    scope.wait_gone(&sandbox.id, scope.fx.delete_wait).await?;
+    scope
+        .ok("delete after it is gone", scope.p.delete(&sandbox.id))
         .await?;
     Ok(())
 }
 
 /// List holds every sandbox of the provider, each once.
-pub(super) async fn list_includes_every_sandbox_once(cx: Ctx) -> TrialResult {
+pub(super) async fn list_includes_every_sandbox_once(scope: TrialScope) -> TrialResult {
     let mut ids = Vec::new();
-    for _ in 0..cx.fx.list_count.max(2) {
-        ids.push(cx.create().await?.id);
+    for _ in 0..scope.fx.list_count.max(2) {
+        ids.push(scope.create().await?.id);
     }
-    let listed = cx.ok("list", cx.p.list()).await?;
+    let listed = scope.ok("list", scope.p.list()).await?;
     for id in &ids {
         let count = listed.iter().filter(|s| &s.id == id).count();
         ensure!(
@@ -224,23 +241,24 @@ pub(super) async fn list_includes_every_sandbox_once(cx: Ctx) -> TrialResult {
 }
 
 /// A list whose later pages fail answers an error, never a partial list.
-pub(super) async fn list_fails_rather_than_returning_part(cx: Ctx) -> TrialResult {
+pub(super) async fn list_fails_rather_than_returning_part(scope: TrialScope) -> TrialResult {
     let mut ids = Vec::new();
-    for _ in 0..cx.fx.list_count.max(2) {
-        ids.push(cx.create().await?.id);
+    for _ in 0..scope.fx.list_count.max(2) {
+        ids.push(scope.create().await?.id);
     }
-    let faults = cx
+    let faults = scope
         .fx
         .faults
         .clone()
         .ok_or_else(|| super::Failure::new("no fault switches"))?;
-    cx.ok(
-        "inject fail-list-pages",
-        faults.inject(Fault::FailListPages),
-    )
-    .await?;
-    let result = cx.call("list", cx.p.list()).await;
-    let cleared = cx
+    scope
+        .ok(
+            "inject fail-list-pages",
+            faults.inject(Fault::FailListPages),
+        )
+        .await?;
+    let result = scope.call("list", scope.p.list()).await;
+    let cleared = scope
         .ok("clear fail-list-pages", faults.clear(Fault::FailListPages))
         .await;
     match result? {
@@ -263,104 +281,121 @@ pub(super) async fn list_fails_rather_than_returning_part(cx: Ctx) -> TrialResul
 }
 
 /// Every operation the provider offers answers `not_found` for an id that names no sandbox.
-pub(super) async fn every_operation_on_an_unknown_sandbox_is_not_found(cx: Ctx) -> TrialResult {
-    let id = cx.unknown_id()?;
+pub(super) async fn every_operation_on_an_unknown_sandbox_is_not_found(
+    scope: TrialScope,
+) -> TrialResult {
+    let id = scope.unknown_id()?;
     let nf = ErrorCode::NotFound;
-    let fresh = cx.unknown_id()?;
+    let fresh = scope.unknown_id()?;
     let mut checked = vec!["get"];
-    cx.fails_with("get", nf, cx.p.get(&id)).await?;
-    if cx.declares(Capability::Exec) {
-        cx.fails_with("exec", nf, cx.p.exec(&id, ExecRequest::new(["true"])))
+    scope.fails_with("get", nf, scope.p.get(&id)).await?;
+    if scope.declares(Capability::Exec) {
+        scope
+            .fails_with("exec", nf, scope.p.exec(&id, ExecRequest::new(["true"])))
             .await?;
         checked.push("exec");
     }
-    if cx.declares(Capability::ExecStream) {
-        cx.fails_with(
-            "exec_stream",
-            nf,
-            cx.p.exec_stream(&id, ExecRequest::new(["true"])),
-        )
-        .await?;
+    if scope.declares(Capability::ExecStream) {
+        scope
+            .fails_with(
+                "exec_stream",
+                nf,
+                scope.p.exec_stream(&id, ExecRequest::new(["true"])),
+            )
+            .await?;
         checked.push("exec_stream");
     }
-    if cx.declares(Capability::Files) {
-        let path = cx.scratch("f");
-        cx.fails_with(
-            "write_file",
-            nf,
-            cx.p.write_file(&id, &path, Bytes::from_static(b"x")),
-        )
-        .await?;
-        cx.fails_with("read_file", nf, cx.p.read_file(&id, &path, 10))
+    if scope.declares(Capability::Files) {
+        let path = scope.scratch("f");
+        scope
+            .fails_with(
+                "write_file",
+                nf,
+                scope.p.write_file(&id, &path, Bytes::from_static(b"x")),
+            )
             .await?;
-        cx.fails_with("list_dir", nf, cx.p.list_dir(&id, "/"))
+        scope
+            .fails_with("read_file", nf, scope.p.read_file(&id, &path, 10))
             .await?;
-        cx.fails_with("stat", nf, cx.p.stat(&id, "/")).await?;
-        cx.fails_with("mkdir", nf, cx.p.mkdir(&id, &path)).await?;
+        scope
+            .fails_with("list_dir", nf, scope.p.list_dir(&id, "/"))
+            .await?;
+        scope.fails_with("stat", nf, scope.p.stat(&id, "/")).await?;
+        scope
+            .fails_with("mkdir", nf, scope.p.mkdir(&id, &path))
+            .await?;
     }
-    if cx.declares(Capability::LifecycleStopStart) {
-        cx.fails_with("stop", nf, cx.p.stop(&id)).await?;
-        cx.fails_with("start", nf, cx.p.start(&id)).await?;
+    if scope.declares(Capability::LifecycleStopStart) {
+        scope.fails_with("stop", nf, scope.p.stop(&id)).await?;
+        scope.fails_with("start", nf, scope.p.start(&id)).await?;
     }
-    if cx.declares(Capability::LifecyclePauseResume) {
-        cx.fails_with("pause", nf, cx.p.pause(&id)).await?;
-        cx.fails_with("resume", nf, cx.p.resume(&id)).await?;
+    if scope.declares(Capability::LifecyclePauseResume) {
+        scope.fails_with("pause", nf, scope.p.pause(&id)).await?;
+        scope.fails_with("resume", nf, scope.p.resume(&id)).await?;
     }
     for kind in [SnapshotKind::Disk, SnapshotKind::Memory] {
-        if cx.declares(kind.capability()) {
-            cx.fails_with("snapshot", nf, cx.p.snapshot(&id, kind))
+        if scope.declares(kind.capability()) {
+            scope
+                .fails_with("snapshot", nf, scope.p.snapshot(&id, kind))
                 .await?;
         }
     }
-    if cx.declares(Capability::Fork) {
-        cx.fails_with(
-            "fork from an unknown source",
-            nf,
-            cx.p.fork(&id, fresh.clone()),
-        )
-        .await?;
-        cx.fails_with("get of the fork's id", nf, cx.p.get(&fresh))
+    if scope.declares(Capability::Fork) {
+        scope
+            .fails_with(
+                "fork from an unknown source",
+                nf,
+                scope.p.fork(&id, fresh.clone()),
+            )
+            .await?;
+        scope
+            .fails_with("get of the fork's id", nf, scope.p.get(&fresh))
             .await?;
     }
-    if cx.declares(Capability::PortsExpose) {
-        cx.fails_with("expose_port", nf, cx.p.expose_port(&id, cx.fx.port))
+    if scope.declares(Capability::PortsExpose) {
+        scope
+            .fails_with("expose_port", nf, scope.p.expose_port(&id, scope.fx.port))
             .await?;
     }
-    if cx.declares(Capability::Ttl) {
-        cx.fails_with("set_ttl", nf, cx.p.set_ttl(&id, Some(cx.fx.ttl)))
+    if scope.declares(Capability::Ttl) {
+        scope
+            .fails_with("set_ttl", nf, scope.p.set_ttl(&id, Some(scope.fx.ttl)))
             .await?;
     }
     Ok(())
 }
 
 /// Error messages never repeat environment values, which may be credentials.
-pub(super) async fn errors_do_not_repeat_env_values(cx: Ctx) -> TrialResult {
-    let secret = format!("cfsecret{}", cx.unknown_id()?.as_str().replace('-', ""));
-    let id = cx.new_id()?;
-    let mut request = cx.request(id.clone()).with_env("CF_TOKEN", secret.clone());
+pub(super) async fn errors_do_not_repeat_env_values(scope: TrialScope) -> TrialResult {
+    let secret = format!("cfsecret{}", scope.unknown_id()?.as_str().replace('-', ""));
+    let id = scope.new_id()?;
+    let mut request = scope
+        .request(id.clone())
+        .with_env("CF_TOKEN", secret.clone());
     request.resources = Resources {
         cpu_millis: Some(0),
         ..Resources::default()
     };
     let mut errors = Vec::new();
     errors.push(
-        cx.fails_with(
-            "create with zero cpu",
-            ErrorCode::InvalidRequest,
-            cx.p.create(request),
-        )
-        .await?,
+        scope
+            .fails_with(
+                "create with zero cpu",
+                ErrorCode::InvalidRequest,
+                scope.p.create(request),
+            )
+            .await?,
     );
-    if cx.declares(Capability::Exec) {
-        let unknown = cx.unknown_id()?;
+    if scope.declares(Capability::Exec) {
+        let unknown = scope.unknown_id()?;
         let request = ExecRequest::new(["true"]).with_env("CF_TOKEN", secret.clone());
-        if let Ok(Err(error)) = cx.call("exec", cx.p.exec(&unknown, request)).await {
+        if let Ok(Err(error)) = scope.call("exec", scope.p.exec(&unknown, request)).await {
             errors.push(error);
         }
         let request = ExecRequest::new(["true"])
             .with_env("CF_TOKEN", secret.clone())
             .with_cwd("relative");
-        if let Ok(Err(error)) = cx.call("exec", cx.p.exec(&unknown, request)).await {
+        if let Ok(Err(error)) = scope.call("exec", scope.p.exec(&unknown, request)).await {
             errors.push(error);
         }
     }

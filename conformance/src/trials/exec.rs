@@ -4,14 +4,14 @@ use std::time::{Duration, Instant};
 
 use sandbox_contract::{EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_TIMEOUT, ErrorCode, ExecRequest};
 
-use super::{Ctx, TrialResult, ensure, fail, seconds, show};
+use super::{TrialResult, TrialScope, ensure, fail, seconds, show};
 use crate::fixtures::Fault;
 
 /// A non-zero exit comes back as the exit code, not as an error.
-pub(super) async fn nonzero_exit_is_data(cx: Ctx) -> TrialResult {
-    let sandbox = cx.create().await?;
+pub(super) async fn nonzero_exit_is_data(scope: TrialScope) -> TrialResult {
+    let sandbox = scope.create().await?;
     for code in [7, 1, 0] {
-        let output = cx.sh(&sandbox.id, &format!("exit {code}")).await?;
+        let output = scope.sh(&sandbox.id, &format!("exit {code}")).await?;
         ensure!(
             output.exit_code == code,
             "`exit {code}` gave exit code {}",
@@ -22,8 +22,8 @@ pub(super) async fn nonzero_exit_is_data(cx: Ctx) -> TrialResult {
 }
 
 /// Arguments reach the program as given: spaces, quotes, `$`, `*`, backslashes, empty ones.
-pub(super) async fn argv_reaches_the_program_verbatim(cx: Ctx) -> TrialResult {
-    let sandbox = cx.create().await?;
+pub(super) async fn argv_reaches_the_program_verbatim(scope: TrialScope) -> TrialResult {
+    let sandbox = scope.create().await?;
     let args = [
         "a b",
         "it's",
@@ -36,7 +36,7 @@ pub(super) async fn argv_reaches_the_program_verbatim(cx: Ctx) -> TrialResult {
     ];
     let mut argv = vec!["printf".to_owned(), "[%s]".to_owned()];
     argv.extend(args.iter().map(|a| (*a).to_owned()));
-    let output = cx.exec(&sandbox.id, ExecRequest::new(argv)).await?;
+    let output = scope.exec(&sandbox.id, ExecRequest::new(argv)).await?;
     let expected: String = args.iter().map(|a| format!("[{a}]")).collect();
     ensure!(
         output.stdout == expected.as_bytes(),
@@ -48,11 +48,11 @@ pub(super) async fn argv_reaches_the_program_verbatim(cx: Ctx) -> TrialResult {
 }
 
 /// The command sees the request's environment variables, values unchanged.
-pub(super) async fn request_env_is_seen(cx: Ctx) -> TrialResult {
-    let sandbox = cx.create().await?;
+pub(super) async fn request_env_is_seen(scope: TrialScope) -> TrialResult {
+    let sandbox = scope.create().await?;
     let value = "va lue 'with' \"quotes\" $NOT_EXPANDED";
     let request = ExecRequest::new(["sh", "-c", "printf %s \"$CF_VAR\""]).with_env("CF_VAR", value);
-    let output = cx.exec(&sandbox.id, request).await?;
+    let output = scope.exec(&sandbox.id, request).await?;
     ensure!(
         output.stdout == value.as_bytes(),
         "the command saw CF_VAR = {}, expected {}",
@@ -63,16 +63,18 @@ pub(super) async fn request_env_is_seen(cx: Ctx) -> TrialResult {
 }
 
 /// The command sees the environment from create, overridden by the request's.
-pub(super) async fn create_env_is_seen_and_request_env_overrides_it(cx: Ctx) -> TrialResult {
-    let id = cx.new_id()?;
-    let request = cx
+pub(super) async fn create_env_is_seen_and_request_env_overrides_it(
+    scope: TrialScope,
+) -> TrialResult {
+    let id = scope.new_id()?;
+    let request = scope
         .request(id.clone())
         .with_env("CF_A", "from-create")
         .with_env("CF_B", "from-create");
-    cx.create_with(request).await?;
+    scope.create_with(request).await?;
     let exec = ExecRequest::new(["sh", "-c", "printf '%s,%s' \"$CF_A\" \"$CF_B\""])
         .with_env("CF_B", "from-exec");
-    let output = cx.exec(&id, exec).await?;
+    let output = scope.exec(&id, exec).await?;
     let expected = b"from-create,from-exec";
     ensure!(
         output.stdout == expected.as_slice(),
@@ -84,10 +86,10 @@ pub(super) async fn create_env_is_seen_and_request_env_overrides_it(cx: Ctx) -> 
 }
 
 /// The command runs in the request's directory.
-pub(super) async fn cwd_is_used(cx: Ctx) -> TrialResult {
-    let sandbox = cx.create().await?;
-    for dir in [cx.fx.scratch_dir.clone(), "/".to_owned()] {
-        let output = cx
+pub(super) async fn cwd_is_used(scope: TrialScope) -> TrialResult {
+    let sandbox = scope.create().await?;
+    for dir in [scope.fx.scratch_dir.clone(), "/".to_owned()] {
+        let output = scope
             .exec(&sandbox.id, ExecRequest::new(["pwd"]).with_cwd(dir.clone()))
             .await?;
         let expected = format!("{dir}\n");
@@ -101,10 +103,13 @@ pub(super) async fn cwd_is_used(cx: Ctx) -> TrialResult {
 }
 
 /// A cwd that does not exist never runs the command somewhere else.
-pub(super) async fn missing_cwd_never_runs_elsewhere(cx: Ctx) -> TrialResult {
-    let sandbox = cx.create().await?;
+pub(super) async fn missing_cwd_never_runs_elsewhere(scope: TrialScope) -> TrialResult {
+    let sandbox = scope.create().await?;
     let request = ExecRequest::new(["sh", "-c", "echo ran"]).with_cwd("/cf-no-such-directory/x");
-    match cx.call("exec", cx.p.exec(&sandbox.id, request)).await? {
+    match scope
+        .call("exec", scope.p.exec(&sandbox.id, request))
+        .await?
+    {
         Err(error) => ensure!(
             error.is_not_found(),
             "exec with a missing cwd answered {error}; expected a non-zero exit or not_found"
@@ -125,13 +130,13 @@ pub(super) async fn missing_cwd_never_runs_elsewhere(cx: Ctx) -> TrialResult {
 }
 
 /// A command the timeout ends exits 124, keeping what it wrote before.
-pub(super) async fn timeout_exits_124_keeping_earlier_output(cx: Ctx) -> TrialResult {
-    let sandbox = cx.create().await?;
-    let long = cx.fx.exec_timeout * 30;
+pub(super) async fn timeout_exits_124_keeping_earlier_output(scope: TrialScope) -> TrialResult {
+    let sandbox = scope.create().await?;
+    let long = scope.fx.exec_timeout * 30;
     let request = ExecRequest::new(["sh", "-c", &format!("echo before; sleep {}", seconds(long))])
-        .with_timeout(cx.fx.exec_timeout);
+        .with_timeout(scope.fx.exec_timeout);
     let started = Instant::now();
-    let output = cx.exec(&sandbox.id, request).await?;
+    let output = scope.exec(&sandbox.id, request).await?;
     let took = started.elapsed();
     ensure!(
         output.exit_code == EXIT_TIMEOUT,
@@ -146,19 +151,21 @@ pub(super) async fn timeout_exits_124_keeping_earlier_output(cx: Ctx) -> TrialRe
     ensure!(
         took < long,
         "the timeout of {:?} ended the command only after {took:?}",
-        cx.fx.exec_timeout
+        scope.fx.exec_timeout
     );
     Ok(())
 }
 
 /// A program that does not exist exits 127.
-pub(super) async fn missing_program_exits_127(cx: Ctx) -> TrialResult {
-    let sandbox = cx.create().await?;
+pub(super) async fn missing_program_exits_127(scope: TrialScope) -> TrialResult {
+    let sandbox = scope.create().await?;
     for argv in [
         vec!["cf-no-such-program"],
         vec!["/cf/no/such/program", "arg"],
     ] {
-        let output = cx.exec(&sandbox.id, ExecRequest::new(argv.clone())).await?;
+        let output = scope
+            .exec(&sandbox.id, ExecRequest::new(argv.clone()))
+            .await?;
         ensure!(
             output.exit_code == EXIT_NOT_FOUND,
             "{argv:?} exited {}; expected {EXIT_NOT_FOUND}",
@@ -169,10 +176,10 @@ pub(super) async fn missing_program_exits_127(cx: Ctx) -> TrialResult {
 }
 
 /// A program that exists but cannot be executed exits 126.
-pub(super) async fn non_executable_program_exits_126(cx: Ctx) -> TrialResult {
-    let sandbox = cx.create().await?;
-    let path = cx.scratch("cf-not-executable");
-    let made = cx
+pub(super) async fn non_executable_program_exits_126(scope: TrialScope) -> TrialResult {
+    let sandbox = scope.create().await?;
+    let path = scope.scratch("cf-not-executable");
+    let made = scope
         .sh(&sandbox.id, &format!("printf 'plain text' > {path}"))
         .await?;
     ensure!(
@@ -180,7 +187,7 @@ pub(super) async fn non_executable_program_exits_126(cx: Ctx) -> TrialResult {
         "could not write {path}: exit {}",
         made.exit_code
     );
-    let output = cx
+    let output = scope
         .exec(&sandbox.id, ExecRequest::new([path.clone()]))
         .await?;
     ensure!(
@@ -192,10 +199,10 @@ pub(super) async fn non_executable_program_exits_126(cx: Ctx) -> TrialResult {
 }
 
 /// Large output comes back whole.
-pub(super) async fn large_output_is_complete(cx: Ctx) -> TrialResult {
-    let sandbox = cx.create().await?;
-    let size = cx.fx.large_bytes;
-    let output = cx
+pub(super) async fn large_output_is_complete(scope: TrialScope) -> TrialResult {
+    let sandbox = scope.create().await?;
+    let size = scope.fx.large_bytes;
+    let output = scope
         .exec(
             &sandbox.id,
             ExecRequest::new(["head", "-c", &size.to_string(), "/dev/zero"]),
@@ -215,9 +222,9 @@ pub(super) async fn large_output_is_complete(cx: Ctx) -> TrialResult {
 }
 
 /// Output that is not text comes back byte for byte.
-pub(super) async fn binary_output_is_byte_exact(cx: Ctx) -> TrialResult {
-    let sandbox = cx.create().await?;
-    let output = cx
+pub(super) async fn binary_output_is_byte_exact(scope: TrialScope) -> TrialResult {
+    let sandbox = scope.create().await?;
+    let output = scope
         .exec(
             &sandbox.id,
             ExecRequest::new(["printf", "\\000\\001\\177\\200\\303\\050\\377"]),
@@ -234,9 +241,9 @@ pub(super) async fn binary_output_is_byte_exact(cx: Ctx) -> TrialResult {
 }
 
 /// Stdout and stderr come back separately.
-pub(super) async fn stdout_and_stderr_are_separate(cx: Ctx) -> TrialResult {
-    let sandbox = cx.create().await?;
-    let output = cx
+pub(super) async fn stdout_and_stderr_are_separate(scope: TrialScope) -> TrialResult {
+    let sandbox = scope.create().await?;
+    let output = scope
         .sh(&sandbox.id, "echo out; echo err >&2; echo more")
         .await?;
     ensure!(
@@ -253,9 +260,11 @@ pub(super) async fn stdout_and_stderr_are_separate(cx: Ctx) -> TrialResult {
 }
 
 /// A malformed request answers `invalid_request`, even for a sandbox that does not exist.
-pub(super) async fn malformed_request_is_invalid_request_before_not_found(cx: Ctx) -> TrialResult {
-    let unknown = cx.unknown_id()?;
-    let sandbox = cx.create().await?;
+pub(super) async fn malformed_request_is_invalid_request_before_not_found(
+    scope: TrialScope,
+) -> TrialResult {
+    let unknown = scope.unknown_id()?;
+    let sandbox = scope.create().await?;
     for id in [&sandbox.id, &unknown] {
         for (what, request) in [
             ("empty argv", ExecRequest::new(Vec::<String>::new())),
@@ -268,42 +277,44 @@ pub(super) async fn malformed_request_is_invalid_request_before_not_found(cx: Ct
                 ExecRequest::new(["true"]).with_timeout(Duration::ZERO),
             ),
         ] {
-            cx.fails_with(
-                &format!("exec with {what} on {id}"),
-                ErrorCode::InvalidRequest,
-                cx.p.exec(id, request),
-            )
-            .await?;
+            scope
+                .fails_with(
+                    &format!("exec with {what} on {id}"),
+                    ErrorCode::InvalidRequest,
+                    scope.p.exec(id, request),
+                )
+                .await?;
         }
     }
     Ok(())
 }
 
 /// Exec refuses streamed stdin, which only exec_stream can feed.
-pub(super) async fn streamed_stdin_is_invalid_request(cx: Ctx) -> TrialResult {
-    let sandbox = cx.create().await?;
+pub(super) async fn streamed_stdin_is_invalid_request(scope: TrialScope) -> TrialResult {
+    let sandbox = scope.create().await?;
     let request = ExecRequest::new(["cat"]).with_streamed_stdin();
-    cx.fails_with(
-        "exec with streamed stdin",
-        ErrorCode::InvalidRequest,
-        cx.p.exec(&sandbox.id, request),
-    )
-    .await?;
+    scope
+        .fails_with(
+            "exec with streamed stdin",
+            ErrorCode::InvalidRequest,
+            scope.p.exec(&sandbox.id, request),
+        )
+        .await?;
     Ok(())
 }
 
 /// A connection that drops before the exit code arrives answers `unavailable`, not an exit.
-pub(super) async fn dropped_connection_is_unavailable(cx: Ctx) -> TrialResult {
-    let sandbox = cx.create().await?;
-    let faults = cx
+pub(super) async fn dropped_connection_is_unavailable(scope: TrialScope) -> TrialResult {
+    let sandbox = scope.create().await?;
+    let faults = scope
         .fx
         .faults
         .clone()
         .ok_or_else(|| super::Failure::new("no fault switches"))?;
-    let long = cx.fx.op_timeout.min(Duration::from_secs(30));
-    let provider = cx.p.clone();
+    let long = scope.fx.op_timeout.min(Duration::from_secs(30));
+    let provider = scope.p.clone();
     let id = sandbox.id.clone();
-    let gap = seconds(cx.fx.stream_gap);
+    let gap = seconds(scope.fx.stream_gap);
     let script = format!(
         "sleep {gap}; echo tick; sleep {gap}; echo tock; sleep {}",
         seconds(long)
@@ -322,7 +333,7 @@ pub(super) async fn dropped_connection_is_unavailable(cx: Ctx) -> TrialResult {
                     exec.abort();
                     fail!("exec kept running for {long:?} although its connections were broken");
                 }
-                cx.ok("inject break-exec-connections", faults.inject(Fault::BreakExecConnections)).await?;
+                scope.ok("inject break-exec-connections", faults.inject(Fault::BreakExecConnections)).await?;
             }
         }
     };

@@ -3,11 +3,15 @@
 use bytes::Bytes;
 use sandbox_contract::{Capability, ErrorCode, ExecRequest, SandboxState};
 
-use super::{Ctx, TrialResult, ensure, show};
+use super::{TrialResult, TrialScope, ensure, show};
 
 /// Checks that `get` reports `state` for the sandbox.
-async fn state_is(cx: &Ctx, id: &sandbox_contract::SandboxId, state: SandboxState) -> TrialResult {
-    let got = cx.ok("get", cx.p.get(id)).await?;
+async fn state_is(
+    scope: &TrialScope,
+    id: &sandbox_contract::SandboxId,
+    state: SandboxState,
+) -> TrialResult {
+    let got = scope.ok("get", scope.p.get(id)).await?;
     ensure!(
         got.state == state,
         "get reports {}; expected {state}",
@@ -17,30 +21,30 @@ async fn state_is(cx: &Ctx, id: &sandbox_contract::SandboxId, state: SandboxStat
 }
 
 /// Stop returns the sandbox stopped, and get agrees.
-pub(super) async fn stop_returns_stopped_and_get_agrees(cx: Ctx) -> TrialResult {
-    let sandbox = cx.create().await?;
-    let stopped = cx.ok("stop", cx.p.stop(&sandbox.id)).await?;
+pub(super) async fn stop_returns_stopped_and_get_agrees(scope: TrialScope) -> TrialResult {
+    let sandbox = scope.create().await?;
+    let stopped = scope.ok("stop", scope.p.stop(&sandbox.id)).await?;
     ensure!(
         stopped.state == SandboxState::Stopped,
         "stop returned {}",
         stopped.state
     );
-    state_is(&cx, &sandbox.id, SandboxState::Stopped).await
+    state_is(&scope, &sandbox.id, SandboxState::Stopped).await
 }
 
 /// Start returns the sandbox running again, get agrees, and commands run.
-pub(super) async fn start_runs_the_sandbox_again(cx: Ctx) -> TrialResult {
-    let sandbox = cx.create().await?;
-    cx.ok("stop", cx.p.stop(&sandbox.id)).await?;
-    let started = cx.ok("start", cx.p.start(&sandbox.id)).await?;
+pub(super) async fn start_runs_the_sandbox_again(scope: TrialScope) -> TrialResult {
+    let sandbox = scope.create().await?;
+    scope.ok("stop", scope.p.stop(&sandbox.id)).await?;
+    let started = scope.ok("start", scope.p.start(&sandbox.id)).await?;
     ensure!(
         started.state == SandboxState::Running,
         "start returned {}",
         started.state
     );
-    state_is(&cx, &sandbox.id, SandboxState::Running).await?;
-    if cx.declares(Capability::Exec) {
-        let output = cx
+    state_is(&scope, &sandbox.id, SandboxState::Running).await?;
+    if scope.declares(Capability::Exec) {
+        let output = scope
             .exec(&sandbox.id, ExecRequest::new(["echo", "alive"]))
             .await?;
         ensure!(
@@ -49,102 +53,112 @@ pub(super) async fn start_runs_the_sandbox_again(cx: Ctx) -> TrialResult {
             show(&output.stdout)
         );
     }
-    if cx.declares(Capability::Files) {
-        cx.write(&sandbox.id, &cx.scratch("cf-after-start"), b"x")
+    if scope.declares(Capability::Files) {
+        scope
+            .write(&sandbox.id, &scope.scratch("cf-after-start"), b"x")
             .await?;
     }
     Ok(())
 }
 
 /// Exec in a stopped sandbox answers `invalid_state`.
-pub(super) async fn exec_while_stopped_is_invalid_state(cx: Ctx) -> TrialResult {
-    let sandbox = cx.create().await?;
-    cx.ok("stop", cx.p.stop(&sandbox.id)).await?;
-    cx.fails_with(
-        "exec while stopped",
-        ErrorCode::InvalidState,
-        cx.p.exec(&sandbox.id, ExecRequest::new(["true"])),
-    )
-    .await?;
-    if cx.declares(Capability::ExecStream) {
-        cx.fails_with(
-            "exec_stream while stopped",
+pub(super) async fn exec_while_stopped_is_invalid_state(scope: TrialScope) -> TrialResult {
+    let sandbox = scope.create().await?;
+    scope.ok("stop", scope.p.stop(&sandbox.id)).await?;
+    scope
+        .fails_with(
+            "exec while stopped",
             ErrorCode::InvalidState,
-            cx.p.exec_stream(&sandbox.id, ExecRequest::new(["true"])),
+            scope.p.exec(&sandbox.id, ExecRequest::new(["true"])),
         )
         .await?;
+    if scope.declares(Capability::ExecStream) {
+        scope
+            .fails_with(
+                "exec_stream while stopped",
+                ErrorCode::InvalidState,
+                scope.p.exec_stream(&sandbox.id, ExecRequest::new(["true"])),
+            )
+            .await?;
     }
     Ok(())
 }
 
 /// File operations in a stopped sandbox answer `invalid_state`.
-pub(super) async fn files_while_stopped_are_invalid_state(cx: Ctx) -> TrialResult {
-    let sandbox = cx.create().await?;
-    let path = cx.scratch("cf-stopped");
-    cx.ok("stop", cx.p.stop(&sandbox.id)).await?;
+pub(super) async fn files_while_stopped_are_invalid_state(scope: TrialScope) -> TrialResult {
+    let sandbox = scope.create().await?;
+    let path = scope.scratch("cf-stopped");
+    scope.ok("stop", scope.p.stop(&sandbox.id)).await?;
     let is = ErrorCode::InvalidState;
-    cx.fails_with(
-        "write_file while stopped",
-        is,
-        cx.p.write_file(&sandbox.id, &path, Bytes::from_static(b"x")),
-    )
-    .await?;
-    cx.fails_with(
-        "read_file while stopped",
-        is,
-        cx.p.read_file(&sandbox.id, &path, 10),
-    )
-    .await?;
-    cx.fails_with(
-        "list_dir while stopped",
-        is,
-        cx.p.list_dir(&sandbox.id, "/"),
-    )
-    .await?;
-    cx.fails_with("stat while stopped", is, cx.p.stat(&sandbox.id, "/"))
+    scope
+        .fails_with(
+            "write_file while stopped",
+            is,
+            scope
+                .p
+                .write_file(&sandbox.id, &path, Bytes::from_static(b"x")),
+        )
         .await?;
-    cx.fails_with("mkdir while stopped", is, cx.p.mkdir(&sandbox.id, &path))
+    scope
+        .fails_with(
+            "read_file while stopped",
+            is,
+            scope.p.read_file(&sandbox.id, &path, 10),
+        )
+        .await?;
+    scope
+        .fails_with(
+            "list_dir while stopped",
+            is,
+            scope.p.list_dir(&sandbox.id, "/"),
+        )
+        .await?;
+    scope
+        .fails_with("stat while stopped", is, scope.p.stat(&sandbox.id, "/"))
+        .await?;
+    scope
+        .fails_with("mkdir while stopped", is, scope.p.mkdir(&sandbox.id, &path))
         .await?;
     Ok(())
 }
 
 /// Stopping a stopped sandbox and starting a running one succeed.
-pub(super) async fn stop_and_start_are_idempotent(cx: Ctx) -> TrialResult {
-    let sandbox = cx.create().await?;
-    let started = cx
-        .ok("start of a running sandbox", cx.p.start(&sandbox.id))
+pub(super) async fn stop_and_start_are_idempotent(scope: TrialScope) -> TrialResult {
+    let sandbox = scope.create().await?;
+    let started = scope
+        .ok("start of a running sandbox", scope.p.start(&sandbox.id))
         .await?;
     ensure!(
         started.state == SandboxState::Running,
         "start of a running sandbox returned {}",
         started.state
     );
-    cx.ok("stop", cx.p.stop(&sandbox.id)).await?;
-    let again = cx
-        .ok("stop of a stopped sandbox", cx.p.stop(&sandbox.id))
+    scope.ok("stop", scope.p.stop(&sandbox.id)).await?;
+    let again = scope
+        .ok("stop of a stopped sandbox", scope.p.stop(&sandbox.id))
         .await?;
     ensure!(
         again.state == SandboxState::Stopped,
         "a second stop returned {}",
         again.state
     );
-    cx.ok("start", cx.p.start(&sandbox.id)).await?;
-    state_is(&cx, &sandbox.id, SandboxState::Running).await
+    scope.ok("start", scope.p.start(&sandbox.id)).await?;
+    state_is(&scope, &sandbox.id, SandboxState::Running).await
 }
 
 /// After stop and start, files under the volume path are kept and files elsewhere are gone.
-pub(super) async fn volume_survives_only_under_volume_path(cx: Ctx) -> TrialResult {
-    let volume = cx.fx.volume_path.clone().unwrap_or_default();
-    let sandbox = cx.create().await?;
+pub(super) async fn volume_survives_only_under_volume_path(scope: TrialScope) -> TrialResult {
+    let volume = scope.fx.volume_path.clone().unwrap_or_default();
+    let sandbox = scope.create().await?;
     let kept = format!("{}/cf-persist/kept.bin", volume.trim_end_matches('/'));
-    let lost = cx.scratch("cf-persist-lost.bin");
+    let lost = scope.scratch("cf-persist-lost.bin");
     let data: Vec<u8> = (0..=255u8).collect();
-    cx.write(&sandbox.id, &kept, &data).await?;
-    cx.write(&sandbox.id, &lost, b"gone after stop").await?;
-    cx.ok("stop", cx.p.stop(&sandbox.id)).await?;
-    cx.ok("start", cx.p.start(&sandbox.id)).await?;
-    let back = cx
-        .call("read_file", cx.p.read_file(&sandbox.id, &kept, 1024))
+    scope.write(&sandbox.id, &kept, &data).await?;
+    scope.write(&sandbox.id, &lost, b"gone after stop").await?;
+    scope.ok("stop", scope.p.stop(&sandbox.id)).await?;
+    scope.ok("start", scope.p.start(&sandbox.id)).await?;
+    let back = scope
+        .call("read_file", scope.p.read_file(&sandbox.id, &kept, 1024))
         .await?
         .map_err(|e| {
             super::Failure::new(format!("the file under the volume was lost at stop: {e}"))
@@ -154,7 +168,7 @@ pub(super) async fn volume_survives_only_under_volume_path(cx: Ctx) -> TrialResu
         "the file under the volume changed at stop: {}",
         show(&back)
     );
-    match cx.call("stat", cx.p.stat(&sandbox.id, &lost)).await? {
+    match scope.call("stat", scope.p.stat(&sandbox.id, &lost)).await? {
         Err(error) if error.is_not_found() => Ok(()),
         Err(error) => Err(super::Failure::new(format!(
             "stat of {lost} answered {error}"
@@ -166,10 +180,10 @@ pub(super) async fn volume_survives_only_under_volume_path(cx: Ctx) -> TrialResu
 }
 
 /// A stopped sandbox is in the list, stopped.
-pub(super) async fn stopped_sandbox_is_listed(cx: Ctx) -> TrialResult {
-    let sandbox = cx.create().await?;
-    cx.ok("stop", cx.p.stop(&sandbox.id)).await?;
-    let listed = cx.ok("list", cx.p.list()).await?;
+pub(super) async fn stopped_sandbox_is_listed(scope: TrialScope) -> TrialResult {
+    let sandbox = scope.create().await?;
+    scope.ok("stop", scope.p.stop(&sandbox.id)).await?;
+    let listed = scope.ok("list", scope.p.list()).await?;
     let found = listed.iter().find(|s| s.id == sandbox.id);
     ensure!(
         found.is_some(),
@@ -185,10 +199,10 @@ pub(super) async fn stopped_sandbox_is_listed(cx: Ctx) -> TrialResult {
 }
 
 /// Create of a stopped sandbox's id returns it as it is, stopped.
-pub(super) async fn create_returns_a_stopped_sandbox_as_it_is(cx: Ctx) -> TrialResult {
-    let sandbox = cx.create().await?;
-    cx.ok("stop", cx.p.stop(&sandbox.id)).await?;
-    let adopted = cx.create_with(cx.request(sandbox.id.clone())).await?;
+pub(super) async fn create_returns_a_stopped_sandbox_as_it_is(scope: TrialScope) -> TrialResult {
+    let sandbox = scope.create().await?;
+    scope.ok("stop", scope.p.stop(&sandbox.id)).await?;
+    let adopted = scope.create_with(scope.request(sandbox.id.clone())).await?;
     ensure!(
         adopted.state == SandboxState::Stopped,
         "create of a stopped sandbox returned it {}",
@@ -198,36 +212,40 @@ pub(super) async fn create_returns_a_stopped_sandbox_as_it_is(cx: Ctx) -> TrialR
         adopted.provider_ref == sandbox.provider_ref,
         "create of a stopped sandbox made a new one"
     );
-    state_is(&cx, &sandbox.id, SandboxState::Stopped).await
+    state_is(&scope, &sandbox.id, SandboxState::Stopped).await
 }
 
 /// Pause returns the sandbox paused, and exec in it answers `invalid_state`.
-pub(super) async fn pause_returns_paused_and_exec_is_invalid_state(cx: Ctx) -> TrialResult {
-    let sandbox = cx.create().await?;
-    let paused = cx.ok("pause", cx.p.pause(&sandbox.id)).await?;
+pub(super) async fn pause_returns_paused_and_exec_is_invalid_state(
+    scope: TrialScope,
+) -> TrialResult {
+    let sandbox = scope.create().await?;
+    let paused = scope.ok("pause", scope.p.pause(&sandbox.id)).await?;
     ensure!(
         paused.state == SandboxState::Paused,
         "pause returned {}",
         paused.state
     );
-    state_is(&cx, &sandbox.id, SandboxState::Paused).await?;
-    if cx.declares(Capability::Exec) {
-        cx.fails_with(
-            "exec while paused",
-            ErrorCode::InvalidState,
-            cx.p.exec(&sandbox.id, ExecRequest::new(["true"])),
-        )
-        .await?;
+    state_is(&scope, &sandbox.id, SandboxState::Paused).await?;
+    if scope.declares(Capability::Exec) {
+        scope
+            .fails_with(
+                "exec while paused",
+                ErrorCode::InvalidState,
+                scope.p.exec(&sandbox.id, ExecRequest::new(["true"])),
+            )
+            .await?;
     }
-    if cx.declares(Capability::Files) {
-        cx.fails_with(
-            "stat while paused",
-            ErrorCode::InvalidState,
-            cx.p.stat(&sandbox.id, "/"),
-        )
-        .await?;
+    if scope.declares(Capability::Files) {
+        scope
+            .fails_with(
+                "stat while paused",
+                ErrorCode::InvalidState,
+                scope.p.stat(&sandbox.id, "/"),
+            )
+            .await?;
     }
-    let resumed = cx.ok("resume", cx.p.resume(&sandbox.id)).await?;
+    let resumed = scope.ok("resume", scope.p.resume(&sandbox.id)).await?;
     ensure!(
         resumed.state == SandboxState::Running,
         "resume returned {}",
@@ -237,15 +255,15 @@ pub(super) async fn pause_returns_paused_and_exec_is_invalid_state(cx: Ctx) -> T
 }
 
 /// Resume keeps every file, inside the volume or not.
-pub(super) async fn resume_keeps_every_file(cx: Ctx) -> TrialResult {
-    let sandbox = cx.create().await?;
-    let path = cx.scratch("cf-paused.txt");
-    cx.write(&sandbox.id, &path, b"kept in memory").await?;
-    cx.ok("pause", cx.p.pause(&sandbox.id)).await?;
-    cx.ok("resume", cx.p.resume(&sandbox.id)).await?;
-    state_is(&cx, &sandbox.id, SandboxState::Running).await?;
-    let back = cx
-        .call("read_file", cx.p.read_file(&sandbox.id, &path, 1024))
+pub(super) async fn resume_keeps_every_file(scope: TrialScope) -> TrialResult {
+    let sandbox = scope.create().await?;
+    let path = scope.scratch("cf-paused.txt");
+    scope.write(&sandbox.id, &path, b"kept in memory").await?;
+    scope.ok("pause", scope.p.pause(&sandbox.id)).await?;
+    scope.ok("resume", scope.p.resume(&sandbox.id)).await?;
+    state_is(&scope, &sandbox.id, SandboxState::Running).await?;
+    let back = scope
+        .call("read_file", scope.p.read_file(&sandbox.id, &path, 1024))
         .await?
         .map_err(|e| super::Failure::new(format!("a file was lost at pause: {e}")))?;
     ensure!(
@@ -257,19 +275,20 @@ pub(super) async fn resume_keeps_every_file(cx: Ctx) -> TrialResult {
 }
 
 /// Pausing a paused sandbox and resuming a running one succeed.
-pub(super) async fn pause_and_resume_are_idempotent(cx: Ctx) -> TrialResult {
-    let sandbox = cx.create().await?;
-    cx.ok("resume of a running sandbox", cx.p.resume(&sandbox.id))
+pub(super) async fn pause_and_resume_are_idempotent(scope: TrialScope) -> TrialResult {
+    let sandbox = scope.create().await?;
+    scope
+        .ok("resume of a running sandbox", scope.p.resume(&sandbox.id))
         .await?;
-    cx.ok("pause", cx.p.pause(&sandbox.id)).await?;
-    let again = cx
-        .ok("pause of a paused sandbox", cx.p.pause(&sandbox.id))
+    scope.ok("pause", scope.p.pause(&sandbox.id)).await?;
+    let again = scope
+        .ok("pause of a paused sandbox", scope.p.pause(&sandbox.id))
         .await?;
     ensure!(
         again.state == SandboxState::Paused,
         "a second pause returned {}",
         again.state
     );
-    cx.ok("resume", cx.p.resume(&sandbox.id)).await?;
-    state_is(&cx, &sandbox.id, SandboxState::Running).await
+    scope.ok("resume", scope.p.resume(&sandbox.id)).await?;
+    state_is(&scope, &sandbox.id, SandboxState::Running).await
 }

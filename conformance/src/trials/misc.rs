@@ -5,14 +5,14 @@ use std::time::Duration;
 
 use sandbox_contract::{Capability, ErrorCode, ExecRequest, Resources, SandboxState};
 
-use super::{Ctx, TrialResult, ensure, fail, seconds, show};
+use super::{TrialResult, TrialScope, ensure, fail, seconds, show};
 
 /// Each listed template creates a sandbox that reports it.
-pub(super) async fn listed_templates_are_recorded(cx: Ctx) -> TrialResult {
-    for template in cx.info.templates.iter().take(3) {
-        let id = cx.new_id()?;
-        let request = cx.request(id).with_template(template.name.clone());
-        let sandbox = cx.create_with(request).await?;
+pub(super) async fn listed_templates_are_recorded(scope: TrialScope) -> TrialResult {
+    for template in scope.info.templates.iter().take(3) {
+        let id = scope.new_id()?;
+        let request = scope.request(id).with_template(template.name.clone());
+        let sandbox = scope.create_with(request).await?;
         ensure!(
             sandbox.template.as_deref() == Some(template.name.as_str()),
             "a sandbox created from template {} reports {:?}",
@@ -24,28 +24,31 @@ pub(super) async fn listed_templates_are_recorded(cx: Ctx) -> TrialResult {
 }
 
 /// A template (or image) that does not exist answers `invalid_request` and leaves nothing.
-pub(super) async fn unknown_template_is_invalid_request_leaving_nothing(cx: Ctx) -> TrialResult {
-    let name = if cx.info.accepts_unlisted_templates {
-        cx.fx.missing_image.clone().unwrap_or_default()
+pub(super) async fn unknown_template_is_invalid_request_leaving_nothing(
+    scope: TrialScope,
+) -> TrialResult {
+    let name = if scope.info.accepts_unlisted_templates {
+        scope.fx.missing_image.clone().unwrap_or_default()
     } else {
         "cf-no-such-template".to_owned()
     };
-    let id = cx.new_id()?;
-    let request = cx.request(id.clone()).with_template(name.clone());
-    cx.fails_with(
-        &format!("create from {name}"),
-        ErrorCode::InvalidRequest,
-        cx.p.create(request),
-    )
-    .await?;
-    cx.wait_gone(&id, cx.fx.delete_wait).await
+    let id = scope.new_id()?;
+    let request = scope.request(id.clone()).with_template(name.clone());
+    scope
+        .fails_with(
+            &format!("create from {name}"),
+            ErrorCode::InvalidRequest,
+            scope.p.create(request),
+        )
+        .await?;
+    scope.wait_gone(&id, scope.fx.delete_wait).await
 }
 
 /// Resources are applied or ignored, never a reason to fail.
-pub(super) async fn requested_resources_never_fail_create(cx: Ctx) -> TrialResult {
-    let id = cx.new_id()?;
-    let request = cx.request(id).with_resources(cx.fx.resources);
-    let sandbox = cx.create_with(request).await?;
+pub(super) async fn requested_resources_never_fail_create(scope: TrialScope) -> TrialResult {
+    let id = scope.new_id()?;
+    let request = scope.request(id).with_resources(scope.fx.resources);
+    let sandbox = scope.create_with(request).await?;
     ensure!(
         sandbox.state == SandboxState::Running,
         "create with resources returned {}",
@@ -55,7 +58,7 @@ pub(super) async fn requested_resources_never_fail_create(cx: Ctx) -> TrialResul
 }
 
 /// A zero resource answers `invalid_request` and leaves nothing.
-pub(super) async fn zero_resource_is_invalid_request(cx: Ctx) -> TrialResult {
+pub(super) async fn zero_resource_is_invalid_request(scope: TrialScope) -> TrialResult {
     for resources in [
         Resources {
             cpu_millis: Some(0),
@@ -70,33 +73,35 @@ pub(super) async fn zero_resource_is_invalid_request(cx: Ctx) -> TrialResult {
             ..Resources::default()
         },
     ] {
-        let id = cx.new_id()?;
-        let request = cx.request(id.clone()).with_resources(resources);
-        cx.fails_with(
-            &format!("create with {resources:?}"),
-            ErrorCode::InvalidRequest,
-            cx.p.create(request),
-        )
-        .await?;
-        cx.fails_with(
-            "get after a refused create",
-            ErrorCode::NotFound,
-            cx.p.get(&id),
-        )
-        .await?;
+        let id = scope.new_id()?;
+        let request = scope.request(id.clone()).with_resources(resources);
+        scope
+            .fails_with(
+                &format!("create with {resources:?}"),
+                ErrorCode::InvalidRequest,
+                scope.p.create(request),
+            )
+            .await?;
+        scope
+            .fails_with(
+                "get after a refused create",
+                ErrorCode::NotFound,
+                scope.p.get(&id),
+            )
+            .await?;
     }
     Ok(())
 }
 
 /// Many sandboxes created, used and deleted at once are all distinct and all go.
-pub(super) async fn many_sandboxes_at_once(cx: Ctx) -> TrialResult {
-    let count = cx.fx.concurrency.max(2);
+pub(super) async fn many_sandboxes_at_once(scope: TrialScope) -> TrialResult {
+    let count = scope.fx.concurrency.max(2);
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..count {
-        let id = cx.new_id()?;
-        let request = cx.request(id.clone());
-        let provider = cx.p.clone();
-        let exec = cx.declares(Capability::Exec);
+        let id = scope.new_id()?;
+        let request = scope.request(id.clone());
+        let provider = scope.p.clone();
+        let exec = scope.declares(Capability::Exec);
         tasks.spawn(async move {
             let sandbox = provider.create(request).await?;
             if exec {
@@ -128,7 +133,7 @@ pub(super) async fn many_sandboxes_at_once(cx: Ctx) -> TrialResult {
         "{count} sandboxes created at once share provider names: only {} distinct",
         refs.len()
     );
-    let listed = cx.ok("list", cx.p.list()).await?;
+    let listed = scope.ok("list", scope.p.list()).await?;
     for sandbox in &sandboxes {
         ensure!(
             listed.iter().any(|s| s.id == sandbox.id),
@@ -138,7 +143,7 @@ pub(super) async fn many_sandboxes_at_once(cx: Ctx) -> TrialResult {
     }
     let mut deletes = tokio::task::JoinSet::new();
     for sandbox in &sandboxes {
-        let provider = cx.p.clone();
+        let provider = scope.p.clone();
         let id = sandbox.id.clone();
         deletes.spawn(async move { provider.delete(&id).await });
     }
@@ -150,19 +155,19 @@ pub(super) async fn many_sandboxes_at_once(cx: Ctx) -> TrialResult {
         }
     }
     for sandbox in &sandboxes {
-        cx.wait_gone(&sandbox.id, cx.fx.delete_wait).await?;
+        scope.wait_gone(&sandbox.id, scope.fx.delete_wait).await?;
     }
     Ok(())
 }
 
 /// Many commands at once in one sandbox each get their own output.
-pub(super) async fn many_execs_at_once_keep_their_output(cx: Ctx) -> TrialResult {
-    let sandbox = cx.create().await?;
-    let count = cx.fx.concurrency.max(2);
-    let pause = seconds(cx.fx.stream_gap.min(Duration::from_secs(1)));
+pub(super) async fn many_execs_at_once_keep_their_output(scope: TrialScope) -> TrialResult {
+    let sandbox = scope.create().await?;
+    let count = scope.fx.concurrency.max(2);
+    let pause = seconds(scope.fx.stream_gap.min(Duration::from_secs(1)));
     let mut tasks = tokio::task::JoinSet::new();
     for n in 0..count {
-        let provider = cx.p.clone();
+        let provider = scope.p.clone();
         let id = sandbox.id.clone();
         let script = format!(
             "sleep {pause}; echo token-{n}; echo err-{n} >&2; exit {}",

@@ -1,5 +1,5 @@
 //! The rules the suite checks: one trial per normative rule of the contract, grouped by
-//! capability, and the context every trial runs with.
+//! capability, and the [`TrialScope`] every trial runs in.
 
 mod coherence;
 mod core;
@@ -136,12 +136,17 @@ pub(crate) struct Rule {
     /// Other conditions on the provider and fixtures.
     pub(crate) gate: Gate,
     /// The body.
-    pub(crate) run: fn(Ctx) -> TrialFuture,
+    pub(crate) run: fn(TrialScope) -> TrialFuture,
 }
 
 impl Rule {
     /// Builds a rule with no extra requirement.
-    fn new(kind: TrialKind, group: Group, name: &'static str, run: fn(Ctx) -> TrialFuture) -> Rule {
+    fn new(
+        kind: TrialKind,
+        group: Group,
+        name: &'static str,
+        run: fn(TrialScope) -> TrialFuture,
+    ) -> Rule {
         Rule {
             group,
             name,
@@ -238,8 +243,8 @@ impl Rule {
 /// Builds a promise rule from `module::function`, named after the function.
 macro_rules! promise {
     ($group:expr, $module:ident :: $name:ident) => {
-        Rule::new(TrialKind::Promise, $group, stringify!($name), |cx| {
-            Box::pin($module::$name(cx))
+        Rule::new(TrialKind::Promise, $group, stringify!($name), |scope| {
+            Box::pin($module::$name(scope))
         })
     };
 }
@@ -251,7 +256,7 @@ macro_rules! coherence {
             TrialKind::Coherence,
             Group::Capability($capability),
             "undeclared_answers_unsupported",
-            |cx| Box::pin(coherence::$name(cx)),
+            |scope| Box::pin(coherence::$name(scope)),
         )
     };
 }
@@ -525,10 +530,12 @@ impl Streamed {
     }
 }
 
-/// What every trial works with: the provider, what it declared, the fixtures, and the
-/// sandboxes to delete afterwards.
+/// One trial's view of a pool: the provider, what it declared, the fixtures, and every sandbox
+/// the trial made, which the suite deletes when the trial ends (the scope of its sandboxes).
+/// Trials call the provider through it, so each call has the pool's timeout and each id is
+/// cleaned up.
 #[derive(Clone)]
-pub(crate) struct Ctx {
+pub(crate) struct TrialScope {
     /// The provider under test.
     pub(crate) p: Arc<dyn Provider>,
     /// What it declared.
@@ -541,15 +548,15 @@ pub(crate) struct Ctx {
     created: Arc<Mutex<Vec<SandboxId>>>,
 }
 
-impl Ctx {
-    /// Returns a context for one trial.
+impl TrialScope {
+    /// Returns the scope of one trial, with no sandbox made yet.
     pub(crate) fn new(
         p: Arc<dyn Provider>,
         info: Arc<ProviderInfo>,
         fx: Arc<Fixtures>,
         ids: Arc<IdSource>,
-    ) -> Ctx {
-        Ctx {
+    ) -> TrialScope {
+        TrialScope {
             p,
             info,
             fx,

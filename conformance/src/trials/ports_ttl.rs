@@ -4,21 +4,24 @@ use std::time::{Duration, SystemTime};
 
 use sandbox_contract::ErrorCode;
 
-use super::{Ctx, TrialResult, ensure};
+use super::{TrialResult, TrialScope, ensure};
 
 /// How far an expiry may be from what the suite computed: clocks and call times differ.
 const CLOCK_SLACK: Duration = Duration::from_secs(60);
 
 /// Exposing the same port twice gives the same URL.
-pub(super) async fn same_port_gives_the_same_url(cx: Ctx) -> TrialResult {
-    let sandbox = cx.create().await?;
-    let first = cx
-        .ok("expose_port", cx.p.expose_port(&sandbox.id, cx.fx.port))
+pub(super) async fn same_port_gives_the_same_url(scope: TrialScope) -> TrialResult {
+    let sandbox = scope.create().await?;
+    let first = scope
+        .ok(
+            "expose_port",
+            scope.p.expose_port(&sandbox.id, scope.fx.port),
+        )
         .await?;
-    let second = cx
+    let second = scope
         .ok(
             "expose_port again",
-            cx.p.expose_port(&sandbox.id, cx.fx.port),
+            scope.p.expose_port(&sandbox.id, scope.fx.port),
         )
         .await?;
     ensure!(first == second, "the same port gave {first} then {second}");
@@ -27,36 +30,40 @@ pub(super) async fn same_port_gives_the_same_url(cx: Ctx) -> TrialResult {
 }
 
 /// Different ports give different URLs.
-pub(super) async fn different_ports_give_different_urls(cx: Ctx) -> TrialResult {
-    let sandbox = cx.create().await?;
-    let other = if cx.fx.port == u16::MAX {
-        cx.fx.port - 1
+pub(super) async fn different_ports_give_different_urls(scope: TrialScope) -> TrialResult {
+    let sandbox = scope.create().await?;
+    let other = if scope.fx.port == u16::MAX {
+        scope.fx.port - 1
     } else {
-        cx.fx.port + 1
+        scope.fx.port + 1
     };
-    let first = cx
-        .ok("expose_port", cx.p.expose_port(&sandbox.id, cx.fx.port))
+    let first = scope
+        .ok(
+            "expose_port",
+            scope.p.expose_port(&sandbox.id, scope.fx.port),
+        )
         .await?;
-    let second = cx
-        .ok("expose_port", cx.p.expose_port(&sandbox.id, other))
+    let second = scope
+        .ok("expose_port", scope.p.expose_port(&sandbox.id, other))
         .await?;
     ensure!(
         first != second,
         "ports {} and {other} both gave {first}",
-        cx.fx.port
+        scope.fx.port
     );
     Ok(())
 }
 
 /// Port 0 answers `invalid_request`.
-pub(super) async fn port_zero_is_invalid_request(cx: Ctx) -> TrialResult {
-    let sandbox = cx.create().await?;
-    cx.fails_with(
-        "expose_port 0",
-        ErrorCode::InvalidRequest,
-        cx.p.expose_port(&sandbox.id, 0),
-    )
-    .await?;
+pub(super) async fn port_zero_is_invalid_request(scope: TrialScope) -> TrialResult {
+    let sandbox = scope.create().await?;
+    scope
+        .fails_with(
+            "expose_port 0",
+            ErrorCode::InvalidRequest,
+            scope.p.expose_port(&sandbox.id, 0),
+        )
+        .await?;
     Ok(())
 }
 
@@ -82,43 +89,55 @@ fn expires_near(
 }
 
 /// Create with a TTL reports the expiry it sets.
-pub(super) async fn create_sets_expires_at_from_ttl(cx: Ctx) -> TrialResult {
+pub(super) async fn create_sets_expires_at_from_ttl(scope: TrialScope) -> TrialResult {
     let ttl = Duration::from_secs(3600);
     let before = SystemTime::now();
-    let id = cx.new_id()?;
-    let sandbox = cx.create_with(cx.request(id.clone()).with_ttl(ttl)).await?;
+    let id = scope.new_id()?;
+    let sandbox = scope
+        .create_with(scope.request(id.clone()).with_ttl(ttl))
+        .await?;
     expires_near(sandbox.expires_at, before, ttl, "create")?;
-    let got = cx.ok("get", cx.p.get(&id)).await?;
+    let got = scope.ok("get", scope.p.get(&id)).await?;
     expires_near(got.expires_at, before, ttl, "get after create")
 }
 
 /// set_ttl moves the expiry later and earlier, and get agrees.
-pub(super) async fn set_ttl_moves_the_reported_expiry(cx: Ctx) -> TrialResult {
-    let id = cx.new_id()?;
-    cx.create_with(cx.request(id.clone()).with_ttl(Duration::from_secs(3600)))
+pub(super) async fn set_ttl_moves_the_reported_expiry(scope: TrialScope) -> TrialResult {
+    let id = scope.new_id()?;
+    scope
+        .create_with(
+            scope
+                .request(id.clone())
+                .with_ttl(Duration::from_secs(3600)),
+        )
         .await?;
     for ttl in [Duration::from_secs(7200), Duration::from_secs(1800)] {
         let before = SystemTime::now();
-        let moved = cx.ok("set_ttl", cx.p.set_ttl(&id, Some(ttl))).await?;
+        let moved = scope.ok("set_ttl", scope.p.set_ttl(&id, Some(ttl))).await?;
         expires_near(moved.expires_at, before, ttl, "set_ttl")?;
-        let got = cx.ok("get", cx.p.get(&id)).await?;
+        let got = scope.ok("get", scope.p.get(&id)).await?;
         expires_near(got.expires_at, before, ttl, "get after set_ttl")?;
     }
     Ok(())
 }
 
 /// set_ttl with no TTL clears the expiry.
-pub(super) async fn set_ttl_none_clears_the_expiry(cx: Ctx) -> TrialResult {
-    let id = cx.new_id()?;
-    cx.create_with(cx.request(id.clone()).with_ttl(Duration::from_secs(3600)))
+pub(super) async fn set_ttl_none_clears_the_expiry(scope: TrialScope) -> TrialResult {
+    let id = scope.new_id()?;
+    scope
+        .create_with(
+            scope
+                .request(id.clone())
+                .with_ttl(Duration::from_secs(3600)),
+        )
         .await?;
-    let cleared = cx.ok("set_ttl none", cx.p.set_ttl(&id, None)).await?;
+    let cleared = scope.ok("set_ttl none", scope.p.set_ttl(&id, None)).await?;
     ensure!(
         cleared.expires_at.is_none(),
         "set_ttl none left expires_at {:?}",
         cleared.expires_at
     );
-    let got = cx.ok("get", cx.p.get(&id)).await?;
+    let got = scope.ok("get", scope.p.get(&id)).await?;
     ensure!(
         got.expires_at.is_none(),
         "get after set_ttl none shows {:?}",
@@ -128,40 +147,45 @@ pub(super) async fn set_ttl_none_clears_the_expiry(cx: Ctx) -> TrialResult {
 }
 
 /// A zero TTL answers `invalid_request` and leaves the sandbox alone.
-pub(super) async fn zero_ttl_is_invalid_request(cx: Ctx) -> TrialResult {
-    let sandbox = cx.create().await?;
-    cx.fails_with(
-        "set_ttl 0",
-        ErrorCode::InvalidRequest,
-        cx.p.set_ttl(&sandbox.id, Some(Duration::ZERO)),
-    )
-    .await?;
-    cx.ok("get after a refused set_ttl", cx.p.get(&sandbox.id))
+pub(super) async fn zero_ttl_is_invalid_request(scope: TrialScope) -> TrialResult {
+    let sandbox = scope.create().await?;
+    scope
+        .fails_with(
+            "set_ttl 0",
+            ErrorCode::InvalidRequest,
+            scope.p.set_ttl(&sandbox.id, Some(Duration::ZERO)),
+        )
+        .await?;
+    scope
+        .ok("get after a refused set_ttl", scope.p.get(&sandbox.id))
         .await?;
     Ok(())
 }
 
 /// Once its TTL passes, the provider removes the sandbox on its own.
-pub(super) async fn backstop_removes_the_sandbox(cx: Ctx) -> TrialResult {
-    let sandbox = cx.create().await?;
-    cx.ok("set_ttl", cx.p.set_ttl(&sandbox.id, Some(cx.fx.ttl)))
+pub(super) async fn backstop_removes_the_sandbox(scope: TrialScope) -> TrialResult {
+    let sandbox = scope.create().await?;
+    scope
+        .ok("set_ttl", scope.p.set_ttl(&sandbox.id, Some(scope.fx.ttl)))
         .await?;
-    let wait = cx.fx.ttl + cx.fx.ttl_backstop_wait.unwrap_or_default();
-    cx.wait_gone(&sandbox.id, wait).await
+    let wait = scope.fx.ttl + scope.fx.ttl_backstop_wait.unwrap_or_default();
+    scope.wait_gone(&sandbox.id, wait).await
 }
 
 /// A TTL moved later is the one the backstop honours.
-pub(super) async fn moved_expiry_is_what_the_backstop_uses(cx: Ctx) -> TrialResult {
-    let id = cx.new_id()?;
-    cx.create_with(cx.request(id.clone()).with_ttl(cx.fx.ttl))
+pub(super) async fn moved_expiry_is_what_the_backstop_uses(scope: TrialScope) -> TrialResult {
+    let id = scope.new_id()?;
+    scope
+        .create_with(scope.request(id.clone()).with_ttl(scope.fx.ttl))
         .await?;
-    cx.ok(
-        "set_ttl",
-        cx.p.set_ttl(&id, Some(Duration::from_secs(3600))),
-    )
-    .await?;
-    tokio::time::sleep(cx.fx.ttl + cx.fx.ttl_backstop_wait.unwrap_or_default()).await;
-    match cx.call("get", cx.p.get(&id)).await? {
+    scope
+        .ok(
+            "set_ttl",
+            scope.p.set_ttl(&id, Some(Duration::from_secs(3600))),
+        )
+        .await?;
+    tokio::time::sleep(scope.fx.ttl + scope.fx.ttl_backstop_wait.unwrap_or_default()).await;
+    match scope.call("get", scope.p.get(&id)).await? {
         Ok(sandbox) => ensure!(
             sandbox.state != sandbox_contract::SandboxState::Deleting,
             "the sandbox is being deleted at its original expiry, though its TTL was moved"

@@ -4,13 +4,13 @@ use std::time::Duration;
 
 use sandbox_contract::{ExecEvent, ExecRequest};
 
-use super::{Ctx, TrialResult, ensure, fail, show};
+use super::{TrialResult, TrialScope, ensure, fail, show};
 
 /// Bytes given with the request reach the command, then end of input.
-pub(super) async fn bytes_reach_the_command_then_end_of_input(cx: Ctx) -> TrialResult {
-    let sandbox = cx.create().await?;
+pub(super) async fn bytes_reach_the_command_then_end_of_input(scope: TrialScope) -> TrialResult {
+    let sandbox = scope.create().await?;
     let input = b"hello\nworld\0\xff".to_vec();
-    let output = cx
+    let output = scope
         .exec(
             &sandbox.id,
             ExecRequest::new(["cat"]).with_stdin(input.clone()),
@@ -27,11 +27,11 @@ pub(super) async fn bytes_reach_the_command_then_end_of_input(cx: Ctx) -> TrialR
 }
 
 /// Large input reaches the command whole.
-pub(super) async fn large_stdin_arrives_complete(cx: Ctx) -> TrialResult {
-    let sandbox = cx.create().await?;
-    let size = cx.fx.large_bytes;
+pub(super) async fn large_stdin_arrives_complete(scope: TrialScope) -> TrialResult {
+    let sandbox = scope.create().await?;
+    let size = scope.fx.large_bytes;
     let input: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
-    let output = cx
+    let output = scope
         .exec(
             &sandbox.id,
             ExecRequest::new(["wc", "-c"]).with_stdin(input.clone()),
@@ -42,7 +42,7 @@ pub(super) async fn large_stdin_arrives_complete(cx: Ctx) -> TrialResult {
         counted == size.to_string(),
         "wc -c counted {counted} of {size} input bytes"
     );
-    let output = cx
+    let output = scope
         .exec(
             &sandbox.id,
             ExecRequest::new(["cat"]).with_stdin(input.clone()),
@@ -57,19 +57,19 @@ pub(super) async fn large_stdin_arrives_complete(cx: Ctx) -> TrialResult {
 }
 
 /// Streamed chunks reach the command in the order sent.
-pub(super) async fn streamed_chunks_arrive_in_order(cx: Ctx) -> TrialResult {
-    let sandbox = cx.create().await?;
+pub(super) async fn streamed_chunks_arrive_in_order(scope: TrialScope) -> TrialResult {
+    let sandbox = scope.create().await?;
     let chunks: Vec<String> = (0..8).map(|n| format!("<{n}>")).collect();
     let total: usize = chunks.iter().map(String::len).sum();
     let request = ExecRequest::new(["head", "-c", &total.to_string()]).with_streamed_stdin();
-    let mut session = cx.stream(&sandbox.id, request).await?;
+    let mut session = scope.stream(&sandbox.id, request).await?;
     let mut stdin = session
         .take_stdin()
         .ok_or_else(|| super::Failure::new("the session has no stdin handle"))?;
     for chunk in &chunks {
-        cx.ok("stdin send", stdin.send(chunk.clone())).await?;
+        scope.ok("stdin send", stdin.send(chunk.clone())).await?;
     }
-    let streamed = cx.drain(&mut session).await?;
+    let streamed = scope.drain(&mut session).await?;
     drop(stdin);
     let expected: String = chunks.concat();
     ensure!(
@@ -82,16 +82,16 @@ pub(super) async fn streamed_chunks_arrive_in_order(cx: Ctx) -> TrialResult {
 }
 
 /// Streamed input reaches the command as it is sent, before stdin is closed.
-pub(super) async fn streamed_input_is_not_held_until_close(cx: Ctx) -> TrialResult {
-    let sandbox = cx.create().await?;
-    let mut session = cx
+pub(super) async fn streamed_input_is_not_held_until_close(scope: TrialScope) -> TrialResult {
+    let sandbox = scope.create().await?;
+    let mut session = scope
         .stream(&sandbox.id, ExecRequest::new(["cat"]).with_streamed_stdin())
         .await?;
     let mut stdin = session
         .take_stdin()
         .ok_or_else(|| super::Failure::new("the session has no stdin handle"))?;
-    cx.ok("stdin send", stdin.send("ping\n")).await?;
-    let wait = cx.fx.op_timeout.min(cx.fx.stream_gap * 20);
+    scope.ok("stdin send", stdin.send("ping\n")).await?;
+    let wait = scope.fx.op_timeout.min(scope.fx.stream_gap * 20);
     let echoed = tokio::time::timeout(wait, session.next_event()).await;
     match echoed {
         Ok(Some(Ok(ExecEvent::Stdout(chunk)))) => {
@@ -100,8 +100,8 @@ pub(super) async fn streamed_input_is_not_held_until_close(cx: Ctx) -> TrialResu
         Ok(other) => fail!("expected cat to echo ping before stdin closed, got {other:?}"),
         Err(_) => fail!("cat echoed nothing within {wait:?}: input held until stdin closes"),
     }
-    cx.ok("stdin close", stdin.close()).await?;
-    let rest = cx.drain(&mut session).await?;
+    scope.ok("stdin close", stdin.close()).await?;
+    let rest = scope.drain(&mut session).await?;
     ensure!(
         rest.terminal.as_ref().ok() == Some(&0),
         "cat ended with {:?}",
@@ -111,9 +111,9 @@ pub(super) async fn streamed_input_is_not_held_until_close(cx: Ctx) -> TrialResu
 }
 
 /// Closing streamed stdin gives the command end of input.
-pub(super) async fn closing_streamed_stdin_delivers_end_of_input(cx: Ctx) -> TrialResult {
-    let sandbox = cx.create().await?;
-    let mut session = cx
+pub(super) async fn closing_streamed_stdin_delivers_end_of_input(scope: TrialScope) -> TrialResult {
+    let sandbox = scope.create().await?;
+    let mut session = scope
         .stream(
             &sandbox.id,
             ExecRequest::new(["wc", "-c"]).with_streamed_stdin(),
@@ -122,9 +122,9 @@ pub(super) async fn closing_streamed_stdin_delivers_end_of_input(cx: Ctx) -> Tri
     let stdin = session
         .stdin()
         .ok_or_else(|| super::Failure::new("the session has no stdin handle"))?;
-    cx.ok("stdin send", stdin.send("12345")).await?;
-    cx.ok("stdin close", stdin.close()).await?;
-    let streamed = eof_or_fail(&cx, &mut session, "closing").await?;
+    scope.ok("stdin send", stdin.send("12345")).await?;
+    scope.ok("stdin close", stdin.close()).await?;
+    let streamed = eof_or_fail(&scope, &mut session, "closing").await?;
     let counted = String::from_utf8_lossy(&streamed.stdout())
         .trim()
         .to_owned();
@@ -133,17 +133,17 @@ pub(super) async fn closing_streamed_stdin_delivers_end_of_input(cx: Ctx) -> Tri
 }
 
 /// Dropping the stdin handle gives the command end of input, like closing it.
-pub(super) async fn dropping_the_handle_delivers_end_of_input(cx: Ctx) -> TrialResult {
-    let sandbox = cx.create().await?;
-    let mut session = cx
+pub(super) async fn dropping_the_handle_delivers_end_of_input(scope: TrialScope) -> TrialResult {
+    let sandbox = scope.create().await?;
+    let mut session = scope
         .stream(&sandbox.id, ExecRequest::new(["cat"]).with_streamed_stdin())
         .await?;
     let mut stdin = session
         .take_stdin()
         .ok_or_else(|| super::Failure::new("the session has no stdin handle"))?;
-    cx.ok("stdin send", stdin.send("bye")).await?;
+    scope.ok("stdin send", stdin.send("bye")).await?;
     drop(stdin);
-    let streamed = eof_or_fail(&cx, &mut session, "dropping").await?;
+    let streamed = eof_or_fail(&scope, &mut session, "dropping").await?;
     ensure!(
         streamed.stdout() == b"bye",
         "cat echoed {}",
@@ -154,12 +154,12 @@ pub(super) async fn dropping_the_handle_delivers_end_of_input(cx: Ctx) -> TrialR
 
 /// Reads the session to its exit, failing with a clear message if end of input never came.
 async fn eof_or_fail(
-    cx: &Ctx,
+    scope: &TrialScope,
     session: &mut sandbox_contract::ExecSession,
     how: &str,
 ) -> Result<super::Streamed, super::Failure> {
-    let wait = cx.fx.op_timeout.min(Duration::from_secs(60));
-    match tokio::time::timeout(wait, cx.drain(session)).await {
+    let wait = scope.fx.op_timeout.min(Duration::from_secs(60));
+    match tokio::time::timeout(wait, scope.drain(session)).await {
         Err(_) => {
             fail!("the command did not end within {wait:?} after {how} stdin: no end of input")
         }

@@ -4,21 +4,21 @@ use std::time::Duration;
 
 use sandbox_contract::{EXIT_NOT_FOUND, EXIT_TIMEOUT, ExecEvent, ExecRequest};
 
-use super::{Ctx, TrialResult, ensure, fail, seconds, show};
+use super::{TrialResult, TrialScope, ensure, fail, seconds, show};
 use crate::fixtures::Fault;
 
 /// Runs `sh -c script` streamed and reads it to its terminal item.
-async fn run(cx: &Ctx, script: &str) -> Result<super::Streamed, super::Failure> {
-    let sandbox = cx.create().await?;
-    let mut session = cx
+async fn run(scope: &TrialScope, script: &str) -> Result<super::Streamed, super::Failure> {
+    let sandbox = scope.create().await?;
+    let mut session = scope
         .stream(&sandbox.id, ExecRequest::new(["sh", "-c", script]))
         .await?;
-    cx.drain(&mut session).await
+    scope.drain(&mut session).await
 }
 
 /// Stdout and stderr chunks come as separate events.
-pub(super) async fn stdout_and_stderr_come_as_separate_events(cx: Ctx) -> TrialResult {
-    let streamed = run(&cx, "echo out; echo err >&2").await?;
+pub(super) async fn stdout_and_stderr_come_as_separate_events(scope: TrialScope) -> TrialResult {
+    let streamed = run(&scope, "echo out; echo err >&2").await?;
     ensure!(
         streamed.terminal.as_ref().ok() == Some(&0),
         "terminal item {:?}",
@@ -38,10 +38,10 @@ pub(super) async fn stdout_and_stderr_come_as_separate_events(cx: Ctx) -> TrialR
 }
 
 /// Output written before the command sleeps arrives before it exits.
-pub(super) async fn output_arrives_while_the_command_runs(cx: Ctx) -> TrialResult {
-    let gap = cx.fx.stream_gap;
+pub(super) async fn output_arrives_while_the_command_runs(scope: TrialScope) -> TrialResult {
+    let gap = scope.fx.stream_gap;
     let streamed = run(
-        &cx,
+        &scope,
         &format!("echo first; sleep {}; echo second", seconds(gap * 2)),
     )
     .await?;
@@ -69,13 +69,13 @@ pub(super) async fn output_arrives_while_the_command_runs(cx: Ctx) -> TrialResul
 }
 
 /// Output keeps its order within each stream and, given time between writes, across them.
-pub(super) async fn order_is_kept_within_and_across_streams(cx: Ctx) -> TrialResult {
-    let gap = seconds(cx.fx.stream_gap);
+pub(super) async fn order_is_kept_within_and_across_streams(scope: TrialScope) -> TrialResult {
+    let gap = seconds(scope.fx.stream_gap);
     let lines: String = (1..=20).map(|n| format!("printf '{n},'; ")).collect();
     let script = format!(
         "{lines}sleep {gap}; printf a >&2; sleep {gap}; printf b; sleep {gap}; printf c >&2"
     );
-    let streamed = run(&cx, &script).await?;
+    let streamed = run(&scope, &script).await?;
     ensure!(
         streamed.terminal.as_ref().ok() == Some(&0),
         "terminal item {:?}",
@@ -111,9 +111,9 @@ pub(super) async fn order_is_kept_within_and_across_streams(cx: Ctx) -> TrialRes
 }
 
 /// Exactly one exit comes, after all the output, and nothing after it.
-pub(super) async fn exactly_one_exit_after_all_output(cx: Ctx) -> TrialResult {
-    let sandbox = cx.create().await?;
-    let mut session = cx
+pub(super) async fn exactly_one_exit_after_all_output(scope: TrialScope) -> TrialResult {
+    let sandbox = scope.create().await?;
+    let mut session = scope
         .stream(
             &sandbox.id,
             ExecRequest::new([
@@ -123,7 +123,7 @@ pub(super) async fn exactly_one_exit_after_all_output(cx: Ctx) -> TrialResult {
             ]),
         )
         .await?;
-    let streamed = cx.drain(&mut session).await?;
+    let streamed = scope.drain(&mut session).await?;
     ensure!(
         streamed.terminal.as_ref().ok() == Some(&3),
         "terminal item {:?}; expected exit 3",
@@ -135,7 +135,7 @@ pub(super) async fn exactly_one_exit_after_all_output(cx: Ctx) -> TrialResult {
         show(&streamed.stdout()),
         show(&streamed.stderr())
     );
-    let after = cx.next_event(&mut session).await?;
+    let after = scope.next_event(&mut session).await?;
     ensure!(
         after.is_none(),
         "the session yielded {after:?} after its exit"
@@ -144,17 +144,17 @@ pub(super) async fn exactly_one_exit_after_all_output(cx: Ctx) -> TrialResult {
 }
 
 /// Streamed commands exit with the same codes as exec gives.
-pub(super) async fn exit_codes_match_exec(cx: Ctx) -> TrialResult {
-    let sandbox = cx.create().await?;
+pub(super) async fn exit_codes_match_exec(scope: TrialScope) -> TrialResult {
+    let sandbox = scope.create().await?;
     for (argv, code) in [
         (vec!["sh", "-c", "exit 7"], 7),
         (vec!["true"], 0),
         (vec!["cf-no-such-program"], EXIT_NOT_FOUND),
     ] {
-        let mut session = cx
+        let mut session = scope
             .stream(&sandbox.id, ExecRequest::new(argv.clone()))
             .await?;
-        let streamed = cx.drain(&mut session).await?;
+        let streamed = scope.drain(&mut session).await?;
         ensure!(
             streamed.terminal.as_ref().ok() == Some(&code),
             "{argv:?} streamed {:?}; expected exit {code}",
@@ -165,13 +165,13 @@ pub(super) async fn exit_codes_match_exec(cx: Ctx) -> TrialResult {
 }
 
 /// A streamed command the timeout ends exits 124 after what it wrote.
-pub(super) async fn timeout_exits_124(cx: Ctx) -> TrialResult {
-    let sandbox = cx.create().await?;
-    let long = cx.fx.exec_timeout * 30;
+pub(super) async fn timeout_exits_124(scope: TrialScope) -> TrialResult {
+    let sandbox = scope.create().await?;
+    let long = scope.fx.exec_timeout * 30;
     let request = ExecRequest::new(["sh", "-c", &format!("echo before; sleep {}", seconds(long))])
-        .with_timeout(cx.fx.exec_timeout);
-    let mut session = cx.stream(&sandbox.id, request).await?;
-    let streamed = cx.drain(&mut session).await?;
+        .with_timeout(scope.fx.exec_timeout);
+    let mut session = scope.stream(&sandbox.id, request).await?;
+    let streamed = scope.drain(&mut session).await?;
     ensure!(
         streamed.terminal.as_ref().ok() == Some(&EXIT_TIMEOUT),
         "a timed-out streamed command ended with {:?}; expected exit {EXIT_TIMEOUT}",
@@ -186,9 +186,9 @@ pub(super) async fn timeout_exits_124(cx: Ctx) -> TrialResult {
 }
 
 /// Large streamed output arrives whole.
-pub(super) async fn large_output_arrives_complete(cx: Ctx) -> TrialResult {
-    let size = cx.fx.large_bytes;
-    let streamed = run(&cx, &format!("head -c {size} /dev/zero; echo end >&2")).await?;
+pub(super) async fn large_output_arrives_complete(scope: TrialScope) -> TrialResult {
+    let size = scope.fx.large_bytes;
+    let streamed = run(&scope, &format!("head -c {size} /dev/zero; echo end >&2")).await?;
     ensure!(
         streamed.terminal.as_ref().ok() == Some(&0),
         "terminal item {:?}",
@@ -205,35 +205,36 @@ pub(super) async fn large_output_arrives_complete(cx: Ctx) -> TrialResult {
 }
 
 /// A stream whose connection breaks ends in an error, never a made-up exit.
-pub(super) async fn broken_stream_is_an_error_not_an_exit(cx: Ctx) -> TrialResult {
-    let sandbox = cx.create().await?;
-    let faults = cx
+pub(super) async fn broken_stream_is_an_error_not_an_exit(scope: TrialScope) -> TrialResult {
+    let sandbox = scope.create().await?;
+    let faults = scope
         .fx
         .faults
         .clone()
         .ok_or_else(|| super::Failure::new("no fault switches"))?;
-    let long = cx.fx.op_timeout.min(Duration::from_secs(30)) * 2;
+    let long = scope.fx.op_timeout.min(Duration::from_secs(30)) * 2;
     let request = ExecRequest::new([
         "sh",
         "-c",
         &format!(
             "echo started; sleep {}; echo more; sleep {}",
-            seconds(cx.fx.stream_gap),
+            seconds(scope.fx.stream_gap),
             seconds(long)
         ),
     ]);
-    let mut session = cx.stream(&sandbox.id, request).await?;
-    match cx.next_event(&mut session).await? {
+    let mut session = scope.stream(&sandbox.id, request).await?;
+    match scope.next_event(&mut session).await? {
         Some(Ok(ExecEvent::Stdout(_))) => {}
         other => fail!("expected the command's first output, got {other:?}"),
     }
-    cx.ok(
-        "inject break-exec-connections",
-        faults.inject(Fault::BreakExecConnections),
-    )
-    .await?;
+    scope
+        .ok(
+            "inject break-exec-connections",
+            faults.inject(Fault::BreakExecConnections),
+        )
+        .await?;
     loop {
-        match cx.next_event(&mut session).await? {
+        match scope.next_event(&mut session).await? {
             Some(Ok(ExecEvent::Exit(code))) => {
                 fail!("the broken stream ended with a made-up exit {code}")
             }

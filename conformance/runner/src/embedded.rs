@@ -1,0 +1,181 @@
+//! The run against an in-process fakekube: start it with the warm pool a cluster operator would
+//! make, connect the adapter as two pools, run the suite with fakekube's fault switches, then
+//! check that nothing is left.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agentsandbox::{AgentSandbox, ConnectOptions, PoolConfig};
+use fakekube::FakeKube;
+use sandbox_conformance::{Arguments, Fault, Faults, Fixtures};
+use sandbox_contract::{Error, Provider, async_trait};
+use serde_json::json;
+
+use crate::error::RunError;
+use crate::options::Options;
+use crate::pools::{
+    CLUSTER_OBJECTS, DIRECT_POOL, MISSING_IMAGE, NAMESPACE, WARM_POOL, WARM_POOL_CONFIG,
+    WARM_TEMPLATE, direct_fixtures, fast_fixtures, warm_fixtures,
+};
+use crate::{suite_with_reports, verdict};
+
+/// Members of the warm pool on fakekube: enough for the trials that create several sandboxes
+/// at once to adopt rather than wait for replenishment.
+const WARM_REPLICAS: u32 = 16;
+
+/// Runs the suite against the adapter on a fresh in-process fakekube.
+pub(crate) fn run(
+    runtime: &tokio::runtime::Runtime,
+    options: &Options,
+    args: &Arguments,
+) -> Result<ExitCode, RunError> {
+    let started = Instant::now();
+    let (kube, direct, warm) = runtime.block_on(async {
+        let kube = FakeKube::builder()
+            .namespace(NAMESPACE)
+            .start()
+            .await
+            .map_err(RunError::StartFakekube)?;
+        kube.images().mark_missing(MISSING_IMAGE);
+        create_warm_pool(&kube).await?;
+        let direct = connect(&kube, DIRECT_POOL).await?;
+        let warm = connect(&kube, WARM_POOL_CONFIG).await?;
+        Ok::<_, RunError>((Arc::new(kube), direct, warm))
+    })?;
+    eprintln!(
+        "fakekube at {} (started with its pools in {:?})",
+        kube.base_url(),
+        started.elapsed()
+    );
+    let with_faults = || Fixtures {
+        faults: Some(Arc::new(FakeFaults(kube.clone())) as Arc<dyn Faults>),
+        ..fast_fixtures()
+    };
+    let report = suite_with_reports(options)
+        .pool(
+            "direct",
+            Arc::new(direct) as Arc<dyn Provider>,
+            direct_fixtures(with_faults()),
+        )
+        .pool(
+            "warm",
+            Arc::new(warm) as Arc<dyn Provider>,
+            warm_fixtures(with_faults()),
+        )
+        .run(args);
+    if args.list {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let leaks = runtime.block_on(leak_check(&kube));
+    println!(
+        "\nwall time: {:.2?} (fakekube start and pools included)",
+        started.elapsed()
+    );
+    match &leaks {
+        Ok(()) => {
+            println!("leak check: nothing left (no Sandbox, SandboxClaim, Pod, Service or PVC)")
+        }
+        Err(left) => println!("leak check FAILED: still present: {left}"),
+    }
+    Ok(verdict(&report, leaks.is_ok()))
+}
+
+/// Connects the adapter to `kube` as the pool `yaml` describes, with fakekube's short waits
+/// and a page size small enough that the list trials page.
+async fn connect(kube: &FakeKube, yaml: &str) -> Result<AgentSandbox, RunError> {
+    let pool = PoolConfig::from_yaml(yaml).map_err(RunError::PoolConfig)?;
+    let options = ConnectOptions::from_env()
+        .with_kubeconfig_yaml(kube.kubeconfig())
+        .with_env(|_| None)
+        .with_service_account_dir("/nonexistent")
+        .with_page_size(5)
+        .with_ready_timeout(Duration::from_secs(20));
+    AgentSandbox::connect(pool, options)
+        .await
+        .map_err(RunError::Connect)
+}
+
+/// The suite's faults, over fakekube's fault switches.
+struct FakeFaults(Arc<FakeKube>);
+
+#[async_trait]
+impl Faults for FakeFaults {
+    fn supports(&self, _fault: Fault) -> bool {
+        true
+    }
+
+    async fn inject(&self, fault: Fault) -> Result<(), Error> {
+        match fault {
+            Fault::BreakExecConnections => self.0.faults().drop_exec_after_bytes(Some(0)),
+            Fault::FailListPages => self.0.faults().fail_continued_lists(true),
+        }
+        Ok(())
+    }
+
+    async fn clear(&self, fault: Fault) -> Result<(), Error> {
+        match fault {
+            Fault::BreakExecConnections => self.0.faults().drop_exec_after_bytes(None),
+            Fault::FailListPages => self.0.faults().fail_continued_lists(false),
+        }
+        Ok(())
+    }
+}
+
+/// Creates the SandboxTemplate and the SandboxWarmPool of fixtures/live/warm-pool.yaml (with
+/// [`WARM_REPLICAS`] members) and waits until the pool is full.
+async fn create_warm_pool(kube: &FakeKube) -> Result<(), RunError> {
+    for doc in CLUSTER_OBJECTS.split("\n---\n") {
+        let mut object: serde_json::Value =
+            serde_saphyr::from_str(doc).map_err(RunError::ClusterObjects)?;
+        if object.get("kind").and_then(serde_json::Value::as_str) == Some("SandboxWarmPool") {
+            object["spec"]["replicas"] = json!(WARM_REPLICAS);
+        }
+        kube.create(object).map_err(RunError::CreateClusterObject)?;
+    }
+    kube.wait_for(
+        "sandboxwarmpools",
+        NAMESPACE,
+        WARM_POOL,
+        Duration::from_secs(20),
+        |p| {
+            p.and_then(|p| p.pointer("/status/readyReplicas"))
+                .and_then(serde_json::Value::as_u64)
+                == Some(u64::from(WARM_REPLICAS))
+        },
+    )
+    .await
+    .map(|_| ())
+    .map_err(|e| RunError::WarmPoolNotFilled(Box::new(e)))
+}
+
+/// Removes the warm pool and its template (their members are the operator's, not the run's),
+/// then checks that nothing of the run is left; the error lists what is.
+async fn leak_check(kube: &FakeKube) -> Result<(), String> {
+    kube.delete("sandboxwarmpools", NAMESPACE, WARM_POOL)
+        .map_err(|e| e.to_string())?;
+    kube.delete("sandboxtemplates", NAMESPACE, WARM_TEMPLATE)
+        .map_err(|e| e.to_string())?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let left = kube.leaks();
+        if left.is_empty() {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(left.join(", "));
+        }
+        // Deletion of pods by garbage collection is synchronous in fakekube; anything still
+        // here after a moment is a leak. Wait for the next change rather than a fixed time.
+        let probe = left[0].clone();
+        let mut parts = probe.splitn(3, '/');
+        let (res, ns, name) = (
+            parts.next().unwrap_or(""),
+            parts.next().unwrap_or(""),
+            parts.next().unwrap_or(""),
+        );
+        let _ = kube
+            .wait_for(res, ns, name, Duration::from_millis(500), |o| o.is_none())
+            .await;
+    }
+}

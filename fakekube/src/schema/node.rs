@@ -1,0 +1,65 @@
+//! Reading a schema node: its `properties`, `additionalProperties`, `items` and keywords, and
+//! building `field.Path`-style paths.
+
+use serde_json::{Map, Value};
+
+/// `additionalProperties` of a schema node.
+pub(super) enum Additional<'a> {
+    /// Absent.
+    Absent,
+    /// A schema for every extra key.
+    Schema(&'a Value),
+    /// `true` (extra keys allowed, no schema) or `false`.
+    Bool(bool),
+}
+
+/// The `properties` of a schema node.
+pub(super) fn properties(s: &Value) -> Option<&Map<String, Value>> {
+    s.get("properties").and_then(Value::as_object)
+}
+
+/// The `additionalProperties` of a schema node.
+pub(super) fn additional(s: &Value) -> Additional<'_> {
+    match s.get("additionalProperties") {
+        Some(Value::Bool(b)) => Additional::Bool(*b),
+        Some(v) if v.is_object() => Additional::Schema(v),
+        _ => Additional::Absent,
+    }
+}
+
+/// The `items` schema of a list node.
+pub(super) fn items(s: &Value) -> Option<&Value> {
+    s.get("items").filter(|v| v.is_object())
+}
+
+/// A boolean keyword (`nullable`, `x-kubernetes-...`), false when absent.
+pub(super) fn flag(s: &Value, key: &str) -> bool {
+    s.get(key).and_then(Value::as_bool).unwrap_or(false)
+}
+
+/// A string keyword (`type`, `format`, `pattern`...).
+pub(super) fn str_of<'a>(s: &'a Value, key: &str) -> Option<&'a str> {
+    s.get(key).and_then(Value::as_str)
+}
+
+/// Whether this node or one below it carries `x-kubernetes-validations`.
+pub(super) fn any_rules(s: &Value) -> bool {
+    if s.get("x-kubernetes-validations")
+        .and_then(Value::as_array)
+        .is_some_and(|r| !r.is_empty())
+    {
+        return true;
+    }
+    let in_props = properties(s).is_some_and(|p| p.values().any(any_rules));
+    let in_additional = matches!(additional(s), Additional::Schema(a) if any_rules(a));
+    in_props || in_additional || items(s).is_some_and(any_rules)
+}
+
+/// `parent.name`, or `name` at the root.
+pub(super) fn child(parent: &str, name: &str) -> String {
+    if parent.is_empty() {
+        name.to_string()
+    } else {
+        format!("{parent}.{name}")
+    }
+}
