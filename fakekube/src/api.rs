@@ -12,18 +12,18 @@
 
 use crate::auth::{self, Attributes, Caller};
 use crate::request::Query;
-use crate::resources;
 use crate::response::json_response;
 use crate::route::{ResourcePath, Route, route};
 use crate::state::Shared;
 use crate::status::ApiError;
 use crate::store::Part;
-use crate::{discovery, exec, objects, reviews, subresources, watch};
+use crate::{discovery, exec, objects, openapi, reviews, subresources, watch};
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use serde_json::Value;
 use std::sync::Arc;
 
 /// The router of every path: all of them reach [`handle`].
@@ -52,6 +52,7 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
         Err(_) if public && parts.headers.get(header::AUTHORIZATION).is_none() => None,
         Err(e) => return e.into_response(),
     };
+    let registry = shared.store.registry();
     let result = match (&route, caller) {
         (Route::Version, _) => Ok(json_response(
             StatusCode::OK,
@@ -91,36 +92,60 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
                 .and_then(|a| a.to_str().ok())
                 .and_then(discovery::wants_aggregated) =>
         {
-            let doc = discovery::aggregated(route == Route::CoreVersions, v);
-            let mut resp = json_response(StatusCode::OK, &doc);
+            let doc = discovery::aggregated(registry, route == Route::CoreVersions, v);
             let ct =
                 format!("application/json;g=apidiscovery.k8s.io;v={v};as=APIGroupDiscoveryList");
-            if let Ok(h) = HeaderValue::from_str(&ct) {
-                resp.headers_mut().insert(header::CONTENT_TYPE, h);
-            }
-            Ok(resp)
+            Ok(cacheable(&parts.headers, &doc, &ct))
         }
         (Route::CoreVersions, Some(_)) => Ok(json_response(
             StatusCode::OK,
             &discovery::core_versions(&shared.address),
         )),
-        (Route::Groups, Some(_)) => Ok(json_response(StatusCode::OK, &discovery::group_list())),
-        (Route::Group(g), Some(_)) => discovery::group(g)
-            .map(|d| json_response(StatusCode::OK, &d))
-            .ok_or_else(ApiError::path_not_found),
-        (Route::ResourceList(g, v), Some(_)) => discovery::resource_list(g, v)
-            .map(|d| json_response(StatusCode::OK, &d))
-            .ok_or_else(ApiError::path_not_found),
-        (Route::OpenApiRoot, Some(_)) => Ok(json_response(
+        (Route::Groups, Some(_)) => Ok(json_response(
             StatusCode::OK,
-            &discovery::openapi_root(&shared.version),
+            &discovery::group_list(registry),
         )),
-        (Route::OpenApiDoc(key), Some(_)) => discovery::openapi_doc(key, &shared.version)
+        (Route::Group(g), Some(_)) => discovery::group(registry, g)
             .map(|d| json_response(StatusCode::OK, &d))
+            .ok_or_else(ApiError::path_not_found),
+        (Route::ResourceList(g, v), Some(_)) => discovery::resource_list(registry, g, v)
+            .map(|d| json_response(StatusCode::OK, &d))
+            .ok_or_else(ApiError::path_not_found),
+        (Route::OpenApiRoot, Some(_)) => Ok(cacheable(
+            &parts.headers,
+            &openapi::root(registry, &shared.version),
+            "application/json",
+        )),
+        (Route::OpenApiDoc(key), Some(_)) => openapi::document(registry, key, &shared.version)
+            .map(|d| cacheable(&parts.headers, &d, "application/json"))
             .ok_or_else(ApiError::path_not_found),
         (Route::Unknown, Some(_)) => Err(ApiError::path_not_found()),
     };
     result.unwrap_or_else(IntoResponse::into_response)
+}
+
+/// A document with a strong `ETag`; 304 when the request's `If-None-Match` names it.
+fn cacheable(request: &HeaderMap, doc: &Value, content_type: &str) -> Response {
+    let bytes = serde_json::to_vec(doc).unwrap_or_default();
+    let tag = discovery::etag(&bytes);
+    let matches = request
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|t| t.trim() == tag));
+    let mut resp = if matches {
+        let mut r = Response::new(Body::empty());
+        *r.status_mut() = StatusCode::NOT_MODIFIED;
+        r
+    } else {
+        Response::new(Body::from(bytes))
+    };
+    if let Ok(h) = HeaderValue::from_str(content_type) {
+        resp.headers_mut().insert(header::CONTENT_TYPE, h);
+    }
+    if let Ok(h) = HeaderValue::from_str(&tag) {
+        resp.headers_mut().insert(header::ETAG, h);
+    }
+    resp
 }
 
 /// The authorization verb of a resource request.
@@ -151,9 +176,14 @@ async fn resource(
     query: &Query,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let Some(rt) = resources::find(&rp.group, &rp.version, &rp.plural) else {
+    let Some(found) = shared
+        .store
+        .registry()
+        .find(&rp.group, &rp.version, &rp.plural)
+    else {
         return Err(ApiError::path_not_found());
     };
+    let rt = &found;
     if rt.namespaced == rp.namespace.is_empty()
         && !(rt.namespaced && rp.name.is_empty() && rp.namespace.is_empty())
     {
@@ -169,21 +199,21 @@ async fn resource(
     }
     caller.authorize(&Attributes {
         verb,
-        group: rt.group,
-        resource: rt.plural,
+        group: &rt.group,
+        resource: &rt.plural,
         subresource: &rp.subresource,
         namespace: &rp.namespace,
         name: &rp.name,
     })?;
     if rt.create_only || (!rt.verbs.contains(&verb) && rp.subresource.is_empty()) {
-        return Err(ApiError::method_not_allowed(method.as_str(), rt.plural));
+        return Err(ApiError::method_not_allowed(method.as_str(), &rt.plural));
     }
     let ns = rp.namespace.as_str();
     let name = rp.name.as_str();
     let store = &shared.store;
     match (verb, rp.subresource.as_str()) {
         ("list", "") => objects::list(shared, rt, ns, query),
-        ("watch", "") => watch::serve(shared.clone(), rt, ns, name, query),
+        ("watch", "") => watch::serve(shared.clone(), rt.clone(), ns, name, query),
         ("get", "" | "status") => objects::get(store, rt, ns, name),
         ("create", "") => objects::create(store, rt, rp, headers, query, body).await,
         ("update", sub @ ("" | "status")) => {

@@ -3,7 +3,7 @@
 //! Only what clients of this server observe is done: the fields kubectl and the controllers
 //! read back, and the required fields whose absence a real server refuses.
 
-use crate::resources::ResourceType;
+use crate::registry::ResourceType;
 use crate::status::Cause;
 use base64::Engine;
 use serde_json::{Map, Value, json};
@@ -24,7 +24,10 @@ fn set_default(map: &mut Map<String, Value>, key: &str, v: Value) {
 
 /// Defaults and validates a core object; returns the causes of a 422, empty when admitted.
 pub(crate) fn admit_core(rt: &ResourceType, obj: &mut Value, old: Option<&Value>) -> Vec<Cause> {
-    match rt.kind {
+    if !rt.group.is_empty() {
+        return Vec::new();
+    }
+    match rt.kind.as_str() {
         "Pod" => pod(obj, old),
         "Service" => service(obj, old),
         "PersistentVolumeClaim" => pvc(obj),
@@ -291,21 +294,28 @@ fn secret(obj: &mut Value) -> Vec<Cause> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resources;
+    use crate::registry::{Registry, ResourceType};
+    use std::sync::Arc;
+
+    fn core(plural: &str) -> Arc<ResourceType> {
+        Registry::new()
+            .find("", "v1", plural)
+            .unwrap_or_else(|| panic!("{plural} served"))
+    }
 
     #[test]
     fn pod_without_containers_is_refused_with_the_field() {
-        let rt = resources::find("", "v1", "pods").expect("pods served");
+        let rt = core("pods");
         let mut pod = json!({ "metadata": { "name": "p" }, "spec": {} });
-        let causes = admit_core(rt, &mut pod, None);
+        let causes = admit_core(&rt, &mut pod, None);
         assert_eq!(causes[0].field.as_deref(), Some("spec.containers"));
     }
 
     #[test]
     fn pod_gets_the_api_server_defaults_and_pending_phase() {
-        let rt = resources::find("", "v1", "pods").expect("pods served");
+        let rt = core("pods");
         let mut pod = json!({ "metadata": { "name": "p" }, "spec": { "containers": [ { "name": "c", "image": "busybox" } ] } });
-        assert!(admit_core(rt, &mut pod, None).is_empty());
+        assert!(admit_core(&rt, &mut pod, None).is_empty());
         assert_eq!(pod["spec"]["restartPolicy"], "Always");
         assert_eq!(pod["spec"]["containers"][0]["imagePullPolicy"], "Always");
         assert_eq!(pod["status"]["phase"], "Pending");
@@ -313,9 +323,9 @@ mod tests {
 
     #[test]
     fn headless_service_keeps_cluster_ip_none_and_ports_get_target_port() {
-        let rt = resources::find("", "v1", "services").expect("services served");
+        let rt = core("services");
         let mut svc = json!({ "metadata": { "name": "s" }, "spec": { "clusterIP": "None", "ports": [ { "port": 80 } ] } });
-        assert!(admit_core(rt, &mut svc, None).is_empty());
+        assert!(admit_core(&rt, &mut svc, None).is_empty());
         assert_eq!(svc["spec"]["clusterIP"], "None");
         assert_eq!(svc["spec"]["ports"][0]["targetPort"], 80);
         assert_eq!(svc["spec"]["ports"][0]["protocol"], "TCP");
@@ -323,9 +333,9 @@ mod tests {
 
     #[test]
     fn secret_string_data_is_folded_into_data() {
-        let rt = resources::find("", "v1", "secrets").expect("secrets served");
+        let rt = core("secrets");
         let mut s = json!({ "metadata": { "name": "s" }, "stringData": { "k": "v" } });
-        admit_core(rt, &mut s, None);
+        admit_core(&rt, &mut s, None);
         assert_eq!(s["data"]["k"], "dg==");
         assert!(s.get("stringData").is_none());
     }

@@ -1,9 +1,12 @@
-//! Discovery and meta documents: `/version`, `/api`, `/apis`, the per-group-version resource
-//! lists, and the `/openapi/v3` documents `kubectl apply` reads to decide on server-side
-//! field validation.
+//! Discovery documents, built from the registry as it is now: `/version`, `/api`, `/apis`,
+//! `/apis/<group>`, the per-group-version resource lists, and the aggregated documents
+//! (`apidiscovery.k8s.io` `v2` and `v2beta1`) with an ETag that changes when the registry does.
+//! The OpenAPI documents are in [`crate::openapi`].
 
-use crate::resources::{self, RESOURCES, ResourceType};
+use crate::registry::{Registry, ResourceType, fnv1a, version};
+use crate::resources::StatusMode;
 use serde_json::{Value, json};
+use std::sync::Arc;
 
 /// The Kubernetes version the server reports.
 #[derive(Debug, Clone)]
@@ -13,7 +16,8 @@ pub(crate) struct Version {
 }
 
 impl Version {
-    fn git_version(&self) -> String {
+    /// `v1.<minor>.<patch>`.
+    pub(crate) fn git_version(&self) -> String {
         format!("v1.{}.{}", self.minor, self.patch)
     }
 }
@@ -46,32 +50,89 @@ pub(crate) fn core_versions(server_address: &str) -> Value {
     })
 }
 
-fn group_json(group: &str, version: &str) -> Value {
-    let gv = json!({ "groupVersion": format!("{group}/{version}"), "version": version });
-    json!({ "name": group, "versions": [gv.clone()], "preferredVersion": gv })
+/// One group and its served versions, highest priority first.
+struct Group {
+    name: String,
+    versions: Vec<String>,
+}
+
+/// The served groups (core first as `""`), in the order their first kind was registered, each
+/// with its versions by priority.
+fn groups(registry: &Registry) -> Vec<Group> {
+    let mut out: Vec<Group> = Vec::new();
+    for r in registry.served() {
+        match out.iter_mut().find(|g| g.name == r.group) {
+            Some(g) if !g.versions.contains(&r.version) => g.versions.push(r.version.clone()),
+            Some(_) => {}
+            None => out.push(Group {
+                name: r.group.clone(),
+                versions: vec![r.version.clone()],
+            }),
+        }
+    }
+    for g in &mut out {
+        version::sort_by_priority(&mut g.versions);
+    }
+    out
+}
+
+/// A group as `/apis` and `/apis/<group>` list it.
+fn group_json(g: &Group) -> Value {
+    let gv = |v: &str| json!({ "groupVersion": format!("{}/{v}", g.name), "version": v });
+    let versions: Vec<Value> = g.versions.iter().map(|v| gv(v)).collect();
+    let preferred = g.versions.first().map(|v| gv(v)).unwrap_or(Value::Null);
+    json!({ "name": g.name, "versions": versions, "preferredVersion": preferred })
 }
 
 /// `GET /apis`.
-pub(crate) fn group_list() -> Value {
-    let groups: Vec<Value> = resources::group_versions()
-        .into_iter()
-        .filter(|(g, _)| !g.is_empty())
-        .map(|(g, v)| group_json(g, v))
+pub(crate) fn group_list(registry: &Registry) -> Value {
+    let groups: Vec<Value> = groups(registry)
+        .iter()
+        .filter(|g| !g.name.is_empty())
+        .map(group_json)
         .collect();
     json!({ "kind": "APIGroupList", "apiVersion": "v1", "groups": groups })
 }
 
 /// `GET /apis/<group>`, if served.
-pub(crate) fn group(group: &str) -> Option<Value> {
-    let (g, v) = resources::group_versions()
+pub(crate) fn group(registry: &Registry, group: &str) -> Option<Value> {
+    let g = groups(registry)
         .into_iter()
-        .find(|(g, _)| *g == group && !g.is_empty())?;
-    let mut doc = group_json(g, v);
+        .find(|g| g.name == group && !g.name.is_empty())?;
+    let mut doc = group_json(&g);
     doc["kind"] = json!("APIGroup");
     doc["apiVersion"] = json!("v1");
     Some(doc)
 }
 
+/// The kind, group and version a subresource answers with.
+fn subresource_kind<'a>(r: &'a ResourceType, sub: &str) -> (&'a str, &'a str, &'a str) {
+    match sub {
+        "exec" => ("PodExecOptions", "", "v1"),
+        "attach" => ("PodAttachOptions", "", "v1"),
+        "log" => ("Pod", "", "v1"),
+        "token" => ("TokenRequest", "authentication.k8s.io", "v1"),
+        "scale" => ("Scale", "autoscaling", "v1"),
+        _ => (&r.kind, &r.group, &r.version),
+    }
+}
+
+/// The subresources of `r` with their verbs.
+fn subresources(r: &ResourceType) -> Vec<(&str, Vec<&str>)> {
+    let mut subs: Vec<(&str, Vec<&str>)> = Vec::new();
+    if r.status == StatusMode::Subresource {
+        subs.push(("status", vec!["get", "patch", "update"]));
+    }
+    if r.scale.is_some() {
+        subs.push(("scale", vec!["get", "patch", "update"]));
+    }
+    for (sub, verbs) in r.extra_subresources {
+        subs.push((sub, verbs.to_vec()));
+    }
+    subs
+}
+
+/// One resource of an `APIResourceList`.
 fn resource_json(r: &ResourceType) -> Value {
     let mut v = json!({
         "name": r.plural,
@@ -89,138 +150,98 @@ fn resource_json(r: &ResourceType) -> Value {
     v
 }
 
-fn subresource_json(
-    r: &ResourceType,
-    sub: &str,
-    kind: &str,
-    gv: Option<(&str, &str)>,
-    verbs: &[&str],
-) -> Value {
-    let mut v = json!({
-        "name": format!("{}/{sub}", r.plural),
-        "singularName": "",
-        "namespaced": r.namespaced,
-        "kind": kind,
-        "verbs": verbs,
-    });
-    if let Some((g, ver)) = gv {
-        v["group"] = json!(g);
-        v["version"] = json!(ver);
-    }
-    v
-}
-
 /// `GET /api/v1` or `GET /apis/<group>/<version>`, if served.
-pub(crate) fn resource_list(group: &str, version: &str) -> Option<Value> {
+pub(crate) fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<Value> {
     let mut list = Vec::new();
-    for r in RESOURCES
+    for r in registry
+        .served()
         .iter()
         .filter(|r| r.group == group && r.version == version)
     {
         list.push(resource_json(r));
-        if r.status == resources::StatusMode::Subresource {
-            list.push(subresource_json(
-                r,
-                "status",
-                r.kind,
-                None,
-                &["get", "patch", "update"],
-            ));
-        }
-        if r.scale {
-            list.push(subresource_json(
-                r,
-                "scale",
-                "Scale",
-                Some(("autoscaling", "v1")),
-                &["get", "patch", "update"],
-            ));
-        }
-        for (sub, verbs) in r.extra_subresources {
-            let (kind, gv) = match *sub {
-                "exec" => ("PodExecOptions", None),
-                "attach" => ("PodAttachOptions", None),
-                "log" => ("Pod", None),
-                "token" => ("TokenRequest", Some(("authentication.k8s.io", "v1"))),
-                _ => (r.kind, None),
-            };
-            list.push(subresource_json(r, sub, kind, gv, verbs));
+        for (sub, verbs) in subresources(r) {
+            let (kind, g, v) = subresource_kind(r, sub);
+            let mut s = json!({
+                "name": format!("{}/{sub}", r.plural),
+                "singularName": "",
+                "namespaced": r.namespaced,
+                "kind": kind,
+                "verbs": verbs,
+            });
+            if (g, v) != (r.group.as_str(), r.version.as_str()) && !g.is_empty() {
+                s["group"] = json!(g);
+                s["version"] = json!(v);
+            }
+            list.push(s);
         }
     }
     if list.is_empty() {
         return None;
     }
-    let gv = if group.is_empty() {
-        version.to_string()
-    } else {
-        format!("{group}/{version}")
-    };
-    Some(
-        json!({ "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": list }),
-    )
+    Some(json!({
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": crate::registry::api_version(group, version),
+        "resources": list,
+    }))
 }
 
-/// The component name of a kind's schema: the reversed group, version and kind
-/// (`io.x-k8s.agents.v1beta1.Sandbox`), as the API server names CRD schemas.
-fn schema_name(r: &ResourceType) -> String {
-    let group: Vec<&str> = r.group.split('.').rev().collect();
-    format!("{}.{}.{}", group.join("."), r.version, r.kind)
+/// One resource of an aggregated discovery document.
+fn aggregated_resource(r: &ResourceType) -> Value {
+    let gvk = |k: &str, g: &str, v: &str| json!({ "group": g, "version": v, "kind": k });
+    let subs: Vec<Value> = subresources(r)
+        .into_iter()
+        .map(|(sub, verbs)| {
+            let (k, g, v) = subresource_kind(r, sub);
+            json!({ "subresource": sub, "responseKind": gvk(k, g, v), "verbs": verbs })
+        })
+        .collect();
+    let mut res = json!({
+        "resource": r.plural,
+        "responseKind": gvk(&r.kind, &r.group, &r.version),
+        "scope": if r.namespaced { "Namespaced" } else { "Cluster" },
+        "singularResource": r.singular,
+        "verbs": r.verbs,
+    });
+    if !r.short_names.is_empty() {
+        res["shortNames"] = json!(r.short_names);
+    }
+    if !r.categories.is_empty() {
+        res["categories"] = json!(r.categories);
+    }
+    if !subs.is_empty() {
+        res["subresources"] = json!(subs);
+    }
+    res
 }
 
 /// The aggregated discovery document (`apidiscovery.k8s.io`, `v2` or `v2beta1`) of the core
 /// group (`/api`) or of every named group (`/apis`), as 1.30+ servers answer clients that ask
 /// for it in their `Accept` header.
-pub(crate) fn aggregated(core: bool, api_version: &str) -> Value {
-    let mut items = Vec::new();
-    for (g, v) in resources::group_versions() {
-        if g.is_empty() != core {
-            continue;
-        }
-        let kind = |k: &str, group: &str, version: &str| json!({ "group": group, "version": version, "kind": k });
-        let list: Vec<Value> = RESOURCES
-            .iter()
-            .filter(|r| r.group == g && r.version == v)
-            .map(|r| {
-                let mut subs = Vec::new();
-                if r.status == resources::StatusMode::Subresource {
-                    subs.push(json!({ "subresource": "status", "responseKind": kind(r.kind, g, v), "verbs": ["get", "patch", "update"] }));
-                }
-                if r.scale {
-                    subs.push(json!({ "subresource": "scale", "responseKind": kind("Scale", "autoscaling", "v1"), "verbs": ["get", "patch", "update"] }));
-                }
-                for (sub, verbs) in r.extra_subresources {
-                    let rk = match *sub {
-                        "exec" => kind("PodExecOptions", "", "v1"),
-                        "attach" => kind("PodAttachOptions", "", "v1"),
-                        "token" => kind("TokenRequest", "authentication.k8s.io", "v1"),
-                        _ => kind(r.kind, g, v),
-                    };
-                    subs.push(json!({ "subresource": sub, "responseKind": rk, "verbs": verbs }));
-                }
-                let mut res = json!({
-                    "resource": r.plural,
-                    "responseKind": kind(r.kind, g, v),
-                    "scope": if r.namespaced { "Namespaced" } else { "Cluster" },
-                    "singularResource": r.singular,
-                    "verbs": r.verbs,
-                });
-                if !r.short_names.is_empty() {
-                    res["shortNames"] = json!(r.short_names);
-                }
-                if !r.categories.is_empty() {
-                    res["categories"] = json!(r.categories);
-                }
-                if !subs.is_empty() {
-                    res["subresources"] = json!(subs);
-                }
-                res
+pub(crate) fn aggregated(registry: &Registry, core: bool, api_version: &str) -> Value {
+    let served: Vec<Arc<ResourceType>> = registry.served();
+    let items: Vec<Value> = groups(registry)
+        .into_iter()
+        .filter(|g| g.name.is_empty() == core)
+        .map(|g| {
+            let versions: Vec<Value> = g
+                .versions
+                .iter()
+                .map(|v| {
+                    let list: Vec<Value> = served
+                        .iter()
+                        .filter(|r| r.group == g.name && r.version == *v)
+                        .map(|r| aggregated_resource(r))
+                        .collect();
+                    json!({ "version": v, "resources": list, "freshness": "Current" })
+                })
+                .collect();
+            json!({
+                "metadata": { "name": g.name, "creationTimestamp": null },
+                "versions": versions,
             })
-            .collect();
-        items.push(json!({
-            "metadata": { "name": g, "creationTimestamp": null },
-            "versions": [ { "version": v, "resources": list, "freshness": "Current" } ],
-        }));
-    }
+        })
+        .collect();
     json!({
         "kind": "APIGroupDiscoveryList",
         "apiVersion": format!("apidiscovery.k8s.io/{api_version}"),
@@ -260,113 +281,53 @@ pub(crate) fn wants_aggregated(accept: &str) -> Option<&'static str> {
     None
 }
 
-fn openapi_key(group: &str, version: &str) -> String {
-    if group.is_empty() {
-        format!("api/{version}")
-    } else {
-        format!("apis/{group}/{version}")
-    }
-}
-
-/// `GET /openapi/v3`: the index of per-group-version documents.
-pub(crate) fn openapi_root(v: &Version) -> Value {
-    let mut paths = serde_json::Map::new();
-    for (g, ver) in resources::group_versions() {
-        let key = openapi_key(g, ver);
-        paths.insert(
-            key.clone(),
-            json!({ "serverRelativeURL": format!("/openapi/v3/{key}?hash={}", hash(&key, v)) }),
-        );
-    }
-    json!({ "paths": paths })
-}
-
-fn hash(key: &str, v: &Version) -> String {
-    // FNV-1a of the key and version: stable across runs, changes when the document would.
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in key.bytes().chain(v.git_version().bytes()) {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("{h:016X}")
-}
-
-/// `GET /openapi/v3/<key>`: PATCH operations with their group-version-kind and the
-/// `fieldValidation` parameter, which is what tells kubectl to validate on the server.
-pub(crate) fn openapi_doc(key: &str, v: &Version) -> Option<Value> {
-    let (g, ver) = resources::group_versions()
-        .into_iter()
-        .find(|(g, ver)| openapi_key(g, ver) == key)?;
-    let mut paths = serde_json::Map::new();
-    let mut schemas = serde_json::Map::new();
-    let param = |name: &str| json!({ "name": name, "in": "query", "schema": { "type": "string", "uniqueItems": true } });
-    for r in RESOURCES
-        .iter()
-        .filter(|r| r.group == g && r.version == ver && !r.create_only)
-    {
-        let base = if r.group.is_empty() {
-            format!("/api/{}", r.version)
-        } else {
-            format!("/apis/{}/{}", r.group, r.version)
-        };
-        let path = if r.namespaced {
-            format!("{base}/namespaces/{{namespace}}/{}/{{name}}", r.plural)
-        } else {
-            format!("{base}/{}/{{name}}", r.plural)
-        };
-        let gvk = json!({ "group": r.group, "version": r.version, "kind": r.kind });
-        let op = |verb: &str| {
-            json!({
-                "operationId": format!("{verb}{}", r.kind),
-                "parameters": [param("dryRun"), param("fieldManager"), param("fieldValidation")],
-                "responses": { "200": { "description": "OK" } },
-                "x-kubernetes-action": verb,
-                "x-kubernetes-group-version-kind": gvk,
-            })
-        };
-        paths.insert(path, json!({ "patch": op("patch"), "put": op("put") }));
-        if let Some(schema) = r.schema() {
-            let mut doc = schema.root().clone();
-            if let Some(o) = doc.as_object_mut() {
-                o.insert("x-kubernetes-group-version-kind".into(), json!([gvk]));
-            }
-            schemas.insert(schema_name(r), doc);
-        }
-    }
-    Some(json!({
-        "openapi": "3.0.0",
-        "info": { "title": "Kubernetes", "version": v.git_version() },
-        "paths": paths,
-        "components": { "schemas": schemas },
-    }))
+/// A strong ETag for a document: FNV-1a of its bytes, quoted.
+pub(crate) fn etag(bytes: &[u8]) -> String {
+    format!("\"{:016X}\"", fnv1a(bytes))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn agent_sandbox_groups_are_discoverable_with_short_names_and_subresources() {
-        let list = resource_list("extensions.agents.x-k8s.io", "v1beta1").expect("served");
-        let names: Vec<&str> = list["resources"]
+    fn names(list: &Value) -> Vec<&str> {
+        list["resources"]
             .as_array()
             .into_iter()
             .flatten()
             .filter_map(|r| r["name"].as_str())
-            .collect();
-        assert!(names.contains(&"sandboxwarmpools/scale"));
-        assert!(names.contains(&"sandboxclaims/status"));
-        let swp = list["resources"]
+            .collect()
+    }
+
+    #[test]
+    fn resource_lists_name_subresources_and_short_names() {
+        let registry = Registry::new();
+        let list = resource_list(&registry, "", "v1").expect("core served");
+        let names = names(&list);
+        assert!(names.contains(&"pods/exec"));
+        assert!(names.contains(&"pods/status"));
+        assert!(names.contains(&"serviceaccounts/token"));
+        let sa_token = list["resources"]
             .as_array()
             .into_iter()
             .flatten()
-            .find(|r| r["name"] == "sandboxwarmpools");
-        assert_eq!(swp.map(|r| r["shortNames"].clone()), Some(json!(["swp"])));
-        assert!(
-            group_list()["groups"]
-                .as_array()
-                .is_some_and(|g| g.iter().any(|g| g["name"] == "agents.x-k8s.io"))
+            .find(|r| r["name"] == "serviceaccounts/token");
+        assert_eq!(
+            sa_token.map(|r| r["group"].clone()),
+            Some(json!("authentication.k8s.io"))
         );
+        let pods = list["resources"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|r| r["name"] == "pods");
+        assert_eq!(pods.map(|r| r["shortNames"].clone()), Some(json!(["po"])));
+        assert!(
+            group_list(&registry)["groups"]
+                .as_array()
+                .is_some_and(|g| g.iter().any(|g| g["name"] == "apps"))
+        );
+        assert!(resource_list(&registry, "nope.example.com", "v1").is_none());
     }
 
     #[test]
@@ -381,44 +342,33 @@ mod tests {
 
     #[test]
     fn aggregated_discovery_lists_resources_with_scope_and_subresources() {
-        let doc = aggregated(false, "v2");
-        let sandbox = doc["items"]
+        let registry = Registry::new();
+        let doc = aggregated(&registry, true, "v2");
+        let pods = doc["items"][0]["versions"][0]["resources"]
             .as_array()
             .into_iter()
             .flatten()
-            .filter(|g| g["metadata"]["name"] == "agents.x-k8s.io")
-            .flat_map(|g| {
-                g["versions"][0]["resources"]
-                    .as_array()
-                    .cloned()
-                    .unwrap_or_default()
-            })
-            .find(|r| r["resource"] == "sandboxes");
-        let sandbox = sandbox.expect("sandboxes listed");
-        assert_eq!(sandbox["scope"], "Namespaced");
-        assert_eq!(sandbox["responseKind"]["kind"], "Sandbox");
-        assert_eq!(sandbox["subresources"][0]["subresource"], "status");
-        let core = aggregated(true, "v2beta1");
+            .find(|r| r["resource"] == "pods")
+            .cloned()
+            .expect("pods listed");
+        assert_eq!(pods["scope"], "Namespaced");
+        assert_eq!(pods["responseKind"]["kind"], "Pod");
+        assert_eq!(pods["subresources"][0]["subresource"], "status");
+        let core = aggregated(&registry, true, "v2beta1");
         assert_eq!(core["apiVersion"], "apidiscovery.k8s.io/v2beta1");
         assert_eq!(core["items"][0]["metadata"]["name"], "");
+        let named = aggregated(&registry, false, "v2");
+        assert!(
+            named["items"]
+                .as_array()
+                .is_some_and(|g| g.iter().all(|g| g["metadata"]["name"] != ""))
+        );
     }
 
     #[test]
-    fn openapi_documents_carry_patch_with_field_validation_for_each_kind() {
-        let v = Version {
-            minor: 33,
-            patch: 1,
-        };
-        let root = openapi_root(&v);
-        assert!(root["paths"]["apis/agents.x-k8s.io/v1beta1"]["serverRelativeURL"].is_string());
-        let doc = openapi_doc("apis/agents.x-k8s.io/v1beta1", &v).expect("served");
-        let op = &doc["paths"]["/apis/agents.x-k8s.io/v1beta1/namespaces/{namespace}/sandboxes/{name}"]
-            ["patch"];
-        assert_eq!(op["x-kubernetes-group-version-kind"]["kind"], "Sandbox");
-        assert!(
-            op["parameters"]
-                .as_array()
-                .is_some_and(|p| p.iter().any(|p| p["name"] == "fieldValidation"))
-        );
+    fn etags_follow_the_bytes() {
+        assert_eq!(etag(b"a"), etag(b"a"));
+        assert_ne!(etag(b"a"), etag(b"b"));
+        assert!(etag(b"a").starts_with('"') && etag(b"a").ends_with('"'));
     }
 }

@@ -4,9 +4,10 @@
 //! leak check.
 
 use crate::meta;
-use crate::resources::{self, ResourceType};
+use crate::registry::ResourceType;
 use crate::store::Store;
 use serde_json::Value;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// A [`FakeKube::wait_for`](crate::FakeKube::wait_for) whose condition did not hold in time.
@@ -25,16 +26,17 @@ pub struct WaitTimeout {
     pub last: Option<Value>,
 }
 
-/// The served resource with this plural name (the first group that serves it).
-fn by_plural(plural: &str) -> Option<&'static ResourceType> {
-    resources::RESOURCES.iter().find(|r| r.plural == plural)
+/// The served resource with this plural name (the first group that serves it, in its
+/// preferred version).
+fn by_plural(store: &Store, plural: &str) -> Option<Arc<ResourceType>> {
+    store.registry().by_plural(plural)
 }
 
 /// One object by plural resource name, namespace and name.
 pub(crate) fn get(store: &Store, resource: &str, namespace: &str, name: &str) -> Option<Value> {
-    let rt = by_plural(resource)?;
+    let rt = by_plural(store, resource)?;
     let ns = if rt.namespaced { namespace } else { "" };
-    store.get_opt(rt, ns, name).map(|v| Value::clone(&v))
+    store.get_opt(&rt, ns, name).map(|v| Value::clone(&v))
 }
 
 /// Waits until `pred` holds for the object (or its absence), re-checking after every change.
@@ -51,7 +53,7 @@ pub(crate) async fn wait_for(
     loop {
         changes.borrow_and_update();
         let current = get(store, resource, namespace, name);
-        if by_plural(resource).is_some() && pred(current.as_ref()) {
+        if by_plural(store, resource).is_some() && pred(current.as_ref()) {
             return Ok(current);
         }
         let timed_out = tokio::select! {
@@ -60,7 +62,7 @@ pub(crate) async fn wait_for(
         };
         if timed_out {
             let last = get(store, resource, namespace, name);
-            if by_plural(resource).is_some() && pred(last.as_ref()) {
+            if by_plural(store, resource).is_some() && pred(last.as_ref()) {
                 return Ok(last);
             }
             return Err(WaitTimeout {
@@ -84,10 +86,10 @@ pub(crate) fn leaks(store: &Store) -> Vec<String> {
         "services",
         "persistentvolumeclaims",
     ] {
-        let Some(rt) = by_plural(plural) else {
+        let Some(rt) = by_plural(store, plural) else {
             continue;
         };
-        for obj in store.list_all(rt, None) {
+        for obj in store.list_all(&rt, None) {
             let ns = meta::meta_str(&obj, "namespace").unwrap_or("");
             let name = meta::meta_str(&obj, "name").unwrap_or("");
             out.push(format!("{plural}/{ns}/{name}"));
@@ -101,13 +103,12 @@ mod tests {
     use super::*;
     use crate::store::{StoreSettings, WriteOptions};
     use serde_json::json;
-    use std::sync::Arc;
 
     fn store() -> Arc<Store> {
-        let s = Arc::new(Store::new(StoreSettings::default()));
-        if let Some(ns) = resources::find("", "v1", "namespaces") {
+        let s = Arc::new(Store::new(StoreSettings::default(), Arc::default()));
+        if let Some(ns) = s.registry().find("", "v1", "namespaces") {
             s.create(
-                ns,
+                &ns,
                 "",
                 json!({ "metadata": { "name": "default" } }),
                 WriteOptions::default(),
@@ -120,13 +121,16 @@ mod tests {
     #[test]
     fn leaks_list_every_tracked_kind_and_nothing_else() {
         let s = store();
-        let pods = resources::find("", "v1", "pods").expect("pods served");
-        let secrets = resources::find("", "v1", "secrets").expect("secrets served");
+        let pods = s.registry().find("", "v1", "pods").expect("pods served");
+        let secrets = s
+            .registry()
+            .find("", "v1", "secrets")
+            .expect("secrets served");
         let pod = json!({ "metadata": { "name": "p" }, "spec": { "containers": [ { "name": "c", "image": "i" } ] } });
-        s.create(pods, "default", pod, WriteOptions::default())
+        s.create(&pods, "default", pod, WriteOptions::default())
             .expect("pod created");
         s.create(
-            secrets,
+            &secrets,
             "default",
             json!({ "metadata": { "name": "s" } }),
             WriteOptions::default(),
@@ -138,7 +142,7 @@ mod tests {
     #[tokio::test]
     async fn wait_for_wakes_on_a_change_and_times_out_with_the_last_state() {
         let s = store();
-        let pods = resources::find("", "v1", "pods").expect("pods served");
+        let pods = s.registry().find("", "v1", "pods").expect("pods served");
         let waiter = {
             let s = s.clone();
             tokio::spawn(async move {
@@ -150,7 +154,7 @@ mod tests {
         };
         tokio::task::yield_now().await;
         let pod = json!({ "metadata": { "name": "p" }, "spec": { "containers": [ { "name": "c", "image": "i" } ] } });
-        s.create(pods, "default", pod, WriteOptions::default())
+        s.create(&pods, "default", pod, WriteOptions::default())
             .expect("pod created");
         let got = waiter.await.expect("task").expect("condition met");
         assert_eq!(

@@ -77,8 +77,10 @@ mod inspect;
 mod kubelet;
 mod meta;
 mod objects;
+mod openapi;
 mod patch;
 mod protobuf;
+mod registry;
 mod request;
 mod resources;
 mod response;
@@ -285,8 +287,9 @@ impl Builder {
         for t in self.tokens {
             tokens.add(t);
         }
-        let store = Arc::new(store::Store::new(self.store));
-        if let Some(ns_type) = resources::find("", "v1", "namespaces") {
+        let registry = Arc::new(registry::Registry::new());
+        let store = Arc::new(store::Store::new(self.store, registry));
+        if let Some(ns_type) = store.registry().find("", "v1", "namespaces") {
             let mut all = vec![
                 "default".to_string(),
                 "kube-system".into(),
@@ -295,7 +298,7 @@ impl Builder {
             all.extend(self.namespaces);
             for ns in all {
                 let body = serde_json::json!({ "metadata": { "name": ns } });
-                if let Err(e) = store.create(ns_type, "", body, store::WriteOptions::default())
+                if let Err(e) = store.create(&ns_type, "", body, store::WriteOptions::default())
                     && e.code != 409
                 {
                     tracing::warn!(namespace = %ns, error = %e.message, "creating a start namespace");
@@ -519,9 +522,11 @@ impl FakeKube {
             .get("kind")
             .and_then(serde_json::Value::as_str)
             .unwrap_or("");
-        let rt = resources::RESOURCES
-            .iter()
-            .find(|r| r.api_version() == api_version && r.kind == kind && !r.create_only)
+        let rt = self
+            .store
+            .registry()
+            .by_kind(api_version, kind)
+            .filter(|r| !r.create_only)
             .ok_or_else(|| StatusError {
                 code: 404,
                 reason: "NotFound".into(),
@@ -535,7 +540,7 @@ impl FakeKube {
             String::new()
         };
         self.store
-            .create(rt, &ns, object, store::WriteOptions::default())
+            .create(&rt, &ns, object, store::WriteOptions::default())
             .map(|(obj, _)| serde_json::Value::clone(&obj))
             .map_err(StatusError::from)
     }
@@ -544,16 +549,18 @@ impl FakeKube {
     /// `resource` is the plural (`sandboxwarmpools`); `namespace` is empty for cluster-scoped
     /// kinds.
     pub fn delete(&self, resource: &str, namespace: &str, name: &str) -> Result<(), StatusError> {
-        let rt = resources::RESOURCES
-            .iter()
-            .find(|r| r.plural == resource && !r.create_only)
+        let rt = self
+            .store
+            .registry()
+            .by_plural(resource)
+            .filter(|r| !r.create_only)
             .ok_or_else(|| StatusError {
                 code: 404,
                 reason: "NotFound".into(),
                 message: format!("fakekube serves no resource {resource}"),
             })?;
         self.store
-            .delete(rt, namespace, name, &store::DeleteOptions::default())
+            .delete(&rt, namespace, name, &store::DeleteOptions::default())
             .map(|_| ())
             .map_err(StatusError::from)
     }

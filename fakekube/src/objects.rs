@@ -6,8 +6,8 @@
 //! other subresources and the reviews have their own modules.
 
 use crate::patch::PatchKind;
+use crate::registry::ResourceType;
 use crate::request::{self, Query};
-use crate::resources::ResourceType;
 use crate::response::{json_response, with_warnings};
 use crate::route::ResourcePath;
 use crate::state::Shared;
@@ -17,11 +17,12 @@ use axum::body::Body;
 use axum::response::Response;
 use http::{HeaderMap, StatusCode, header};
 use serde_json::{Value, json};
+use std::sync::Arc;
 
 /// `GET` of one object (or of its status, which is the whole object).
 pub(crate) fn get(
     store: &Store,
-    rt: &'static ResourceType,
+    rt: &Arc<ResourceType>,
     ns: &str,
     name: &str,
 ) -> Result<Response, ApiError> {
@@ -31,7 +32,7 @@ pub(crate) fn get(
 /// A page of a collection (every namespace when `ns` is empty), as a `<Kind>List`.
 pub(crate) fn list(
     shared: &Shared,
-    rt: &'static ResourceType,
+    rt: &Arc<ResourceType>,
     ns: &str,
     query: &Query,
 ) -> Result<Response, ApiError> {
@@ -49,7 +50,7 @@ pub(crate) fn list(
 /// `POST` of a new object into the collection.
 pub(crate) async fn create(
     store: &Store,
-    rt: &'static ResourceType,
+    rt: &Arc<ResourceType>,
     rp: &ResourcePath,
     headers: &HeaderMap,
     query: &Query,
@@ -68,7 +69,7 @@ pub(crate) async fn create(
 /// `PUT` of an object or of its status (`part`).
 pub(crate) async fn update(
     store: &Store,
-    rt: &'static ResourceType,
+    rt: &Arc<ResourceType>,
     rp: &ResourcePath,
     part: Part,
     headers: &HeaderMap,
@@ -89,7 +90,7 @@ pub(crate) async fn update(
 /// names; a server-side apply that creates the object answers 201.
 pub(crate) async fn patch(
     store: &Store,
-    rt: &'static ResourceType,
+    rt: &Arc<ResourceType>,
     rp: &ResourcePath,
     part: Part,
     headers: &HeaderMap,
@@ -122,7 +123,7 @@ pub(crate) async fn patch(
 /// 202 with it while finalizers hold it.
 pub(crate) async fn delete(
     store: &Store,
-    rt: &'static ResourceType,
+    rt: &Arc<ResourceType>,
     ns: &str,
     name: &str,
     query: &Query,
@@ -131,9 +132,9 @@ pub(crate) async fn delete(
     let raw = request::read_body(body).await?;
     let opts = request::delete_options(query, &raw)?;
     let t = Target {
-        group: rt.group,
-        resource: rt.plural,
-        kind: rt.kind,
+        group: &rt.group,
+        resource: &rt.plural,
+        kind: &rt.kind,
         name,
     };
     match store.delete(rt, ns, name, &opts)? {
@@ -154,7 +155,7 @@ pub(crate) async fn delete(
 /// deleted.
 pub(crate) async fn delete_collection(
     store: &Store,
-    rt: &'static ResourceType,
+    rt: &Arc<ResourceType>,
     ns: &str,
     query: &Query,
     body: Body,
@@ -167,7 +168,7 @@ pub(crate) async fn delete_collection(
     Ok(json_response(
         StatusCode::OK,
         &json!({
-            "kind": format!("{}List", rt.kind),
+            "kind": rt.list_kind,
             "apiVersion": rt.api_version(),
             "metadata": { "resourceVersion": store.resource_version().to_string() },
             "items": items,

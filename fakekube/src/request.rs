@@ -3,7 +3,7 @@
 //! YAML or protobuf). Errors are the `metav1.Status` the API server answers for the same input.
 
 use crate::protobuf::{self, ProtobufError};
-use crate::resources::ResourceType;
+use crate::registry::ResourceType;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::ApiError;
 use crate::store::{DeleteOptions, FieldValidation, ListQuery, Propagation, WriteOptions};
@@ -72,7 +72,7 @@ pub(crate) fn list_query(rt: &ResourceType, query: &Query) -> Result<ListQuery, 
         Some(s) => {
             let f = FieldSelector::parse(s).map_err(|e| ApiError::bad_request(e.to_string()))?;
             let mut supported = vec!["metadata.name", "metadata.namespace"];
-            supported.extend_from_slice(rt.extra_fields);
+            supported.extend(rt.selectable_fields.iter().map(String::as_str));
             f.check_supported(&supported)
                 .map_err(|e| ApiError::bad_request(e.to_string()))?;
             Some(f)

@@ -1,8 +1,8 @@
-//! The kinds fakekube serves: their group, version, names, scope, verbs and subresources.
+//! The built-in kinds: their group, version, names, scope, verbs and subresources, as a static
+//! table of data. The registry ([`crate::registry`]) starts from it and adds the kinds that
+//! CustomResourceDefinitions define at run time.
 //!
-//! Discovery, routing, authorization and the store all read this one table.
-
-use crate::schema::{self, Schema};
+//! Adding a built-in kind is adding one entry to [`BUILT_IN`].
 
 /// What the store does with a kind's `status` on writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -14,9 +14,9 @@ pub(crate) enum StatusMode {
     Subresource,
 }
 
-/// One served resource.
+/// One built-in resource, as data.
 #[derive(Debug)]
-pub(crate) struct ResourceType {
+pub(crate) struct BuiltIn {
     /// API group, empty for core.
     pub(crate) group: &'static str,
     /// Version.
@@ -63,32 +63,6 @@ const ALL_VERBS: &[&str] = &[
 ];
 const CREATE_ONLY: &[&str] = &["create"];
 
-impl ResourceType {
-    /// `v1` or `agents.x-k8s.io/v1beta1`.
-    pub(crate) fn api_version(&self) -> String {
-        if self.group.is_empty() {
-            self.version.to_string()
-        } else {
-            format!("{}/{}", self.group, self.version)
-        }
-    }
-
-    /// The CRD schema of a custom kind.
-    pub(crate) fn schema(&self) -> Option<&'static Schema> {
-        if !self.custom {
-            return None;
-        }
-        schema::compiled_in(self.plural)
-    }
-
-    /// Whether `name` is a subresource this kind serves.
-    pub(crate) fn has_subresource(&self, name: &str) -> bool {
-        (name == "status" && self.status == StatusMode::Subresource)
-            || (name == "scale" && self.scale)
-            || self.extra_subresources.iter().any(|(n, _)| *n == name)
-    }
-}
-
 const fn core(
     kind: &'static str,
     plural: &'static str,
@@ -97,8 +71,8 @@ const fn core(
     short_names: &'static [&'static str],
     status: StatusMode,
     has_spec: bool,
-) -> ResourceType {
-    ResourceType {
+) -> BuiltIn {
+    BuiltIn {
         group: "",
         version: "v1",
         kind,
@@ -119,8 +93,8 @@ const fn core(
 }
 
 /// Every resource fakekube serves, in discovery order.
-pub(crate) static RESOURCES: &[ResourceType] = &[
-    ResourceType {
+pub(crate) static BUILT_IN: &[BuiltIn] = &[
+    BuiltIn {
         categories: &[],
         verbs: &[
             "create", "delete", "get", "list", "patch", "update", "watch",
@@ -135,7 +109,7 @@ pub(crate) static RESOURCES: &[ResourceType] = &[
             true,
         )
     },
-    ResourceType {
+    BuiltIn {
         categories: &["all"],
         extra_subresources: &[
             ("exec", &["create", "get"]),
@@ -153,7 +127,7 @@ pub(crate) static RESOURCES: &[ResourceType] = &[
             true,
         )
     },
-    ResourceType {
+    BuiltIn {
         categories: &["all"],
         ..core(
             "Service",
@@ -174,7 +148,7 @@ pub(crate) static RESOURCES: &[ResourceType] = &[
         StatusMode::Subresource,
         true,
     ),
-    ResourceType {
+    BuiltIn {
         extra_fields: &["type"],
         ..core(
             "Secret",
@@ -186,7 +160,7 @@ pub(crate) static RESOURCES: &[ResourceType] = &[
             false,
         )
     },
-    ResourceType {
+    BuiltIn {
         extra_subresources: &[("token", &["create"])],
         ..core(
             "ServiceAccount",
@@ -198,7 +172,7 @@ pub(crate) static RESOURCES: &[ResourceType] = &[
             false,
         )
     },
-    ResourceType {
+    BuiltIn {
         extra_fields: &[
             "involvedObject.kind",
             "involvedObject.name",
@@ -217,7 +191,7 @@ pub(crate) static RESOURCES: &[ResourceType] = &[
             false,
         )
     },
-    ResourceType {
+    BuiltIn {
         group: "networking.k8s.io",
         short_names: &["netpol"],
         ..core(
@@ -230,7 +204,7 @@ pub(crate) static RESOURCES: &[ResourceType] = &[
             true,
         )
     },
-    ResourceType {
+    BuiltIn {
         group: "agents.x-k8s.io",
         version: "v1beta1",
         categories: &[],
@@ -245,7 +219,7 @@ pub(crate) static RESOURCES: &[ResourceType] = &[
             true,
         )
     },
-    ResourceType {
+    BuiltIn {
         group: "extensions.agents.x-k8s.io",
         version: "v1beta1",
         custom: true,
@@ -259,7 +233,7 @@ pub(crate) static RESOURCES: &[ResourceType] = &[
             true,
         )
     },
-    ResourceType {
+    BuiltIn {
         group: "extensions.agents.x-k8s.io",
         version: "v1beta1",
         custom: true,
@@ -274,7 +248,7 @@ pub(crate) static RESOURCES: &[ResourceType] = &[
             true,
         )
     },
-    ResourceType {
+    BuiltIn {
         group: "extensions.agents.x-k8s.io",
         version: "v1beta1",
         custom: true,
@@ -288,7 +262,20 @@ pub(crate) static RESOURCES: &[ResourceType] = &[
             true,
         )
     },
-    ResourceType {
+    BuiltIn {
+        group: "apps",
+        categories: &["all"],
+        ..core(
+            "Deployment",
+            "deployments",
+            "deployment",
+            true,
+            &["deploy"],
+            StatusMode::Subresource,
+            true,
+        )
+    },
+    BuiltIn {
         group: "authorization.k8s.io",
         verbs: CREATE_ONLY,
         create_only: true,
@@ -302,7 +289,7 @@ pub(crate) static RESOURCES: &[ResourceType] = &[
             true,
         )
     },
-    ResourceType {
+    BuiltIn {
         group: "authorization.k8s.io",
         verbs: CREATE_ONLY,
         create_only: true,
@@ -317,21 +304,3 @@ pub(crate) static RESOURCES: &[ResourceType] = &[
         )
     },
 ];
-
-/// The resource served at `group`/`version` under `plural`.
-pub(crate) fn find(group: &str, version: &str, plural: &str) -> Option<&'static ResourceType> {
-    RESOURCES
-        .iter()
-        .find(|r| r.group == group && r.version == version && r.plural == plural)
-}
-
-/// The group versions served, in discovery order, each with its resources.
-pub(crate) fn group_versions() -> Vec<(&'static str, &'static str)> {
-    let mut out: Vec<(&str, &str)> = Vec::new();
-    for r in RESOURCES {
-        if !out.contains(&(r.group, r.version)) {
-            out.push((r.group, r.version));
-        }
-    }
-    out
-}

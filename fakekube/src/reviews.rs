@@ -1,8 +1,8 @@
 //! `SelfSubjectAccessReview` and `SelfSubjectRulesReview`: what `kubectl auth can-i` asks.
 
 use crate::auth::{Attributes, Caller};
+use crate::registry::ResourceType;
 use crate::request;
-use crate::resources::ResourceType;
 use crate::response::json_response;
 use crate::status::ApiError;
 use axum::body::Body;
@@ -25,7 +25,7 @@ pub(crate) async fn serve(
 /// Answers a review of the caller's own permissions.
 fn review(rt: &ResourceType, caller: &Caller, mut body: Value) -> Response {
     let str_at = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-    let status = match rt.kind {
+    let status = match rt.kind.as_str() {
         "SelfSubjectAccessReview" => {
             let spec = body.get("spec").cloned().unwrap_or_else(|| json!({}));
             if let Some(ra) = spec.get("resourceAttributes") {

@@ -1,9 +1,10 @@
-//! The `scale` subresource of SandboxWarmPools and `serviceaccounts/token` (TokenRequest).
+//! The `scale` subresource (of custom kinds whose CRD asks for one, at the CRD's replica and
+//! selector paths) and `serviceaccounts/token` (TokenRequest).
 
 use crate::meta;
 use crate::patch::{self, MergeKeys, PatchKind};
+use crate::registry::{ResourceType, ScalePaths};
 use crate::request::{self, Query};
-use crate::resources::{self, ResourceType};
 use crate::response::json_response;
 use crate::route::ResourcePath;
 use crate::state::Shared;
@@ -13,11 +14,45 @@ use axum::body::Body;
 use axum::response::Response;
 use http::{HeaderMap, StatusCode, header};
 use serde_json::{Value, json};
+use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
 
-fn scale_of(obj: &Value) -> Value {
+/// The value at a CRD's simple JSON path (`.spec.replicas`).
+fn at_path<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
+    path.trim_start_matches('.')
+        .split('.')
+        .try_fold(obj, |v, key| v.get(key))
+}
+
+/// Sets the value at a CRD's simple JSON path, creating the objects on the way.
+fn set_path(obj: &mut Value, path: &str, value: Value) {
+    let keys: Vec<&str> = path.trim_start_matches('.').split('.').collect();
+    let Some((last, parents)) = keys.split_last() else {
+        return;
+    };
+    let mut cur = obj;
+    for key in parents {
+        let Some(map) = cur.as_object_mut() else {
+            return;
+        };
+        cur = map.entry(*key).or_insert_with(|| json!({}));
+    }
+    if let Some(map) = cur.as_object_mut() {
+        map.insert((*last).to_string(), value);
+    }
+}
+
+/// The `autoscaling/v1` Scale of an object.
+fn scale_of(obj: &Value, paths: &ScalePaths) -> Value {
     let md = obj.get("metadata").cloned().unwrap_or_else(|| json!({}));
     let pick = |k: &str| md.get(k).cloned().unwrap_or(Value::Null);
+    let replicas = |p: &str| at_path(obj, p).cloned().unwrap_or(json!(0));
+    let selector = paths
+        .label_selector
+        .as_deref()
+        .and_then(|p| at_path(obj, p))
+        .cloned()
+        .unwrap_or(json!(""));
     json!({
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",
@@ -28,10 +63,10 @@ fn scale_of(obj: &Value) -> Value {
             "resourceVersion": pick("resourceVersion"),
             "creationTimestamp": pick("creationTimestamp"),
         },
-        "spec": { "replicas": obj.get("spec").and_then(|s| s.get("replicas")).cloned().unwrap_or(json!(0)) },
+        "spec": { "replicas": replicas(&paths.spec_replicas) },
         "status": {
-            "replicas": obj.get("status").and_then(|s| s.get("replicas")).cloned().unwrap_or(json!(0)),
-            "selector": obj.get("status").and_then(|s| s.get("selector")).cloned().unwrap_or(json!("")),
+            "replicas": replicas(&paths.status_replicas),
+            "selector": selector,
         },
     })
 }
@@ -39,7 +74,7 @@ fn scale_of(obj: &Value) -> Value {
 /// GET, PUT or PATCH of `<kind>/scale`.
 pub(crate) async fn scale(
     store: &Store,
-    rt: &'static ResourceType,
+    rt: &Arc<ResourceType>,
     rp: &ResourcePath,
     verb: &str,
     headers: &HeaderMap,
@@ -48,8 +83,11 @@ pub(crate) async fn scale(
 ) -> Result<Response, ApiError> {
     let (ns, name) = (rp.namespace.as_str(), rp.name.as_str());
     let body = request::read_body(body).await?;
+    let Some(paths) = rt.scale.as_ref() else {
+        return Err(ApiError::path_not_found());
+    };
     let current = store.get(rt, ns, name)?;
-    let scale = scale_of(&current);
+    let scale = scale_of(&current, paths);
     let wanted = match verb {
         "get" => return Ok(json_response(StatusCode::OK, &scale)),
         "update" => serde_json::from_slice::<Value>(&body)
@@ -73,10 +111,26 @@ pub(crate) async fn scale(
         .and_then(|s| s.get("replicas"))
         .cloned()
         .unwrap_or(json!(0));
-    let mut obj = Value::clone(&current);
-    if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
-        spec.insert("replicas".into(), replicas);
+    if replicas
+        .as_i64()
+        .is_none_or(|n| !(0..=i64::from(i32::MAX)).contains(&n))
+    {
+        return Err(ApiError::invalid(
+            Target {
+                group: "autoscaling",
+                resource: "scale",
+                kind: "Scale",
+                name,
+            },
+            vec![Cause {
+                reason: "FieldValueInvalid".into(),
+                message: format!("Invalid value: {replicas}: must be greater than or equal to 0"),
+                field: Some("spec.replicas".into()),
+            }],
+        ));
     }
+    let mut obj = Value::clone(&current);
+    set_path(&mut obj, &paths.spec_replicas, replicas);
     let rv = meta::meta_str(&wanted, "resourceVersion")
         .filter(|s| !s.is_empty())
         .or_else(|| meta::meta_str(&current, "resourceVersion"))
@@ -90,7 +144,7 @@ pub(crate) async fn scale(
         ..Default::default()
     };
     let (updated, _) = store.update(rt, ns, name, obj, Part::Main, opts)?;
-    Ok(json_response(StatusCode::OK, &scale_of(&updated)))
+    Ok(json_response(StatusCode::OK, &scale_of(&updated, paths)))
 }
 
 /// `POST serviceaccounts/<name>/token`: mints a token the server accepts. An empty body asks
@@ -108,9 +162,12 @@ pub(crate) async fn token_request(
     } else {
         request::decode(headers, &raw)?
     };
-    let sa_type = resources::find("", "v1", "serviceaccounts")
+    let sa_type = shared
+        .store
+        .registry()
+        .find("", "v1", "serviceaccounts")
         .ok_or_else(|| ApiError::internal("no serviceaccounts"))?;
-    shared.store.get(sa_type, ns, name)?;
+    shared.store.get(&sa_type, ns, name)?;
     let secs = req
         .get("spec")
         .and_then(|s| s.get("expirationSeconds"))

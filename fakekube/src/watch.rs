@@ -2,8 +2,8 @@
 //! events, from a resourceVersion, with selectors applied.
 
 use crate::meta;
+use crate::registry::ResourceType;
 use crate::request::{self, Query, timeout_param};
-use crate::resources::ResourceType;
 use crate::selector::{self, FieldSelector};
 use crate::state::Shared;
 use crate::status::ApiError;
@@ -95,12 +95,12 @@ fn error_line(e: &ApiError) -> Vec<u8> {
 /// object `name` alone when it is not) and answers with its stream.
 pub(crate) fn serve(
     shared: Arc<Shared>,
-    rt: &'static ResourceType,
+    rt: Arc<ResourceType>,
     ns: &str,
     name: &str,
     query: &Query,
 ) -> Result<Response, ApiError> {
-    let mut q = request::list_query(rt, query)?;
+    let mut q = request::list_query(&rt, query)?;
     if !name.is_empty() {
         q.fields = Some(
             FieldSelector::parse(&format!("metadata.name={name}"))
@@ -129,7 +129,7 @@ pub(crate) fn serve(
         (Some(rv), Some(false) | None) => rv,
         _ => {
             let list = shared.store.list(
-                rt,
+                &rt,
                 ns.as_deref(),
                 &ListQuery {
                     labels: None,
@@ -148,7 +148,7 @@ pub(crate) fn serve(
                 }
             }
             if send_initial == Some(true) && bookmarks {
-                initial.push(bookmark(rt, rv, true));
+                initial.push(bookmark(&rt, rv, true));
             }
             rv
         }
@@ -175,12 +175,19 @@ pub(crate) fn serve(
                 Ok(events) => {
                     for e in events {
                         last = e.rv;
-                        if !std::ptr::eq(e.rt, rt) {
+                        if !e.rt.same_resource(&rt) {
                             continue;
                         }
                         if let Some(kind) = translate(&e, ns.as_deref(), &q) {
+                            let object = match shared.store.registry().to_version(&rt, &e.object) {
+                                Ok(o) => o,
+                                Err(err) => {
+                                    let _ = tx.send(Bytes::from(error_line(&err))).await;
+                                    return;
+                                }
+                            };
                             if tx
-                                .send(Bytes::from(event_line(kind, &e.object)))
+                                .send(Bytes::from(event_line(kind, &object)))
                                 .await
                                 .is_err()
                             {
@@ -195,9 +202,10 @@ pub(crate) fn serve(
                 r = changed.changed() => if r.is_err() { return },
                 () = &mut deadline => return,
                 () = shutdown.cancelled() => return,
+                () = rt.retired.cancelled() => return,
                 () = tx.closed() => return,
                 () = tokio::time::sleep_until(next_bookmark), if bookmarks => {
-                    if tx.send(Bytes::from(bookmark(rt, last, false))).await.is_err() {
+                    if tx.send(Bytes::from(bookmark(&rt, last, false))).await.is_err() {
                         return;
                     }
                     next_bookmark = tokio::time::Instant::now() + bookmark_every;
@@ -222,14 +230,14 @@ pub(crate) fn serve(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resources;
+    use crate::registry::Registry;
     use crate::selector::LabelSelector;
 
     fn event(kind: EventType, now: Value, prev: Option<Value>) -> Event {
-        let rt = resources::find("", "v1", "pods").expect("pods served");
+        let rt = Registry::new().find("", "v1", "pods").expect("pods served");
         Event {
             rv: 1,
-            rt,
+            rt: rt.clone(),
             kind,
             object: Arc::new(now),
             prev: prev.map(Arc::new),

@@ -141,7 +141,7 @@ enum Lookup {
 /// Reconciles one SandboxClaim.
 pub(crate) fn reconcile(cluster: Cluster<'_>, ns: &str, name: &str) -> Requeue {
     let k = cluster.kinds;
-    let claim = cluster.store.get_opt(k.claim, ns, name)?;
+    let claim = cluster.store.get_opt(&k.claim, ns, name)?;
     if deleting(&claim) {
         return None;
     }
@@ -163,7 +163,7 @@ pub(crate) fn reconcile(cluster: Cluster<'_>, ns: &str, name: &str) -> Requeue {
             propagation: (policy == "DeleteForeground").then_some(Propagation::Foreground),
             ..Default::default()
         };
-        if let Err(e) = super::delete(cluster, k.claim, ns, name, &opts) {
+        if let Err(e) = super::delete(cluster, &k.claim, ns, name, &opts) {
             tracing::debug!(claim = name, error = %e.message, "deleting an expired claim");
             return Some(CONFLICT_RETRY);
         }
@@ -314,7 +314,7 @@ fn write_status(
     }
     let ns = meta_str(claim, "namespace").unwrap_or("");
     let name = meta_str(claim, "name").unwrap_or("");
-    modify(cluster, cluster.kinds.claim, ns, name, Part::Status, |v| {
+    modify(cluster, &cluster.kinds.claim, ns, name, Part::Status, |v| {
         if let Some(o) = v.as_object_mut() {
             o.insert("status".into(), status.clone());
         }
@@ -379,7 +379,7 @@ fn reconcile_expired(
     let sb_name = str_at(claim, &["status", "sandbox", "name"])
         .filter(|n| !n.is_empty())
         .unwrap_or(claim_name);
-    let Some(sb) = cluster.store.get_opt(k.sandbox, ns, sb_name) else {
+    let Some(sb) = cluster.store.get_opt(&k.sandbox, ns, sb_name) else {
         return Ok(None);
     };
     if !controlled_by(&sb, claim) {
@@ -389,7 +389,7 @@ fn reconcile_expired(
         });
     }
     if !deleting(&sb)
-        && let Err(e) = super::delete(cluster, k.sandbox, ns, sb_name, &DeleteOptions::default())
+        && let Err(e) = super::delete(cluster, &k.sandbox, ns, sb_name, &DeleteOptions::default())
     {
         return Err(ClaimError::Reconciler(format!(
             "failed to delete expired sandbox: {}",
@@ -427,12 +427,12 @@ fn pool_and_template(
     let pool_name = str_at(claim, &["spec", "warmPoolRef", "name"]).unwrap_or("");
     let pool = cluster
         .store
-        .get_opt(cluster.kinds.pool, ns, pool_name)
+        .get_opt(&cluster.kinds.pool, ns, pool_name)
         .ok_or_else(|| ClaimError::WarmPoolNotFound(pool_name.to_string()))?;
     let tpl_name = str_at(&pool, &["spec", "sandboxTemplateRef", "name"]).unwrap_or("");
     let tpl = cluster
         .store
-        .get_opt(cluster.kinds.template, ns, tpl_name)
+        .get_opt(&cluster.kinds.template, ns, tpl_name)
         .ok_or_else(|| {
             ClaimError::TemplateNotFound(format!("SandboxTemplate {tpl_name:?} not found"))
         })?;
@@ -556,7 +556,7 @@ fn sync_sandbox_metadata(
     let sb_name = meta_str(&sb, "name").unwrap_or("").to_string();
     match modify(
         cluster,
-        cluster.kinds.sandbox,
+        &cluster.kinds.sandbox,
         &ns,
         &sb_name,
         Part::Main,
@@ -600,7 +600,7 @@ fn init_launch_type(
     let name = meta_str(&sb, "name").unwrap_or("").to_string();
     match modify(
         cluster,
-        cluster.kinds.sandbox,
+        &cluster.kinds.sandbox,
         &ns,
         &name,
         Part::Main,
@@ -624,7 +624,7 @@ fn drop_reference(cluster: Cluster<'_>, claim: &Value, from_label: bool) -> Resu
     } else {
         &["metadata", "annotations"]
     };
-    modify(cluster, cluster.kinds.claim, ns, name, Part::Main, |v| {
+    modify(cluster, &cluster.kinds.claim, ns, name, Part::Main, |v| {
         set_map_key(v, path, SANDBOX_NAME_ANNOTATION, None);
     })
     .map(|_| ())
@@ -640,7 +640,7 @@ fn get_or_adopt(cluster: Cluster<'_>, claim: &Value) -> Result<Lookup, ClaimErro
     let assigned_annotation = annotation(claim, SANDBOX_NAME_ANNOTATION).filter(|n| !n.is_empty());
     let assigned_label = label(claim, SANDBOX_NAME_ANNOTATION).filter(|n| !n.is_empty());
     if let Some(sname) = str_at(claim, &["status", "sandbox", "name"]).filter(|n| !n.is_empty())
-        && let Some(sb) = cluster.store.get_opt(k.sandbox, ns, sname)
+        && let Some(sb) = cluster.store.get_opt(&k.sandbox, ns, sname)
         && controlled_by(&sb, claim)
     {
         let warm = assigned_annotation == Some(sname)
@@ -655,7 +655,7 @@ fn get_or_adopt(cluster: Cluster<'_>, claim: &Value) -> Result<Lookup, ClaimErro
         (None, None) => (None, false),
     };
     if let Some(sb_name) = assigned {
-        match cluster.store.get_opt(k.sandbox, ns, sb_name) {
+        match cluster.store.get_opt(&k.sandbox, ns, sb_name) {
             Some(sb) => {
                 if controlled_by(&sb, claim) {
                     return init_launch_type(cluster, sb, "warm").map(Lookup::Found);
@@ -679,7 +679,7 @@ fn get_or_adopt(cluster: Cluster<'_>, claim: &Value) -> Result<Lookup, ClaimErro
             None => drop_reference(cluster, claim, from_label)?,
         }
     }
-    if let Some(sb) = cluster.store.get_opt(k.sandbox, ns, claim_name) {
+    if let Some(sb) = cluster.store.get_opt(&k.sandbox, ns, claim_name) {
         if !controlled_by(&sb, claim) {
             return Err(ClaimError::Reconciler(format!(
                 "sandbox {claim_name:?} is not controlled by claim {claim_name:?}. Please use a different claim name or delete the sandbox manually"
@@ -741,17 +741,17 @@ fn adopt_from_pool(cluster: Cluster<'_>, claim: &Value) -> Result<Lookup, ClaimE
     let k = cluster.kinds;
     let ns = meta_str(claim, "namespace").unwrap_or("");
     let pool = str_at(claim, &["spec", "warmPoolRef", "name"])
-        .and_then(|p| cluster.store.get_opt(k.pool, ns, p));
+        .and_then(|p| cluster.store.get_opt(&k.pool, ns, p));
     let recreate_template = pool
         .as_ref()
         .filter(|p| str_at(p, &["spec", "updateStrategy", "type"]) == Some("Recreate"))
         .and_then(|p| {
             let t = str_at(p, &["spec", "sandboxTemplateRef", "name"])?;
-            cluster.store.get_opt(k.template, ns, t)
+            cluster.store.get_opt(&k.template, ns, t)
         });
     let mut candidates: Vec<Arc<Value>> = cluster
         .store
-        .list_all(k.sandbox, Some(ns))
+        .list_all(&k.sandbox, Some(ns))
         .into_iter()
         .filter(|sb| verify_candidate(sb, claim).is_ok())
         .collect();
@@ -799,7 +799,7 @@ fn adopt_from_pool(cluster: Cluster<'_>, claim: &Value) -> Result<Lookup, ClaimE
     if let Some(picked) = best.or(fallback) {
         let sb_name = meta_str(&picked, "name").unwrap_or("").to_string();
         let claim_name = meta_str(claim, "name").unwrap_or("");
-        modify(cluster, k.claim, ns, claim_name, Part::Main, |v| {
+        modify(cluster, &k.claim, ns, claim_name, Part::Main, |v| {
             set_map_key(
                 v,
                 &["metadata", "annotations"],
@@ -850,9 +850,9 @@ fn complete_adoption(
     let created_by = label(claim, CREATED_BY_LABEL)
         .filter(|v| !v.is_empty())
         .map(str::to_string);
-    let claim_ref = controller_ref(k.claim, claim);
+    let claim_ref = controller_ref(&k.claim, claim);
     let mut lost = None;
-    let adopted = modify(cluster, k.sandbox, &ns, &sb_name, Part::Main, |v| {
+    let adopted = modify(cluster, &k.sandbox, &ns, &sb_name, Part::Main, |v| {
         if let Err(why) = verify_candidate(v, claim) {
             lost = Some(why);
             return;
@@ -1185,11 +1185,11 @@ fn create_sandbox(
             "namespace": ns,
             "labels": labels,
             "annotations": { TEMPLATE_REF_ANNOTATION: tpl_name },
-            "ownerReferences": [controller_ref(k.claim, claim)],
+            "ownerReferences": [controller_ref(&k.claim, claim)],
         },
         "spec": spec,
     });
-    match super::create(cluster, k.sandbox, ns, body) {
+    match super::create(cluster, &k.sandbox, ns, body) {
         Ok(sb) => Ok(sb),
         Err(e) if e.code == 409 => Err(ClaimError::CreatePending),
         Err(e) => Err(ClaimError::Reconciler(format!(

@@ -23,7 +23,7 @@ mod template;
 mod warmpool;
 
 use crate::meta::{self, meta_str};
-use crate::resources::{self, ResourceType};
+use crate::registry::{Registry, ResourceType};
 use crate::status::ApiError;
 use crate::store::{DeleteOptions, Event, Part, Store, WriteOptions};
 use serde_json::{Map, Value, json};
@@ -99,40 +99,59 @@ impl Default for Config {
     }
 }
 
-/// The kinds the controllers read and write, resolved once.
-#[derive(Debug, Clone, Copy)]
+/// The kinds the controllers read and write, as the registry serves them now. An agent-sandbox
+/// kind that is not established is an empty placeholder (nothing is stored under it and
+/// nothing reads as present), and its controller does not run.
+#[derive(Debug, Clone)]
 pub(crate) struct Kinds {
     /// `agents.x-k8s.io/v1beta1` Sandbox.
-    pub(crate) sandbox: &'static ResourceType,
+    pub(crate) sandbox: Arc<ResourceType>,
     /// SandboxTemplate.
-    pub(crate) template: &'static ResourceType,
+    pub(crate) template: Arc<ResourceType>,
     /// SandboxWarmPool.
-    pub(crate) pool: &'static ResourceType,
+    pub(crate) pool: Arc<ResourceType>,
     /// SandboxClaim.
-    pub(crate) claim: &'static ResourceType,
+    pub(crate) claim: Arc<ResourceType>,
     /// Pod.
-    pub(crate) pod: &'static ResourceType,
+    pub(crate) pod: Arc<ResourceType>,
     /// Service.
-    pub(crate) service: &'static ResourceType,
+    pub(crate) service: Arc<ResourceType>,
     /// PersistentVolumeClaim.
-    pub(crate) pvc: &'static ResourceType,
+    pub(crate) pvc: Arc<ResourceType>,
     /// NetworkPolicy.
-    pub(crate) network_policy: &'static ResourceType,
+    pub(crate) network_policy: Arc<ResourceType>,
 }
 
 impl Kinds {
-    /// Looks every kind up in the resource table.
-    pub(crate) fn resolve() -> Option<Kinds> {
+    /// Looks the kinds up in the registry, with placeholders for the agent-sandbox kinds not
+    /// established; `None` only if a core kind is missing.
+    pub(crate) fn resolve(registry: &Registry) -> Option<Kinds> {
+        let custom = |group: &str, plural: &str, kind: &str| {
+            registry
+                .find(group, "v1beta1", plural)
+                .unwrap_or_else(|| Arc::new(ResourceType::absent(group, "v1beta1", plural, kind)))
+        };
         Some(Kinds {
-            sandbox: resources::find("agents.x-k8s.io", "v1beta1", "sandboxes")?,
-            template: resources::find(EXTENSIONS_GROUP, "v1beta1", "sandboxtemplates")?,
-            pool: resources::find(EXTENSIONS_GROUP, "v1beta1", "sandboxwarmpools")?,
-            claim: resources::find(EXTENSIONS_GROUP, "v1beta1", "sandboxclaims")?,
-            pod: resources::find("", "v1", "pods")?,
-            service: resources::find("", "v1", "services")?,
-            pvc: resources::find("", "v1", "persistentvolumeclaims")?,
-            network_policy: resources::find("networking.k8s.io", "v1", "networkpolicies")?,
+            sandbox: custom("agents.x-k8s.io", "sandboxes", "Sandbox"),
+            template: custom(EXTENSIONS_GROUP, "sandboxtemplates", "SandboxTemplate"),
+            pool: custom(EXTENSIONS_GROUP, "sandboxwarmpools", "SandboxWarmPool"),
+            claim: custom(EXTENSIONS_GROUP, "sandboxclaims", "SandboxClaim"),
+            pod: registry.find("", "v1", "pods")?,
+            service: registry.find("", "v1", "services")?,
+            pvc: registry.find("", "v1", "persistentvolumeclaims")?,
+            network_policy: registry.find("networking.k8s.io", "v1", "networkpolicies")?,
         })
+    }
+
+    /// The kind `controller` reconciles, when it is established.
+    fn of(&self, controller: Controller) -> Option<&Arc<ResourceType>> {
+        let rt = match controller {
+            Controller::Sandbox => &self.sandbox,
+            Controller::Template => &self.template,
+            Controller::Pool => &self.pool,
+            Controller::Claim => &self.claim,
+        };
+        rt.served.then_some(rt)
     }
 }
 
@@ -191,35 +210,49 @@ pub(crate) fn spawn(
     config: Config,
     shutdown: CancellationToken,
 ) -> JoinHandle<()> {
-    tokio::spawn(async move {
-        let Some(kinds) = Kinds::resolve() else {
-            tracing::error!("agent-sandbox kinds missing from the resource table; controllers off");
-            return;
-        };
-        run(store, kinds, config, shutdown).await;
-    })
+    tokio::spawn(run(store, config, shutdown))
 }
 
-async fn run(store: Arc<Store>, kinds: Kinds, config: Config, shutdown: CancellationToken) {
+/// The controllers' loop: idle until the Sandbox kind is established, then reconciling what
+/// each change touches; a change to the registry (a CRD installed, changed or removed) makes
+/// it look at everything again.
+async fn run(store: Arc<Store>, config: Config, shutdown: CancellationToken) {
     let mut changes = store.subscribe();
     changes.borrow_and_update();
     let mut last = store.resource_version();
-    let mut queue = full_resync(&store, &kinds);
+    let mut generation = store.registry().generation();
+    let mut kinds = Kinds::resolve(store.registry());
+    let mut queue = kinds
+        .as_ref()
+        .map(|k| full_resync(&store, k))
+        .unwrap_or_default();
     let mut deadlines: BTreeMap<Key, Instant> = BTreeMap::new();
     loop {
         changes.borrow_and_update();
+        let now_generation = store.registry().generation();
+        let mut resync = false;
+        if now_generation != generation {
+            generation = now_generation;
+            kinds = Kinds::resolve(store.registry());
+            resync = true;
+        }
         match store.events_since(last) {
             Ok(events) => {
                 for e in &events {
                     last = last.max(e.rv);
-                    keys_for_event(&store, &kinds, e, &mut queue);
+                    if let Some(k) = &kinds {
+                        keys_for_event(&store, k, e, &mut queue);
+                    }
                 }
             }
             Err(_) => {
                 // The log no longer reaches back: look at everything again.
                 last = store.resource_version();
-                queue.extend(full_resync(&store, &kinds));
+                resync = true;
             }
+        }
+        if let Some(k) = kinds.as_ref().filter(|_| resync) {
+            queue.extend(full_resync(&store, k));
         }
         let now = Instant::now();
         let due: Vec<Key> = deadlines
@@ -231,21 +264,29 @@ async fn run(store: Arc<Store>, kinds: Kinds, config: Config, shutdown: Cancella
             deadlines.remove(&k);
             queue.insert(k);
         }
-        let cluster = Cluster {
-            store: &store,
-            kinds: &kinds,
-            config: &config,
-        };
-        for key in std::mem::take(&mut queue) {
-            let requeue = reconcile(cluster, &key);
-            match requeue {
-                Some(after) => {
-                    deadlines.insert(key, Instant::now() + after);
-                }
-                None => {
+        let pending = std::mem::take(&mut queue);
+        if let Some(kinds) = &kinds {
+            let cluster = Cluster {
+                store: &store,
+                kinds,
+                config: &config,
+            };
+            for key in pending {
+                if kinds.of(key.controller).is_none() {
                     deadlines.remove(&key);
+                    continue;
+                }
+                match reconcile(cluster, &key) {
+                    Some(after) => {
+                        deadlines.insert(key, Instant::now() + after);
+                    }
+                    None => {
+                        deadlines.remove(&key);
+                    }
                 }
             }
+        } else {
+            deadlines.clear();
         }
         if changes.has_changed().unwrap_or(false) {
             continue;
@@ -282,12 +323,15 @@ fn reconcile(cluster: Cluster<'_>, key: &Key) -> Requeue {
 /// Every object any controller looks after.
 fn full_resync(store: &Store, kinds: &Kinds) -> BTreeSet<Key> {
     let mut out = BTreeSet::new();
-    for (rt, c) in [
-        (kinds.template, Controller::Template),
-        (kinds.pool, Controller::Pool),
-        (kinds.claim, Controller::Claim),
-        (kinds.sandbox, Controller::Sandbox),
+    for c in [
+        Controller::Template,
+        Controller::Pool,
+        Controller::Claim,
+        Controller::Sandbox,
     ] {
+        let Some(rt) = kinds.of(c) else {
+            continue;
+        };
         for obj in store.list_all(rt, None) {
             out.insert(Key::new(
                 c,
@@ -305,9 +349,12 @@ fn keys_for_event(store: &Store, kinds: &Kinds, e: &Event, out: &mut BTreeSet<Ke
     let ns = meta_str(obj, "namespace").unwrap_or("");
     let name = meta_str(obj, "name").unwrap_or("");
     let versions = std::iter::once(obj.as_ref()).chain(e.prev.as_deref());
-    let plural = e.rt.plural;
-    let group = e.rt.group;
-    if std::ptr::eq(e.rt, kinds.sandbox) {
+    let plural = e.rt.plural.as_str();
+    let group = e.rt.group.as_str();
+    let is = |k: &Arc<ResourceType>| k.same_resource(&e.rt);
+    let pools = |ns: &str| store.list_all(&kinds.pool, Some(ns));
+    let claims = |ns: &str| store.list_all(&kinds.claim, Some(ns));
+    if is(&kinds.sandbox) {
         out.insert(Key::new(Controller::Sandbox, ns, name));
         let mut pool_member = false;
         for v in versions {
@@ -324,7 +371,7 @@ fn keys_for_event(store: &Store, kinds: &Kinds, e: &Event, out: &mut BTreeSet<Ke
             }
             if let Some(hash) = label(v, WARM_POOL_LABEL) {
                 pool_member = true;
-                for pool in store.list_all(kinds.pool, Some(ns)) {
+                for pool in pools(ns) {
                     let pname = meta_str(&pool, "name").unwrap_or("");
                     if name_hash(pname) == hash {
                         out.insert(Key::new(Controller::Pool, ns, pname));
@@ -334,7 +381,7 @@ fn keys_for_event(store: &Store, kinds: &Kinds, e: &Event, out: &mut BTreeSet<Ke
         }
         if pool_member {
             // A member changed: claims still waiting for one may now adopt it.
-            for c in store.list_all(kinds.claim, Some(ns)) {
+            for c in claims(ns) {
                 if str_at(&c, &["status", "sandbox", "name"]).is_none_or(str::is_empty) {
                     out.insert(Key::new(
                         Controller::Claim,
@@ -344,9 +391,9 @@ fn keys_for_event(store: &Store, kinds: &Kinds, e: &Event, out: &mut BTreeSet<Ke
                 }
             }
         }
-    } else if std::ptr::eq(e.rt, kinds.template) {
+    } else if is(&kinds.template) {
         out.insert(Key::new(Controller::Template, ns, name));
-        for pool in store.list_all(kinds.pool, Some(ns)) {
+        for pool in pools(ns) {
             if str_at(&pool, &["spec", "sandboxTemplateRef", "name"]) == Some(name) {
                 out.insert(Key::new(
                     Controller::Pool,
@@ -355,16 +402,16 @@ fn keys_for_event(store: &Store, kinds: &Kinds, e: &Event, out: &mut BTreeSet<Ke
                 ));
             }
         }
-        for c in store.list_all(kinds.claim, Some(ns)) {
+        for c in claims(ns) {
             out.insert(Key::new(
                 Controller::Claim,
                 ns,
                 meta_str(&c, "name").unwrap_or(""),
             ));
         }
-    } else if std::ptr::eq(e.rt, kinds.pool) {
+    } else if is(&kinds.pool) {
         out.insert(Key::new(Controller::Pool, ns, name));
-        for c in store.list_all(kinds.claim, Some(ns)) {
+        for c in claims(ns) {
             if str_at(&c, &["spec", "warmPoolRef", "name"]) == Some(name) {
                 out.insert(Key::new(
                     Controller::Claim,
@@ -373,7 +420,7 @@ fn keys_for_event(store: &Store, kinds: &Kinds, e: &Event, out: &mut BTreeSet<Ke
                 ));
             }
         }
-    } else if std::ptr::eq(e.rt, kinds.claim) {
+    } else if is(&kinds.claim) {
         out.insert(Key::new(Controller::Claim, ns, name));
     } else if group.is_empty() && matches!(plural, "pods" | "services" | "persistentvolumeclaims") {
         if plural != "persistentvolumeclaims" {
@@ -390,7 +437,7 @@ fn keys_for_event(store: &Store, kinds: &Kinds, e: &Event, out: &mut BTreeSet<Ke
                 && let Some(hash) = label(v, NAME_HASH_LABEL)
             {
                 // An unowned or foreign Pod carrying a Sandbox's tracking label.
-                for sb in store.list_all(kinds.sandbox, Some(ns)) {
+                for sb in store.list_all(&kinds.sandbox, Some(ns)) {
                     let sname = meta_str(&sb, "name").unwrap_or("");
                     if name_hash(sname) == hash {
                         out.insert(Key::new(Controller::Sandbox, ns, sname));
@@ -398,7 +445,7 @@ fn keys_for_event(store: &Store, kinds: &Kinds, e: &Event, out: &mut BTreeSet<Ke
                 }
             }
         }
-    } else if std::ptr::eq(e.rt, kinds.network_policy) {
+    } else if is(&kinds.network_policy) {
         for v in versions {
             if let Some(owner) = controller_of(v)
                 && owner_kind(owner) == "SandboxTemplate"
@@ -738,7 +785,7 @@ impl WriteError {
 /// gone; the stored object otherwise.
 pub(crate) fn modify(
     cluster: Cluster<'_>,
-    rt: &'static ResourceType,
+    rt: &Arc<ResourceType>,
     ns: &str,
     name: &str,
     part: Part,
@@ -769,7 +816,7 @@ pub(crate) fn modify(
 /// Creates an object.
 pub(crate) fn create(
     cluster: Cluster<'_>,
-    rt: &'static ResourceType,
+    rt: &Arc<ResourceType>,
     ns: &str,
     obj: Value,
 ) -> Result<Arc<Value>, ApiError> {
@@ -782,7 +829,7 @@ pub(crate) fn create(
 /// Deletes an object (background propagation); a missing object is not an error.
 pub(crate) fn delete(
     cluster: Cluster<'_>,
-    rt: &'static ResourceType,
+    rt: &Arc<ResourceType>,
     ns: &str,
     name: &str,
     opts: &DeleteOptions,

@@ -236,7 +236,7 @@ fn extension_pod_labels(sb: &Value) -> BTreeMap<String, String> {
 
 /// Reconciles one Sandbox; returns when to look again without a change.
 pub(crate) fn reconcile(cluster: Cluster<'_>, ns: &str, name: &str) -> Requeue {
-    let mut sb = cluster.store.get_opt(cluster.kinds.sandbox, ns, name)?;
+    let mut sb = cluster.store.get_opt(&cluster.kinds.sandbox, ns, name)?;
     if deleting(&sb) {
         return None;
     }
@@ -319,18 +319,18 @@ fn handle_expiry(
     let name = meta_str(sb, "name").unwrap_or("");
     let mut errors = Vec::new();
     let pod_name = resolve_pod_name(sb);
-    if let Some(pod) = cluster.store.get_opt(k.pod, ns, &pod_name)
+    if let Some(pod) = cluster.store.get_opt(&k.pod, ns, &pod_name)
         && controlled_by(&pod, sb)
-        && let Err(e) = delete(cluster, k.pod, ns, &pod_name, &DeleteOptions::default())
+        && let Err(e) = delete(cluster, &k.pod, ns, &pod_name, &DeleteOptions::default())
     {
         errors.push(SandboxError::write(
             "failed to delete pod",
             WriteError::Api(e),
         ));
     }
-    if let Some(svc) = cluster.store.get_opt(k.service, ns, name)
+    if let Some(svc) = cluster.store.get_opt(&k.service, ns, name)
         && controlled_by(&svc, sb)
-        && let Err(e) = delete(cluster, k.service, ns, name, &DeleteOptions::default())
+        && let Err(e) = delete(cluster, &k.service, ns, name, &DeleteOptions::default())
     {
         errors.push(SandboxError::write(
             "failed to delete service",
@@ -338,7 +338,7 @@ fn handle_expiry(
         ));
     }
     if str_at(sb, &["spec", "shutdownPolicy"]) == Some("Delete") {
-        match delete(cluster, k.sandbox, ns, name, &DeleteOptions::default()) {
+        match delete(cluster, &k.sandbox, ns, name, &DeleteOptions::default()) {
             Ok(()) => return (true, errors),
             Err(e) => errors.push(SandboxError::write(
                 "failed to delete sandbox",
@@ -389,7 +389,7 @@ fn write_status(
     let status = st.to_value();
     modify(
         cluster,
-        cluster.kinds.sandbox,
+        &cluster.kinds.sandbox,
         ns,
         name,
         Part::Status,
@@ -516,7 +516,7 @@ fn reconcile_pvcs(cluster: Cluster<'_>, sb: &Value, hash: &str) -> Result<(), Sa
     for vct in &vcts {
         let vname = str_at(vct, &["metadata", "name"]).unwrap_or("");
         let pvc_name = format!("{vname}-{sb_name}");
-        if let Some(pvc) = cluster.store.get_opt(k.pvc, ns, &pvc_name) {
+        if let Some(pvc) = cluster.store.get_opt(&k.pvc, ns, &pvc_name) {
             match ownership(&pvc, sb) {
                 Ownership::Other(r) => return Err(owned_by_other("PVC", &pvc_name, r, sb)),
                 Ownership::Unowned => {
@@ -526,8 +526,8 @@ fn reconcile_pvcs(cluster: Cluster<'_>, sb: &Value, hash: &str) -> Result<(), Sa
                             name: pvc_name,
                         });
                     }
-                    modify(cluster, k.pvc, ns, &pvc_name, Part::Main, |v| {
-                        set_controller_ref(v, k.sandbox, sb);
+                    modify(cluster, &k.pvc, ns, &pvc_name, Part::Main, |v| {
+                        set_controller_ref(v, &k.sandbox, sb);
                     })
                     .map_err(|e| {
                         SandboxError::write("failed to patch PVC with owner reference", e)
@@ -543,7 +543,7 @@ fn reconcile_pvcs(cluster: Cluster<'_>, sb: &Value, hash: &str) -> Result<(), Sa
             "name": pvc_name,
             "namespace": ns,
             "labels": labels,
-            "ownerReferences": [controller_ref(k.sandbox, sb)],
+            "ownerReferences": [controller_ref(&k.sandbox, sb)],
         });
         let annotations = string_map(vct, &["metadata", "annotations"]);
         if !annotations.is_empty() {
@@ -555,7 +555,7 @@ fn reconcile_pvcs(cluster: Cluster<'_>, sb: &Value, hash: &str) -> Result<(), Sa
             "metadata": md,
             "spec": vct.get("spec").cloned().unwrap_or_else(|| json!({})),
         });
-        create(cluster, k.pvc, ns, pvc).map_err(|e| SandboxError::Create(e.message))?;
+        create(cluster, &k.pvc, ns, pvc).map_err(|e| SandboxError::Create(e.message))?;
     }
     Ok(())
 }
@@ -569,7 +569,7 @@ fn clear_pod_name(cluster: Cluster<'_>, sb: &mut Arc<Value>) -> Result<(), Sandb
     let name = meta_str(sb, "name").unwrap_or("").to_string();
     match modify(
         cluster,
-        cluster.kinds.sandbox,
+        &cluster.kinds.sandbox,
         &ns,
         &name,
         Part::Main,
@@ -603,7 +603,7 @@ fn ensure_pod_name(
     let name = meta_str(sb, "name").unwrap_or("").to_string();
     match modify(
         cluster,
-        cluster.kinds.sandbox,
+        &cluster.kinds.sandbox,
         &ns,
         &name,
         Part::Main,
@@ -633,13 +633,13 @@ fn reconcile_pod(cluster: Cluster<'_>, sb: &mut Arc<Value>, hash: &str) -> PodRe
     let sb_name = meta_str(sb, "name").unwrap_or("").to_string();
     let mut owned: Vec<Arc<Value>> = cluster
         .store
-        .list_all(k.pod, Some(&ns))
+        .list_all(&k.pod, Some(&ns))
         .into_iter()
         .filter(|p| label(p, NAME_HASH_LABEL) == Some(hash) && controlled_by(p, sb))
         .collect();
     let pod_name = resolve_pod_name(sb);
     let annotated = at(sb, &["metadata", "annotations", POD_NAME_ANNOTATION]).is_some();
-    let mut pod = cluster.store.get_opt(k.pod, &ns, &pod_name);
+    let mut pod = cluster.store.get_opt(&k.pod, &ns, &pod_name);
     if pod.is_none()
         && annotated
         && let Err(e) = clear_pod_name(cluster, sb)
@@ -675,7 +675,7 @@ fn reconcile_pod(cluster: Cluster<'_>, sb: &mut Arc<Value>, hash: &str) -> PodRe
         {
             if !deleting(p) {
                 let pname = meta_str(p, "name").unwrap_or("");
-                if let Err(e) = delete(cluster, k.pod, &ns, pname, &DeleteOptions::default()) {
+                if let Err(e) = delete(cluster, &k.pod, &ns, pname, &DeleteOptions::default()) {
                     return (
                         pod,
                         Some(SandboxError::write(
@@ -696,15 +696,15 @@ fn reconcile_pod(cluster: Cluster<'_>, sb: &mut Arc<Value>, hash: &str) -> PodRe
     if let Some(p) = pod {
         return reconcile_existing_pod(cluster, sb, p, hash);
     }
-    let pod = build_pod(sb, hash, k.sandbox);
-    match create(cluster, k.pod, &ns, pod) {
+    let pod = build_pod(sb, hash, &k.sandbox);
+    match create(cluster, &k.pod, &ns, pod) {
         Ok(created) => {
             if let Err(e) = ensure_pod_name(cluster, sb, &sb_name) {
                 return (None, Some(e));
             }
             (Some(created), None)
         }
-        Err(e) if e.code == 409 => match cluster.store.get_opt(k.pod, &ns, &sb_name) {
+        Err(e) if e.code == 409 => match cluster.store.get_opt(&k.pod, &ns, &sb_name) {
             Some(existing) => reconcile_existing_pod(cluster, sb, existing, hash),
             None => (
                 None,
@@ -718,7 +718,7 @@ fn reconcile_pod(cluster: Cluster<'_>, sb: &mut Arc<Value>, hash: &str) -> PodRe
     }
 }
 
-fn build_pod(sb: &Value, hash: &str, sandbox_rt: &crate::resources::ResourceType) -> Value {
+fn build_pod(sb: &Value, hash: &str, sandbox_rt: &crate::registry::ResourceType) -> Value {
     let tpl_labels = string_map(sb, &["spec", "podTemplate", "metadata", "labels"]);
     let tpl_annotations = string_map(sb, &["spec", "podTemplate", "metadata", "annotations"]);
     let mut labels = BTreeMap::new();
@@ -832,9 +832,9 @@ fn reconcile_existing_pod(
         Ownership::Owned => false,
     };
     let sb_now = sb.clone();
-    let updated = match modify(cluster, k.pod, &ns, &pname, Part::Main, |v| {
+    let updated = match modify(cluster, &k.pod, &ns, &pname, Part::Main, |v| {
         if adopt {
-            set_controller_ref(v, k.sandbox, &sb_now);
+            set_controller_ref(v, &k.sandbox, &sb_now);
         }
         update_pod_metadata(v, &sb_now, hash);
     }) {
@@ -1053,7 +1053,7 @@ fn reconcile_service(cluster: Cluster<'_>, sb: &Value, hash: &str, st: &mut Stat
     let desired = at(sb, &["spec", "service"]).and_then(Value::as_bool);
     let ports = service_ports(sb);
     let selector = json!({ NAME_HASH_LABEL: hash });
-    let Some(svc) = cluster.store.get_opt(k.service, ns, name) else {
+    let Some(svc) = cluster.store.get_opt(&k.service, ns, name) else {
         if desired != Some(true) {
             clear_service_status(st);
             return (None, None);
@@ -1069,11 +1069,11 @@ fn reconcile_service(cluster: Cluster<'_>, sb: &Value, hash: &str, st: &mut Stat
                 "name": name,
                 "namespace": ns,
                 "labels": { NAME_HASH_LABEL: hash },
-                "ownerReferences": [controller_ref(k.sandbox, sb)],
+                "ownerReferences": [controller_ref(&k.sandbox, sb)],
             },
             "spec": spec,
         });
-        return match create(cluster, k.service, ns, body) {
+        return match create(cluster, &k.service, ns, body) {
             Ok(svc) => {
                 set_service_status(cluster, st, &svc);
                 (Some(svc), None)
@@ -1084,7 +1084,7 @@ fn reconcile_service(cluster: Cluster<'_>, sb: &Value, hash: &str, st: &mut Stat
     let own = ownership(&svc, sb);
     if desired == Some(false) {
         if matches!(own, Ownership::Owned)
-            && let Err(e) = delete(cluster, k.service, ns, name, &DeleteOptions::default())
+            && let Err(e) = delete(cluster, &k.service, ns, name, &DeleteOptions::default())
         {
             return (
                 None,
@@ -1123,7 +1123,7 @@ fn reconcile_service(cluster: Cluster<'_>, sb: &Value, hash: &str, st: &mut Stat
                     }),
                 );
             }
-            modify(cluster, k.service, ns, name, Part::Main, |v| {
+            modify(cluster, &k.service, ns, name, Part::Main, |v| {
                 set_map_key(v, &["metadata", "labels"], NAME_HASH_LABEL, Some(hash));
                 if let Some(spec) = super::obj_at(v, &["spec"]) {
                     spec.insert("selector".into(), selector.clone());
@@ -1133,11 +1133,11 @@ fn reconcile_service(cluster: Cluster<'_>, sb: &Value, hash: &str, st: &mut Stat
                         spec.insert("ports".into(), json!(ports));
                     }
                 }
-                set_controller_ref(v, k.sandbox, sb);
+                set_controller_ref(v, &k.sandbox, sb);
             })
             .map_err(|e| SandboxError::write("failed to update service with owner reference", e))
         }
-        Ownership::Owned => modify(cluster, k.service, ns, name, Part::Main, |v| {
+        Ownership::Owned => modify(cluster, &k.service, ns, name, Part::Main, |v| {
             set_map_key(v, &["metadata", "labels"], NAME_HASH_LABEL, Some(hash));
             if let Some(spec) = super::obj_at(v, &["spec"]) {
                 if spec.get("selector") != Some(&selector) {
@@ -1424,11 +1424,11 @@ mod tests {
                 "spec": { "containers": [ { "name": "c", "image": "i" } ] },
             } },
         });
-        let rt = crate::resources::find("agents.x-k8s.io", "v1beta1", "sandboxes");
+        let rt = crate::registry::Registry::new().find("agents.x-k8s.io", "v1beta1", "sandboxes");
         let Some(rt) = rt else {
             panic!("sandboxes are served");
         };
-        let pod = build_pod(&sb, &name_hash("my-sandbox"), rt);
+        let pod = build_pod(&sb, &name_hash("my-sandbox"), &rt);
         let labels = &pod["metadata"]["labels"];
         assert_eq!(labels[NAME_HASH_LABEL], "374de8f5");
         assert_eq!(labels["app"], "x");

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 /// Reconciles one SandboxTemplate.
 pub(crate) fn reconcile(cluster: Cluster<'_>, ns: &str, name: &str) -> Requeue {
     let k = cluster.kinds;
-    let tpl = cluster.store.get_opt(k.template, ns, name)?;
+    let tpl = cluster.store.get_opt(&k.template, ns, name)?;
     if deleting(&tpl) {
         return None;
     }
@@ -26,7 +26,7 @@ pub(crate) fn reconcile(cluster: Cluster<'_>, ns: &str, name: &str) -> Requeue {
     let tpl = if label(&tpl, TEMPLATE_REF_HASH_LABEL) == Some(hash.as_str()) {
         tpl
     } else {
-        match modify(cluster, k.template, ns, name, Part::Main, |v| {
+        match modify(cluster, &k.template, ns, name, Part::Main, |v| {
             set_map_key(
                 v,
                 &["metadata", "labels"],
@@ -43,13 +43,13 @@ pub(crate) fn reconcile(cluster: Cluster<'_>, ns: &str, name: &str) -> Requeue {
         }
     };
     let np_name = format!("{name}-network-policy");
-    let existing = cluster.store.get_opt(k.network_policy, ns, &np_name);
+    let existing = cluster.store.get_opt(&k.network_policy, ns, &np_name);
     if str_at(&tpl, &["spec", "networkPolicyManagement"]) == Some("Unmanaged") {
         if let Some(np) = existing
             && controlled_by(&np, &tpl)
             && let Err(e) = delete(
                 cluster,
-                k.network_policy,
+                &k.network_policy,
                 ns,
                 &np_name,
                 &DeleteOptions::default(),
@@ -72,7 +72,7 @@ pub(crate) fn reconcile(cluster: Cluster<'_>, ns: &str, name: &str) -> Requeue {
             if np.get("spec") == Some(&desired) {
                 return None;
             }
-            if let Err(e) = modify(cluster, k.network_policy, ns, &np_name, Part::Main, |v| {
+            if let Err(e) = modify(cluster, &k.network_policy, ns, &np_name, Part::Main, |v| {
                 if let Some(o) = v.as_object_mut() {
                     o.insert("spec".into(), desired.clone());
                 }
@@ -88,11 +88,11 @@ pub(crate) fn reconcile(cluster: Cluster<'_>, ns: &str, name: &str) -> Requeue {
                 "metadata": {
                     "name": np_name,
                     "namespace": ns,
-                    "ownerReferences": [controller_ref(k.template, &tpl)],
+                    "ownerReferences": [controller_ref(&k.template, &tpl)],
                 },
                 "spec": desired,
             });
-            if let Err(e) = create(cluster, k.network_policy, ns, body) {
+            if let Err(e) = create(cluster, &k.network_policy, ns, body) {
                 tracing::debug!(template = name, error = %e.message, "creating a network policy");
             }
         }

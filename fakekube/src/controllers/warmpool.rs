@@ -134,7 +134,7 @@ fn pod_unschedulable(cluster: Cluster<'_>, sb: &Value) -> bool {
         .filter(|n| !n.is_empty())
         .or_else(|| meta_str(sb, "name"))
         .unwrap_or("");
-    let Some(pod) = cluster.store.get_opt(cluster.kinds.pod, ns, pod_name) else {
+    let Some(pod) = cluster.store.get_opt(&cluster.kinds.pod, ns, pod_name) else {
         return false;
     };
     if deleting(&pod) {
@@ -163,7 +163,7 @@ fn deletion_order(members: &mut [Arc<Value>]) {
 /// Reconciles one SandboxWarmPool.
 pub(crate) fn reconcile(cluster: Cluster<'_>, ns: &str, name: &str) -> Requeue {
     let k = cluster.kinds;
-    let pool = cluster.store.get_opt(k.pool, ns, name)?;
+    let pool = cluster.store.get_opt(&k.pool, ns, name)?;
     if deleting(&pool) {
         return None;
     }
@@ -172,7 +172,7 @@ pub(crate) fn reconcile(cluster: Cluster<'_>, ns: &str, name: &str) -> Requeue {
     let tpl_name = str_at(&pool, &["spec", "sandboxTemplateRef", "name"])
         .unwrap_or("")
         .to_string();
-    let template = cluster.store.get_opt(k.template, ns, &tpl_name);
+    let template = cluster.store.get_opt(&k.template, ns, &tpl_name);
     let current_hash = template.as_deref().map(blueprint_hash).unwrap_or_default();
     let recreate = str_at(&pool, &["spec", "updateStrategy", "type"]) == Some("Recreate");
     let mut requeue: Requeue = None;
@@ -181,7 +181,7 @@ pub(crate) fn reconcile(cluster: Cluster<'_>, ns: &str, name: &str) -> Requeue {
     let mut active: Vec<Arc<Value>> = Vec::new();
     let members = cluster
         .store
-        .list_all(k.sandbox, Some(ns))
+        .list_all(&k.sandbox, Some(ns))
         .into_iter()
         .filter(|s| label(s, WARM_POOL_LABEL) == Some(hash.as_str()));
     for sb in members {
@@ -200,7 +200,7 @@ pub(crate) fn reconcile(cluster: Cluster<'_>, ns: &str, name: &str) -> Requeue {
             && (recreate || orphan)
             && is_stale(&sb, tpl, &tpl_name, &current_hash)
         {
-            match delete(cluster, k.sandbox, ns, &sb_name, &DeleteOptions::default()) {
+            match delete(cluster, &k.sandbox, ns, &sb_name, &DeleteOptions::default()) {
                 Ok(()) => terminating += usize::from(mine),
                 Err(e) => {
                     tracing::debug!(pool = name, error = %e.message, "deleting a stale member");
@@ -210,9 +210,9 @@ pub(crate) fn reconcile(cluster: Cluster<'_>, ns: &str, name: &str) -> Requeue {
         }
         let needs_label = label(&sb, LAUNCH_TYPE_LABEL) != Some("warm");
         let sb = if orphan || needs_label {
-            match modify(cluster, k.sandbox, ns, &sb_name, Part::Main, |v| {
+            match modify(cluster, &k.sandbox, ns, &sb_name, Part::Main, |v| {
                 if orphan {
-                    set_controller_ref(v, k.pool, &pool);
+                    set_controller_ref(v, &k.pool, &pool);
                 }
                 set_map_key(v, &["metadata", "labels"], LAUNCH_TYPE_LABEL, Some("warm"));
             }) {
@@ -250,7 +250,7 @@ pub(crate) fn reconcile(cluster: Cluster<'_>, ns: &str, name: &str) -> Requeue {
             continue;
         }
         let sb_name = meta_str(&sb, "name").unwrap_or("").to_string();
-        match delete(cluster, k.sandbox, ns, &sb_name, &DeleteOptions::default()) {
+        match delete(cluster, &k.sandbox, ns, &sb_name, &DeleteOptions::default()) {
             Ok(()) => terminating += 1,
             Err(_) => healthy.push(sb),
         }
@@ -287,7 +287,7 @@ pub(crate) fn reconcile(cluster: Cluster<'_>, ns: &str, name: &str) -> Requeue {
         let member = build_member(cluster, &pool, tpl, &tpl_name, &hash);
         let count = (desired - current - terminating).min(MAX_BATCH);
         for _ in 0..count {
-            if let Err(e) = create(cluster, k.sandbox, ns, member.clone()) {
+            if let Err(e) = create(cluster, &k.sandbox, ns, member.clone()) {
                 tracing::debug!(pool = name, error = %e.message, "creating a member");
                 break;
             }
@@ -297,13 +297,13 @@ pub(crate) fn reconcile(cluster: Cluster<'_>, ns: &str, name: &str) -> Requeue {
         deletion_order(&mut healthy);
         for sb in healthy.iter().take((current - desired).min(MAX_BATCH)) {
             let sb_name = meta_str(sb, "name").unwrap_or("");
-            if let Err(e) = delete(cluster, k.sandbox, ns, sb_name, &DeleteOptions::default()) {
+            if let Err(e) = delete(cluster, &k.sandbox, ns, sb_name, &DeleteOptions::default()) {
                 tracing::debug!(pool = name, error = %e.message, "deleting an excess member");
             }
         }
     }
     if pool.get("status") != Some(&status)
-        && let Err(e) = modify(cluster, k.pool, ns, name, Part::Status, |v| {
+        && let Err(e) = modify(cluster, &k.pool, ns, name, Part::Status, |v| {
             if let Some(o) = v.as_object_mut() {
                 o.insert("status".into(), status.clone());
             }
@@ -365,7 +365,7 @@ fn build_member(
                 CREATED_BY_LABEL: "controller",
             },
             "annotations": { TEMPLATE_REF_ANNOTATION: tpl_name },
-            "ownerReferences": [controller_ref(cluster.kinds.pool, pool)],
+            "ownerReferences": [controller_ref(&cluster.kinds.pool, pool)],
         },
         "spec": spec,
     })

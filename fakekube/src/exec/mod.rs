@@ -368,11 +368,14 @@ fn resolve(
     kind: Kind,
 ) -> Result<Endpoint, ApiError> {
     let Some(kubelet) = shared.kubelet.as_ref() else {
-        let rt = crate::resources::find("", "v1", "pods")
+        let rt = shared
+            .store
+            .registry()
+            .find("", "v1", "pods")
             .ok_or_else(|| ApiError::internal("pods are not served"))?;
         let pod = shared
             .store
-            .get_opt(rt, &rp.namespace, &rp.name)
+            .get_opt(&rt, &rp.namespace, &rp.name)
             .ok_or_else(|| {
                 ApiError::not_found(Target {
                     group: "",

@@ -193,9 +193,12 @@ impl Kubelet {
         pod: &str,
         container: &str,
     ) -> Result<(Arc<Value>, String), ApiError> {
-        let rt = crate::resources::find("", "v1", "pods")
+        let rt = self
+            .store
+            .registry()
+            .find("", "v1", "pods")
             .ok_or_else(|| ApiError::internal("pods are not served"))?;
-        let obj = self.store.get_opt(rt, ns, pod).ok_or_else(|| {
+        let obj = self.store.get_opt(&rt, ns, pod).ok_or_else(|| {
             ApiError::not_found(Target {
                 group: "",
                 resource: "pods",

@@ -10,7 +10,7 @@ use super::pod::{
 use super::{Kubelet, State};
 use crate::meta::{self, meta_str};
 use crate::patch::PatchKind;
-use crate::resources::{self, ResourceType};
+use crate::registry::{Registry, ResourceType};
 use crate::store::{Event, EventType, Part, Store, WriteOptions};
 use base64::Engine;
 use fakekube_runtime::{ExecIo, ExecSpec, ExitStatus, PodFs, Volume};
@@ -30,19 +30,19 @@ const OUTPUT_CHUNKS: usize = 16;
 const DRAIN_GRACE: Duration = Duration::from_secs(1);
 
 /// The kinds the kubelet reads and writes.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Kinds {
-    pod: &'static ResourceType,
-    pvc: &'static ResourceType,
-    secret: &'static ResourceType,
+    pod: Arc<ResourceType>,
+    pvc: Arc<ResourceType>,
+    secret: Arc<ResourceType>,
 }
 
 impl Kinds {
-    fn resolve() -> Option<Kinds> {
+    fn resolve(registry: &Registry) -> Option<Kinds> {
         Some(Kinds {
-            pod: resources::find("", "v1", "pods")?,
-            pvc: resources::find("", "v1", "persistentvolumeclaims")?,
-            secret: resources::find("", "v1", "secrets")?,
+            pod: registry.find("", "v1", "pods")?,
+            pvc: registry.find("", "v1", "persistentvolumeclaims")?,
+            secret: registry.find("", "v1", "secrets")?,
         })
     }
 }
@@ -68,7 +68,7 @@ struct Pass<'a> {
 /// Secrets looked up in the store.
 struct StoreLookup<'a> {
     store: &'a Store,
-    secret: &'static ResourceType,
+    secret: &'a Arc<ResourceType>,
 }
 
 impl Lookup for StoreLookup<'_> {
@@ -122,7 +122,7 @@ impl Kubelet {
     }
 
     async fn run(self: Arc<Self>, shutdown: CancellationToken) {
-        let Some(kinds) = Kinds::resolve() else {
+        let Some(kinds) = Kinds::resolve(self.store.registry()) else {
             tracing::error!("core kinds missing from the resource table; kubelet off");
             return;
         };
@@ -182,7 +182,7 @@ impl Kubelet {
 
     /// Looks at every pod and claim again (start, or the change log no longer reaches back).
     fn resync(&self, pass: &mut Pass<'_>) {
-        let claims = self.store.list_all(pass.kinds.pvc, None);
+        let claims = self.store.list_all(&pass.kinds.pvc, None);
         let live: BTreeSet<&str> = claims.iter().filter_map(|c| meta_str(c, "uid")).collect();
         self.lock()
             .volumes
@@ -190,7 +190,7 @@ impl Kubelet {
         for pvc in &claims {
             self.bind_claim(pass, pvc);
         }
-        let pods = self.store.list_all(pass.kinds.pod, None);
+        let pods = self.store.list_all(&pass.kinds.pod, None);
         let present: BTreeSet<String> = pods
             .iter()
             .filter_map(|p| meta_str(p, "uid"))
@@ -212,7 +212,7 @@ impl Kubelet {
     }
 
     fn on_event(&self, pass: &mut Pass<'_>, e: &Event) {
-        if std::ptr::eq(e.rt, pass.kinds.pod) {
+        if e.rt.same_resource(&pass.kinds.pod) {
             match e.kind {
                 EventType::Deleted => {
                     if let Some(uid) = meta_str(&e.object, "uid") {
@@ -221,7 +221,7 @@ impl Kubelet {
                 }
                 EventType::Added | EventType::Modified => self.sync_pod(pass, &e.object),
             }
-        } else if std::ptr::eq(e.rt, pass.kinds.pvc) {
+        } else if e.rt.same_resource(&pass.kinds.pvc) {
             match e.kind {
                 EventType::Deleted => {
                     if let Some(uid) = meta_str(&e.object, "uid") {
@@ -232,7 +232,7 @@ impl Kubelet {
                     self.bind_claim(pass, &e.object);
                     // Pods waiting for this claim may be scheduled now.
                     let ns = meta_str(&e.object, "namespace").unwrap_or("");
-                    for p in self.store.list_all(pass.kinds.pod, Some(ns)) {
+                    for p in self.store.list_all(&pass.kinds.pod, Some(ns)) {
                         if str_at(&p, &["spec", "nodeName"]).is_none_or(str::is_empty) {
                             self.sync_pod(pass, &p);
                         }
@@ -309,11 +309,11 @@ impl Kubelet {
         let name = meta_str(obj, "name").unwrap_or("");
         let missing = claim_names(obj)
             .into_iter()
-            .find(|c| self.store.get_opt(pass.kinds.pvc, ns, c).is_none());
+            .find(|c| self.store.get_opt(&pass.kinds.pvc, ns, c).is_none());
         let Some(claim) = missing else {
             let body = json!({ "spec": { "nodeName": NODE_NAME } });
             if let Err(e) = self.store.patch(
-                pass.kinds.pod,
+                &pass.kinds.pod,
                 ns,
                 name,
                 PatchKind::Merge,
@@ -356,7 +356,7 @@ impl Kubelet {
             "qosClass": pod::qos_class(obj),
         });
         let uid = meta_str(obj, "uid").unwrap_or("");
-        write_status(&self.store, pass.kinds.pod, ns, name, uid, &status);
+        write_status(&self.store, &pass.kinds.pod, ns, name, uid, &status);
     }
 
     /// Binds a claim that is not bound yet, as a dynamic provisioner and the volume binder do.
@@ -377,7 +377,7 @@ impl Kubelet {
                 "spec": { "volumeName": format!("pvc-{uid}") },
             });
             if let Err(e) = self.store.patch(
-                pass.kinds.pvc,
+                &pass.kinds.pvc,
                 ns,
                 name,
                 PatchKind::Merge,
@@ -403,7 +403,7 @@ impl Kubelet {
         }
         let body = json!({ "status": status });
         if let Err(e) = self.store.patch(
-            pass.kinds.pvc,
+            &pass.kinds.pvc,
             ns,
             name,
             PatchKind::Merge,
@@ -603,7 +603,7 @@ impl Kubelet {
                 continue;
             };
             let volume = if let Some(claim) = str_at(&v, &["persistentVolumeClaim", "claimName"]) {
-                match self.store.get_opt(pass.kinds.pvc, &run.ns, claim) {
+                match self.store.get_opt(&pass.kinds.pvc, &run.ns, claim) {
                     Some(pvc) => claims
                         .entry(meta_str(&pvc, "uid").unwrap_or("").to_string())
                         .or_default()
@@ -612,7 +612,7 @@ impl Kubelet {
                 }
             } else if let Some(secret) = str_at(&v, &["secret", "secretName"]) {
                 let vol = Volume::new();
-                if let Some(obj) = self.store.get_opt(pass.kinds.secret, &run.ns, secret) {
+                if let Some(obj) = self.store.get_opt(&pass.kinds.secret, &run.ns, secret) {
                     fill_secret_volume(&vol, &obj);
                 }
                 vol
@@ -647,7 +647,7 @@ impl Kubelet {
         }
         let lookup = StoreLookup {
             store: &self.store,
-            secret: pass.kinds.secret,
+            secret: &pass.kinds.secret,
         };
         let env = match env::container_env(&run.pod, &c.spec, run.ip.as_deref(), &lookup) {
             Ok(env) => env,
@@ -795,7 +795,7 @@ impl Kubelet {
                 .collect()
         };
         for (ns, name, uid, status) in writes {
-            write_status(&self.store, pass.kinds.pod, &ns, &name, &uid, &status);
+            write_status(&self.store, &pass.kinds.pod, &ns, &name, &uid, &status);
         }
     }
 }
@@ -827,7 +827,7 @@ fn stop_pod(run: &mut PodRun) {
 /// Writes a pod's status unless it is already that (retrying a write that raced another).
 fn write_status(
     store: &Store,
-    rt: &'static ResourceType,
+    rt: &Arc<ResourceType>,
     ns: &str,
     name: &str,
     uid: &str,

@@ -23,8 +23,10 @@ impl Drop for Env {
     }
 }
 
-fn rt(plural: &str) -> &'static crate::resources::ResourceType {
-    crate::resources::find("", "v1", plural).unwrap_or_else(|| panic!("{plural} served"))
+fn rt(plural: &str) -> Arc<crate::registry::ResourceType> {
+    crate::registry::Registry::new()
+        .find("", "v1", plural)
+        .unwrap_or_else(|| panic!("{plural} served"))
 }
 
 fn env(run: bool) -> Env {
@@ -32,10 +34,10 @@ fn env(run: bool) -> Env {
 }
 
 fn env_with(settings: StoreSettings, run: bool) -> Env {
-    let store = Arc::new(Store::new(settings));
+    let store = Arc::new(Store::new(settings, Arc::default()));
     store
         .create(
-            rt("namespaces"),
+            &rt("namespaces"),
             "",
             json!({ "metadata": { "name": "default" } }),
             WriteOptions::default(),
@@ -56,13 +58,13 @@ fn env_with(settings: StoreSettings, run: bool) -> Env {
 impl Env {
     fn create(&self, plural: &str, obj: Value) {
         self.store
-            .create(rt(plural), "default", obj, WriteOptions::default())
+            .create(&rt(plural), "default", obj, WriteOptions::default())
             .unwrap_or_else(|e| panic!("create {plural}: {}", e.message));
     }
 
     fn delete(&self, plural: &str, name: &str) {
         self.store
-            .delete(rt(plural), "default", name, &DeleteOptions::default())
+            .delete(&rt(plural), "default", name, &DeleteOptions::default())
             .unwrap_or_else(|e| panic!("delete {plural}: {}", e.message));
     }
 

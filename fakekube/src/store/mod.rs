@@ -6,7 +6,8 @@
 
 use crate::meta::{self, finalizers, meta_str, owner_uids};
 use crate::patch::{self, MergeKeys, PatchKind};
-use crate::resources::{self, ResourceType, StatusMode};
+use crate::registry::{Registry, ResourceType};
+use crate::resources::StatusMode;
 use crate::schema::FieldError;
 use crate::selector::{FieldSelector, LabelSelector, field_value};
 use crate::status::{ApiError, Cause, Target};
@@ -17,13 +18,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::watch;
 
-/// Identity of a resource type in the store.
-type TypeKey = (&'static str, &'static str);
+/// Identity of a resource in the store, whatever the version: `plural.group`.
+type TypeKey = String;
 /// Identity of an object within its type.
 type ObjKey = (String, String);
 
 fn type_key(rt: &ResourceType) -> TypeKey {
-    (rt.group, rt.plural)
+    rt.group_resource()
 }
 
 /// The kind of a watch event.
@@ -54,7 +55,7 @@ pub(crate) struct Event {
     /// The resourceVersion of the change.
     pub(crate) rv: u64,
     /// The object's type.
-    pub(crate) rt: &'static ResourceType,
+    pub(crate) rt: Arc<ResourceType>,
     /// What happened.
     pub(crate) kind: EventType,
     /// The object after the change (for a delete: its last state, with the delete's rv).
@@ -164,10 +165,13 @@ pub(crate) enum Deleted {
 pub(crate) struct Store {
     inner: Mutex<Inner>,
     changed: watch::Sender<u64>,
+    registry: Arc<Registry>,
 }
 
 #[derive(Debug)]
 struct Inner {
+    /// The kinds served: objects are kept in their storage version, and CRD writes change it.
+    registry: Arc<Registry>,
     rv: u64,
     objects: HashMap<TypeKey, BTreeMap<ObjKey, Arc<Value>>>,
     log: VecDeque<Event>,
@@ -180,9 +184,9 @@ struct Inner {
 
 fn target<'a>(rt: &'a ResourceType, name: &'a str) -> Target<'a> {
     Target {
-        group: rt.group,
-        resource: rt.plural,
-        kind: rt.kind,
+        group: &rt.group,
+        resource: &rt.plural,
+        kind: &rt.kind,
         name,
     }
 }
@@ -229,11 +233,13 @@ fn unix_now() -> u64 {
 }
 
 impl Store {
-    /// An empty store.
-    pub(crate) fn new(settings: StoreSettings) -> Self {
+    /// An empty store serving the kinds of `registry`.
+    pub(crate) fn new(settings: StoreSettings, registry: Arc<Registry>) -> Self {
         let (changed, _) = watch::channel(0);
         Store {
+            registry: registry.clone(),
             inner: Mutex::new(Inner {
+                registry,
                 rv: 0,
                 objects: HashMap::new(),
                 log: VecDeque::new(),
@@ -243,6 +249,11 @@ impl Store {
             }),
             changed,
         }
+    }
+
+    /// The kinds this store serves.
+    pub(crate) fn registry(&self) -> &Arc<Registry> {
+        &self.registry
     }
 
     fn lock(&self) -> Result<MutexGuard<'_, Inner>, ApiError> {
@@ -284,30 +295,33 @@ impl Store {
     /// One object.
     pub(crate) fn get(
         &self,
-        rt: &'static ResourceType,
+        rt: &Arc<ResourceType>,
         ns: &str,
         name: &str,
     ) -> Result<Arc<Value>, ApiError> {
         let inner = self.lock()?;
-        inner
+        let obj = inner
             .get(rt, ns, name)
-            .ok_or_else(|| ApiError::not_found(target(rt, name)))
+            .ok_or_else(|| ApiError::not_found(target(rt, name)))?;
+        inner.read_as(rt, &obj)
     }
 
     /// One object, or None.
     pub(crate) fn get_opt(
         &self,
-        rt: &'static ResourceType,
+        rt: &Arc<ResourceType>,
         ns: &str,
         name: &str,
     ) -> Option<Arc<Value>> {
-        self.lock().ok()?.get(rt, ns, name)
+        let inner = self.lock().ok()?;
+        let obj = inner.get(rt, ns, name)?;
+        inner.read_as(rt, &obj).ok()
     }
 
     /// A page of objects, as a `<Kind>List`.
     pub(crate) fn list(
         &self,
-        rt: &'static ResourceType,
+        rt: &Arc<ResourceType>,
         ns: Option<&str>,
         q: &ListQuery,
     ) -> Result<Value, ApiError> {
@@ -362,7 +376,7 @@ impl Store {
             if q.limit > 0 && items.len() + 1 == q.limit {
                 next = Some(key);
             }
-            items.push(Value::clone(obj));
+            items.push(Value::clone(&*inner.read_as(rt, obj)?));
         }
         let mut metadata = json!({ "resourceVersion": list_rv.to_string() });
         if remaining > 0
@@ -382,16 +396,16 @@ impl Store {
             }
         }
         Ok(json!({
-            "kind": format!("{}List", rt.kind),
+            "kind": rt.list_kind,
             "apiVersion": rt.api_version(),
             "metadata": metadata,
             "items": items,
         }))
     }
 
-    /// Every object of a type (in a namespace or all), unpaged, for the controllers, the
-    /// kubelet and the leak check.
-    pub(crate) fn list_all(&self, rt: &'static ResourceType, ns: Option<&str>) -> Vec<Arc<Value>> {
+    /// Every object of a type (in a namespace or all), unpaged and in its storage version, for
+    /// the controllers, the kubelet and the leak check.
+    pub(crate) fn list_all(&self, rt: &Arc<ResourceType>, ns: Option<&str>) -> Vec<Arc<Value>> {
         let Ok(inner) = self.lock() else {
             return Vec::new();
         };
@@ -422,7 +436,7 @@ impl Store {
     /// Creates an object in `ns` (empty for cluster-scoped kinds).
     pub(crate) fn create(
         &self,
-        rt: &'static ResourceType,
+        rt: &Arc<ResourceType>,
         ns: &str,
         obj: Value,
         opts: WriteOptions,
@@ -436,7 +450,7 @@ impl Store {
     /// Replaces an object (PUT), or its status.
     pub(crate) fn update(
         &self,
-        rt: &'static ResourceType,
+        rt: &Arc<ResourceType>,
         ns: &str,
         name: &str,
         obj: Value,
@@ -453,7 +467,7 @@ impl Store {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn patch(
         &self,
-        rt: &'static ResourceType,
+        rt: &Arc<ResourceType>,
         ns: &str,
         name: &str,
         kind: PatchKind,
@@ -470,7 +484,7 @@ impl Store {
     /// Deletes an object.
     pub(crate) fn delete(
         &self,
-        rt: &'static ResourceType,
+        rt: &Arc<ResourceType>,
         ns: &str,
         name: &str,
         opts: &DeleteOptions,
@@ -478,13 +492,16 @@ impl Store {
         let mut inner = self.lock()?;
         let out = inner.delete(rt, ns, name, opts)?;
         self.notify(&inner);
-        Ok(out)
+        Ok(match out {
+            Deleted::Gone(obj) => Deleted::Gone(inner.read_as(rt, &obj).unwrap_or(obj)),
+            Deleted::Pending(obj) => Deleted::Pending(inner.read_as(rt, &obj).unwrap_or(obj)),
+        })
     }
 
     /// Deletes every object a list query selects; returns what was deleted or marked.
     pub(crate) fn delete_collection(
         &self,
-        rt: &'static ResourceType,
+        rt: &Arc<ResourceType>,
         ns: Option<&str>,
         q: &ListQuery,
         opts: &DeleteOptions,
@@ -503,7 +520,9 @@ impl Store {
         let mut out = Vec::new();
         for (o, n) in keys {
             match inner.delete(rt, &o, &n, opts) {
-                Ok(Deleted::Gone(v) | Deleted::Pending(v)) => out.push(v),
+                Ok(Deleted::Gone(v) | Deleted::Pending(v)) => {
+                    out.push(inner.read_as(rt, &v).unwrap_or(v));
+                }
                 Err(e) if e.code == 404 => {}
                 Err(e) => return Err(e),
             }
@@ -537,8 +556,21 @@ impl Inner {
 
     fn namespace_exists(&self, ns: &str) -> bool {
         self.objects
-            .get(&("", "namespaces"))
+            .get("namespaces")
             .is_some_and(|m| m.contains_key(&(String::new(), ns.to_string())))
+    }
+
+    /// A stored object as `rt`'s version serves it.
+    fn read_as(&self, rt: &ResourceType, obj: &Arc<Value>) -> Result<Arc<Value>, ApiError> {
+        self.registry.to_version(rt, obj)
+    }
+
+    /// An admitted object in `rt`'s version, as it is stored.
+    fn to_storage(&self, rt: &ResourceType, obj: Value) -> Result<Value, ApiError> {
+        Ok(self
+            .registry
+            .convert(rt, &obj, &rt.storage_version)?
+            .unwrap_or(obj))
     }
 
     fn next_rv(&mut self) -> u64 {
@@ -548,7 +580,7 @@ impl Inner {
 
     fn record(
         &mut self,
-        rt: &'static ResourceType,
+        rt: &Arc<ResourceType>,
         kind: EventType,
         object: Arc<Value>,
         prev: Option<Arc<Value>>,
@@ -556,7 +588,7 @@ impl Inner {
         let rv = self.rv;
         self.log.push_back(Event {
             rv,
-            rt,
+            rt: Arc::clone(rt),
             kind,
             object,
             prev,
@@ -568,14 +600,14 @@ impl Inner {
         }
     }
 
-    fn put(&mut self, rt: &'static ResourceType, ns: &str, name: &str, obj: Arc<Value>) {
+    fn put(&mut self, rt: &Arc<ResourceType>, ns: &str, name: &str, obj: Arc<Value>) {
         self.objects
             .entry(type_key(rt))
             .or_default()
             .insert((ns.to_string(), name.to_string()), obj);
     }
 
-    fn remove(&mut self, rt: &'static ResourceType, ns: &str, name: &str) -> Option<Arc<Value>> {
+    fn remove(&mut self, rt: &Arc<ResourceType>, ns: &str, name: &str) -> Option<Arc<Value>> {
         self.objects
             .get_mut(&type_key(rt))?
             .remove(&(ns.to_string(), name.to_string()))
@@ -584,7 +616,7 @@ impl Inner {
     /// Schema pruning, defaulting and validation of a custom kind; core defaults for the rest.
     fn admit(
         &self,
-        rt: &'static ResourceType,
+        rt: &Arc<ResourceType>,
         name: &str,
         obj: &mut Value,
         old: Option<&Value>,
@@ -638,7 +670,7 @@ impl Inner {
 
     fn create(
         &mut self,
-        rt: &'static ResourceType,
+        rt: &Arc<ResourceType>,
         ns: &str,
         mut obj: Value,
         opts: WriteOptions,
@@ -686,8 +718,9 @@ impl Inner {
             }
             md.insert("name".into(), json!(name));
         }
-        if let Some(c) = meta::validate_name(&name, matches!(rt.plural, "namespaces" | "services"))
-        {
+        let label_names =
+            rt.group.is_empty() && matches!(rt.plural.as_str(), "namespaces" | "services");
+        if let Some(c) = meta::validate_name(&name, label_names) {
             return Err(ApiError::invalid(target(rt, &name), vec![c]));
         }
         if rt.namespaced {
@@ -725,6 +758,7 @@ impl Inner {
         if opts.dry_run {
             return Ok((Arc::new(obj), warnings));
         }
+        let mut obj = self.to_storage(rt, obj)?;
         let rv = self.next_rv();
         if let Some(md) = meta::metadata_mut(&mut obj) {
             md.insert("resourceVersion".into(), json!(rv.to_string()));
@@ -732,7 +766,7 @@ impl Inner {
         let obj = Arc::new(obj);
         self.put(rt, ns, &name, obj.clone());
         self.record(rt, EventType::Added, obj.clone(), None);
-        if rt.plural == "namespaces" {
+        if rt.group.is_empty() && rt.plural == "namespaces" {
             self.on_namespace_created(&name);
         }
         // An object whose every owner is already gone is garbage from birth: the garbage
@@ -745,13 +779,13 @@ impl Inner {
         {
             tracing::debug!(error = %e.message, "collecting an object born without owners");
         }
-        Ok((obj, warnings))
+        Ok((self.read_as(rt, &obj)?, warnings))
     }
 
     fn on_namespace_created(&mut self, ns: &str) {
-        if let Some(sa) = resources::find("", "v1", "serviceaccounts") {
+        if let Some(sa) = self.registry.find("", "v1", "serviceaccounts") {
             let body = json!({ "metadata": { "name": "default" } });
-            if let Err(e) = self.create(sa, ns, body, WriteOptions::default()) {
+            if let Err(e) = self.create(&sa, ns, body, WriteOptions::default()) {
                 tracing::warn!(namespace = ns, error = %e.message, "default service account");
             }
         }
@@ -760,7 +794,7 @@ impl Inner {
     #[allow(clippy::too_many_arguments)]
     fn update(
         &mut self,
-        rt: &'static ResourceType,
+        rt: &Arc<ResourceType>,
         ns: &str,
         name: &str,
         mut obj: Value,
@@ -773,9 +807,10 @@ impl Inner {
                 "the body of the request must be a JSON object",
             ));
         }
-        let old = self
+        let stored = self
             .get(rt, ns, name)
             .ok_or_else(|| ApiError::not_found(target(rt, name)))?;
+        let old = self.read_as(rt, &stored)?;
         let old_rv = meta_str(&old, "resourceVersion").unwrap_or("").to_string();
         let given_rv = meta_str(&obj, "resourceVersion").unwrap_or("").to_string();
         if given_rv.is_empty() {
@@ -783,7 +818,7 @@ impl Inner {
             // server names them by their resource in that error.
             if require_rv && rt.custom {
                 let by_resource = Target {
-                    kind: rt.plural,
+                    kind: &rt.plural,
                     ..target(rt, name)
                 };
                 return Err(ApiError::invalid(
@@ -899,6 +934,7 @@ impl Inner {
         if opts.dry_run {
             return Ok((Arc::new(unchanged), warnings));
         }
+        let mut obj = self.to_storage(rt, obj)?;
         let rv = self.next_rv();
         if let Some(md) = meta::metadata_mut(&mut obj) {
             md.insert("resourceVersion".into(), json!(rv.to_string()));
@@ -906,13 +942,13 @@ impl Inner {
         let obj = Arc::new(obj);
         if deleting && finalizers(&obj).is_empty() {
             self.remove(rt, ns, name);
-            self.record(rt, EventType::Deleted, obj.clone(), Some(old));
+            self.record(rt, EventType::Deleted, obj.clone(), Some(stored));
             self.collect_garbage(&obj);
-            return Ok((obj, warnings));
+            return Ok((self.read_as(rt, &obj)?, warnings));
         }
         let owners_before = owner_uids(&old);
         self.put(rt, ns, name, obj.clone());
-        self.record(rt, EventType::Modified, obj.clone(), Some(old));
+        self.record(rt, EventType::Modified, obj.clone(), Some(stored));
         // As on create: an update that leaves the object with owners that are all gone (a
         // controller adopting for an owner deleted meanwhile) makes it garbage.
         let owners = owner_uids(&obj);
@@ -923,13 +959,13 @@ impl Inner {
         {
             tracing::debug!(error = %e.message, "collecting an object whose owners are gone");
         }
-        Ok((obj, warnings))
+        Ok((self.read_as(rt, &obj)?, warnings))
     }
 
     #[allow(clippy::too_many_arguments)]
     fn patch(
         &mut self,
-        rt: &'static ResourceType,
+        rt: &Arc<ResourceType>,
         ns: &str,
         name: &str,
         kind: PatchKind,
@@ -942,7 +978,7 @@ impl Inner {
                 "application/strategic-merge-patch+json",
             ));
         }
-        let Some(old) = self.get(rt, ns, name) else {
+        let Some(stored) = self.get(rt, ns, name) else {
             if kind == PatchKind::Apply && part == Part::Main {
                 let mut obj = body.clone();
                 if let Some(md) = meta::metadata_mut(&mut obj) {
@@ -952,6 +988,7 @@ impl Inner {
             }
             return Err(ApiError::not_found(target(rt, name)));
         };
+        let old = self.read_as(rt, &stored)?;
         if kind == PatchKind::Apply {
             if let Some(n) = meta_str(body, "name")
                 && n != name
@@ -979,7 +1016,7 @@ impl Inner {
         let keys = if rt.custom {
             MergeKeys::none()
         } else {
-            MergeKeys::for_core_kind(rt.kind)
+            MergeKeys::for_core_kind(&rt.kind)
         };
         let opts = WriteOptions {
             patch: true,
@@ -1002,7 +1039,7 @@ impl Inner {
 
     fn delete(
         &mut self,
-        rt: &'static ResourceType,
+        rt: &Arc<ResourceType>,
         ns: &str,
         name: &str,
         opts: &DeleteOptions,
@@ -1085,7 +1122,7 @@ impl Inner {
                     propagation: Some(Propagation::Foreground),
                     ..Default::default()
                 };
-                if let Err(e) = self.delete(drt, &dns, &dname, &dopts) {
+                if let Err(e) = self.delete(&drt, &dns, &dname, &dopts) {
                     tracing::debug!(error = %e.message, "foreground delete of a dependent");
                 }
             }
@@ -1101,7 +1138,7 @@ impl Inner {
     /// Removes an object at once, records the event, and collects its garbage.
     fn remove_now(
         &mut self,
-        rt: &'static ResourceType,
+        rt: &Arc<ResourceType>,
         ns: &str,
         name: &str,
         obj: Arc<Value>,
@@ -1114,7 +1151,7 @@ impl Inner {
         }
         let last = Arc::new(last);
         self.record(rt, EventType::Deleted, last.clone(), Some(obj));
-        if rt.plural == "namespaces" {
+        if rt.group.is_empty() && rt.plural == "namespaces" {
             self.empty_namespace(name);
         }
         self.collect_garbage(&last);
@@ -1122,7 +1159,11 @@ impl Inner {
     }
 
     fn empty_namespace(&mut self, ns: &str) {
-        for rt in resources::RESOURCES.iter().filter(|r| r.namespaced) {
+        for rt in self.registry.storage_kinds() {
+            if !rt.namespaced {
+                continue;
+            }
+            let rt = &rt;
             let names: Vec<String> = self
                 .objects
                 .get(&type_key(rt))
@@ -1142,13 +1183,13 @@ impl Inner {
     }
 
     /// Objects with an ownerReference to `uid`.
-    fn dependents(&self, uid: &str) -> Vec<(&'static ResourceType, String, String)> {
+    fn dependents(&self, uid: &str) -> Vec<(Arc<ResourceType>, String, String)> {
         let mut out = Vec::new();
-        for rt in resources::RESOURCES {
-            if let Some(m) = self.objects.get(&type_key(rt)) {
+        for rt in self.registry.storage_kinds() {
+            if let Some(m) = self.objects.get(&type_key(&rt)) {
                 for ((ns, name), obj) in m {
                     if owner_uids(obj).iter().any(|u| u == uid) {
-                        out.push((rt, ns.clone(), name.clone()));
+                        out.push((rt.clone(), ns.clone(), name.clone()));
                     }
                 }
             }
@@ -1165,11 +1206,11 @@ impl Inner {
     /// Drops ownerReferences to `uid` from its dependents.
     fn orphan_dependents(&mut self, uid: &str) {
         for (rt, ns, name) in self.dependents(uid) {
-            self.drop_owner_ref(rt, &ns, &name, uid);
+            self.drop_owner_ref(&rt, &ns, &name, uid);
         }
     }
 
-    fn drop_owner_ref(&mut self, rt: &'static ResourceType, ns: &str, name: &str, uid: &str) {
+    fn drop_owner_ref(&mut self, rt: &Arc<ResourceType>, ns: &str, name: &str, uid: &str) {
         let Some(old) = self.get(rt, ns, name) else {
             return;
         };
@@ -1198,15 +1239,15 @@ impl Inner {
             return;
         };
         for (rt, ns, name) in self.dependents(&uid) {
-            let Some(dep) = self.get(rt, &ns, &name) else {
+            let Some(dep) = self.get(&rt, &ns, &name) else {
                 continue;
             };
             let others_alive = owner_uids(&dep)
                 .iter()
                 .any(|u| *u != uid && self.uid_exists(u));
             if others_alive {
-                self.drop_owner_ref(rt, &ns, &name, &uid);
-            } else if let Err(e) = self.delete(rt, &ns, &name, &DeleteOptions::default()) {
+                self.drop_owner_ref(&rt, &ns, &name, &uid);
+            } else if let Err(e) = self.delete(&rt, &ns, &name, &DeleteOptions::default()) {
                 tracing::debug!(error = %e.message, "garbage collection");
             }
         }
@@ -1217,27 +1258,27 @@ impl Inner {
     fn finish_foreground(&mut self) {
         loop {
             let mut progressed = false;
-            let waiting: Vec<(&'static ResourceType, String, String, Arc<Value>)> =
-                resources::RESOURCES
-                    .iter()
-                    .flat_map(|rt| {
-                        self.objects
-                            .get(&type_key(rt))
-                            .into_iter()
-                            .flat_map(move |m| m.iter().map(move |(k, v)| (rt, k, v)))
-                    })
-                    .filter(|(_, _, v)| {
-                        v.get("metadata")
-                            .and_then(|m| m.get("deletionTimestamp"))
-                            .is_some()
-                            && finalizers(v).iter().any(|f| f == "foregroundDeletion")
-                    })
-                    .map(|(rt, (ns, n), v)| (rt, ns.clone(), n.clone(), v.clone()))
-                    .collect();
+            let kinds = self.registry.storage_kinds();
+            let waiting: Vec<(Arc<ResourceType>, String, String, Arc<Value>)> = kinds
+                .iter()
+                .flat_map(|rt| {
+                    self.objects
+                        .get(&type_key(rt))
+                        .into_iter()
+                        .flat_map(move |m| m.iter().map(move |(k, v)| (rt.clone(), k, v)))
+                })
+                .filter(|(_, _, v)| {
+                    v.get("metadata")
+                        .and_then(|m| m.get("deletionTimestamp"))
+                        .is_some()
+                        && finalizers(v).iter().any(|f| f == "foregroundDeletion")
+                })
+                .map(|(rt, (ns, n), v)| (rt, ns.clone(), n.clone(), v.clone()))
+                .collect();
             for (rt, ns, name, obj) in waiting {
                 let uid = meta_str(&obj, "uid").unwrap_or("").to_string();
                 let blocking = self.dependents(&uid).into_iter().any(|(drt, dns, dname)| {
-                    self.get(drt, &dns, &dname).is_some_and(|d| {
+                    self.get(&drt, &dns, &dname).is_some_and(|d| {
                         d.get("metadata")
                             .and_then(|m| m.get("ownerReferences"))
                             .and_then(Value::as_array)
@@ -1256,6 +1297,7 @@ impl Inner {
                 let mut next = Value::clone(&obj);
                 let mut rest = finalizers(&obj);
                 rest.retain(|f| f != "foregroundDeletion");
+                let rt = &rt;
                 if rest.is_empty() {
                     self.remove_now(rt, &ns, &name, obj);
                 } else if let Some(md) = meta::metadata_mut(&mut next) {
@@ -1288,5 +1330,4 @@ fn patch_error(e: patch::PatchError) -> ApiError {
 }
 
 #[cfg(test)]
-#[path = "store_model_tests.rs"]
 mod model_tests;

@@ -28,16 +28,23 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-fn secrets() -> &'static ResourceType {
-    resources::find("", "v1", "secrets").expect("secrets are served")
+fn secrets() -> Arc<ResourceType> {
+    core("secrets")
+}
+
+/// A built-in core kind.
+fn core(plural: &str) -> Arc<ResourceType> {
+    Registry::new()
+        .find("", "v1", plural)
+        .unwrap_or_else(|| panic!("{plural} are served"))
 }
 
 fn fresh_store() -> Store {
-    let store = Store::new(StoreSettings::default());
-    let ns = resources::find("", "v1", "namespaces").expect("namespaces are served");
+    let store = Store::new(StoreSettings::default(), Arc::default());
+    let ns = core("namespaces");
     store
         .create(
-            ns,
+            &ns,
             "",
             json!({ "metadata": { "name": "m" } }),
             WriteOptions::default(),
@@ -66,7 +73,7 @@ proptest! {
     #[test]
     fn store_agrees_with_a_plain_map(ops in proptest::collection::vec(op(), 1..40)) {
         let store = fresh_store();
-        let rt = secrets();
+        let rt = &secrets();
         // name -> (label value, resourceVersion)
         let mut model: BTreeMap<String, (String, u64)> = BTreeMap::new();
         let mut last_rv = store.resource_version();
@@ -174,7 +181,7 @@ proptest! {
 #[test]
 fn a_continue_token_after_compaction_is_expired() {
     let store = fresh_store();
-    let rt = secrets();
+    let rt = &secrets();
     for i in 0..3 {
         store
             .create(
@@ -225,7 +232,7 @@ fn a_garbled_continue_token_is_a_bad_request() {
     };
     assert_eq!(
         store
-            .list(secrets(), Some("m"), &q)
+            .list(&secrets(), Some("m"), &q)
             .expect_err("bad")
             .reason,
         "BadRequest"
@@ -234,15 +241,18 @@ fn a_garbled_continue_token_is_a_bad_request() {
 
 #[test]
 fn a_watch_position_older_than_the_log_is_expired() {
-    let store = Store::new(StoreSettings {
-        event_log_capacity: 2,
-        ..Default::default()
-    });
-    let ns = resources::find("", "v1", "namespaces").expect("namespaces");
+    let store = Store::new(
+        StoreSettings {
+            event_log_capacity: 2,
+            ..Default::default()
+        },
+        Arc::default(),
+    );
+    let ns = core("namespaces");
     for i in 0..5 {
         store
             .create(
-                ns,
+                &ns,
                 "",
                 json!({ "metadata": { "name": format!("n{i}") } }),
                 WriteOptions::default(),
@@ -262,7 +272,7 @@ fn a_watch_position_older_than_the_log_is_expired() {
 }
 
 fn sandbox_owner_chain(store: &Store) -> (String, String) {
-    let rt = secrets();
+    let rt = &secrets();
     let (owner, _) = store
         .create(
             rt,
@@ -291,13 +301,13 @@ fn an_object_created_after_its_owner_was_deleted_is_collected() {
         json!([{ "apiVersion": "v1", "kind": "Secret", "name": "gone", "uid": "no-such-uid" }]);
     store
         .create(
-            secrets(),
+            &secrets(),
             "m",
             json!({ "metadata": { "name": "orphan", "ownerReferences": refs } }),
             WriteOptions::default(),
         )
         .expect("create answers as the API server does");
-    assert!(store.get_opt(secrets(), "m", "orphan").is_none());
+    assert!(store.get_opt(&secrets(), "m", "orphan").is_none());
 }
 
 #[test]
@@ -305,7 +315,7 @@ fn an_update_that_points_every_owner_at_a_deleted_object_collects_it() {
     let store = fresh_store();
     store
         .create(
-            secrets(),
+            &secrets(),
             "m",
             json!({ "metadata": { "name": "adopted" } }),
             WriteOptions::default(),
@@ -314,7 +324,7 @@ fn an_update_that_points_every_owner_at_a_deleted_object_collects_it() {
     let refs = json!({ "metadata": { "ownerReferences": [{ "apiVersion": "v1", "kind": "Secret", "name": "gone", "uid": "no-such-uid" }] } });
     store
         .patch(
-            secrets(),
+            &secrets(),
             "m",
             "adopted",
             PatchKind::Merge,
@@ -323,7 +333,7 @@ fn an_update_that_points_every_owner_at_a_deleted_object_collects_it() {
             WriteOptions::default(),
         )
         .expect("patch answers as the API server does");
-    assert!(store.get_opt(secrets(), "m", "adopted").is_none());
+    assert!(store.get_opt(&secrets(), "m", "adopted").is_none());
 }
 
 #[test]
@@ -331,9 +341,9 @@ fn background_deletion_collects_dependents() {
     let store = fresh_store();
     sandbox_owner_chain(&store);
     store
-        .delete(secrets(), "m", "owner", &DeleteOptions::default())
+        .delete(&secrets(), "m", "owner", &DeleteOptions::default())
         .expect("delete");
-    assert!(store.get_opt(secrets(), "m", "dep").is_none());
+    assert!(store.get_opt(&secrets(), "m", "dep").is_none());
 }
 
 #[test]
@@ -345,16 +355,16 @@ fn orphan_deletion_keeps_dependents_without_the_reference() {
         ..Default::default()
     };
     store
-        .delete(secrets(), "m", "owner", &opts)
+        .delete(&secrets(), "m", "owner", &opts)
         .expect("delete");
-    let dep = store.get_opt(secrets(), "m", "dep").expect("kept");
+    let dep = store.get_opt(&secrets(), "m", "dep").expect("kept");
     assert!(owner_uids(&dep).is_empty());
 }
 
 #[test]
 fn foreground_deletion_waits_for_a_finalized_dependent() {
     let store = fresh_store();
-    let rt = secrets();
+    let rt = &secrets();
     sandbox_owner_chain(&store);
     let patch = json!({ "metadata": { "finalizers": ["test/hold"] } });
     store
@@ -404,20 +414,20 @@ fn deleting_a_namespace_deletes_its_objects() {
     let store = fresh_store();
     store
         .create(
-            secrets(),
+            &secrets(),
             "m",
             json!({ "metadata": { "name": "x" } }),
             WriteOptions::default(),
         )
         .expect("create");
-    let ns = resources::find("", "v1", "namespaces").expect("namespaces");
+    let ns = core("namespaces");
     store
-        .delete(ns, "", "m", &DeleteOptions::default())
+        .delete(&ns, "", "m", &DeleteOptions::default())
         .expect("delete ns");
-    assert!(store.get_opt(secrets(), "m", "x").is_none());
+    assert!(store.get_opt(&secrets(), "m", "x").is_none());
     let err = store
         .create(
-            secrets(),
+            &secrets(),
             "m",
             json!({ "metadata": { "name": "y" } }),
             WriteOptions::default(),
@@ -431,7 +441,7 @@ fn create_in_a_missing_namespace_is_not_found_and_generate_name_appends_a_suffix
     let store = fresh_store();
     let (obj, _) = store
         .create(
-            secrets(),
+            &secrets(),
             "m",
             json!({ "metadata": { "generateName": "pool-" } }),
             WriteOptions::default(),
@@ -445,7 +455,7 @@ fn create_in_a_missing_namespace_is_not_found_and_generate_name_appends_a_suffix
     assert_eq!(
         store
             .create(
-                secrets(),
+                &secrets(),
                 "nope",
                 json!({ "metadata": { "name": "a" } }),
                 WriteOptions::default()

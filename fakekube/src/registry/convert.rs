@@ -1,0 +1,84 @@
+//! Objects moved between the versions of their kind. With conversion `None` only `apiVersion`
+//! changes; with `Webhook` an in-process [`Converter`] registered for the kind converts, and
+//! without one the request fails as it fails on an API server whose webhook cannot be reached.
+
+use super::{Conversion, Registry, ResourceType, api_version};
+use crate::status::ApiError;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// An in-process conversion webhook for one kind: fakekube calls it where the kind's CRD names
+/// a webhook.
+pub(crate) trait Converter: Send + Sync + std::fmt::Debug {
+    /// Converts `object` (in any version of the kind) to `api_version`, or says why not.
+    fn convert(&self, object: &Value, api_version: &str) -> Result<Value, String>;
+}
+
+impl Registry {
+    /// `object`, stored or sent in any version of `rt`'s kind, in `rt`'s version. Returns the
+    /// same `Arc` when nothing changes.
+    pub(crate) fn to_version(
+        &self,
+        rt: &ResourceType,
+        object: &Arc<Value>,
+    ) -> Result<Arc<Value>, ApiError> {
+        self.convert(rt, object, &rt.version)
+            .map(|converted| match converted {
+                Some(v) => Arc::new(v),
+                None => Arc::clone(object),
+            })
+    }
+
+    /// `object` in `version` of `rt`'s kind; `None` when it already is.
+    pub(crate) fn convert(
+        &self,
+        rt: &ResourceType,
+        object: &Value,
+        version: &str,
+    ) -> Result<Option<Value>, ApiError> {
+        let want = api_version(&rt.group, version);
+        let have = object
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if have == want {
+            return Ok(None);
+        }
+        match &rt.conversion {
+            Conversion::None => {
+                let mut out = object.clone();
+                if let Some(o) = out.as_object_mut() {
+                    o.insert("apiVersion".into(), json!(want));
+                }
+                Ok(Some(out))
+            }
+            Conversion::Webhook { url, service } => {
+                let kind = object
+                    .get("kind")
+                    .and_then(Value::as_str)
+                    .unwrap_or(&rt.kind);
+                let gvk = format!("{have}, Kind={kind}");
+                let Some(converter) = self.converter(&rt.group, &rt.kind) else {
+                    return Err(webhook_failed(&gvk, url, service.as_deref()));
+                };
+                let out = converter.convert(object, &want).map_err(|why| {
+                    ApiError::internal(format!("conversion webhook for {gvk} failed: {why}"))
+                })?;
+                Ok(Some(out))
+            }
+        }
+    }
+}
+
+/// The API server's error when the conversion webhook of a CRD cannot be reached.
+fn webhook_failed(gvk: &str, url: &str, service: Option<&str>) -> ApiError {
+    let cause = match service {
+        Some(svc) => format!("service \"{svc}\" not found"),
+        None => "dial tcp: connect: connection refused".to_string(),
+    };
+    ApiError::new(
+        http::StatusCode::INTERNAL_SERVER_ERROR,
+        "InternalError",
+        format!("conversion webhook for {gvk} failed: Post \"{url}?timeout=30s\": {cause}"),
+    )
+}
