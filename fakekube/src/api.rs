@@ -12,7 +12,7 @@
 
 use crate::auth::{self, Attributes, Caller};
 use crate::request::Query;
-use crate::response::json_response;
+use crate::response::{json_response, with_warnings};
 use crate::route::{ResourcePath, Route, route};
 use crate::state::Shared;
 use crate::status::ApiError;
@@ -71,7 +71,10 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
             exec::serve(&shared, &caller, parts, rp, kind).await
         }
         (Route::Resource(rp), Some(caller)) => {
-            resource(
+            let deprecated = registry
+                .find(&rp.group, &rp.version, &rp.plural)
+                .and_then(|rt| rt.deprecation_warning.clone());
+            let answer = resource(
                 &shared,
                 &caller,
                 &parts.method,
@@ -80,7 +83,15 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
                 &query,
                 body,
             )
-            .await
+            .await;
+            // Every request to a deprecated version is warned, whatever its outcome.
+            match deprecated {
+                Some(w) => Ok(with_warnings(
+                    answer.unwrap_or_else(IntoResponse::into_response),
+                    &[w],
+                )),
+                None => answer,
+            }
         }
         (_, Some(_)) if parts.method != Method::GET => {
             Err(ApiError::method_not_allowed(parts.method.as_str(), &path))

@@ -69,6 +69,7 @@
 mod api;
 mod auth;
 mod controllers;
+mod crd;
 mod defaults;
 mod discovery;
 mod exec;

@@ -276,6 +276,19 @@ pub(crate) static BUILT_IN: &[BuiltIn] = &[
         )
     },
     BuiltIn {
+        group: "apiextensions.k8s.io",
+        categories: &["api-extensions"],
+        ..core(
+            "CustomResourceDefinition",
+            "customresourcedefinitions",
+            "customresourcedefinition",
+            false,
+            &["crd", "crds"],
+            StatusMode::Subresource,
+            true,
+        )
+    },
+    BuiltIn {
         group: "authorization.k8s.io",
         verbs: CREATE_ONLY,
         create_only: true,

@@ -18,7 +18,7 @@ pub(super) fn go_v(v: &Value) -> String {
 }
 
 /// Go's `strconv.Quote`.
-pub(super) fn go_quote(s: &str) -> String {
+pub(crate) fn go_quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {

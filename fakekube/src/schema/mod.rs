@@ -69,6 +69,7 @@ use std::sync::OnceLock;
 use serde_json::Value;
 
 pub(crate) use field_error::FieldError;
+pub(crate) use go_format::go_quote;
 
 /// The compiled-in schemas by plural, generated from the CRDs of `fixtures/crds/` (the test
 /// `compiled_in_schemas_match_the_fixture_crds` keeps them in step).
@@ -210,6 +211,26 @@ impl Schema {
         list_type::list_types(obj, &self.root, "", &mut errs);
         errs
     }
+}
+
+/// What is wrong with a CRD version's `openAPIV3Schema`, with paths relative to it (empty for
+/// the root): the rules of structural schemas, and anything fakekube cannot evaluate.
+pub(crate) fn compile_errors(root: &Value) -> Vec<FieldError> {
+    let mut out = Vec::new();
+    match node::str_of(root, "type") {
+        None | Some("") => out.push(FieldError::new(
+            "type",
+            field_error::FIELD_VALUE_REQUIRED,
+            "Required value: must not be empty at the root".to_string(),
+        )),
+        Some("object") => {}
+        Some(other) => out.push(FieldError::invalid(
+            "type",
+            &go_quote(other),
+            "must be object at the root",
+        )),
+    }
+    out
 }
 
 /// Drops repeated errors, keeping the first (kube-openapi reports a message once).

@@ -18,6 +18,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::watch;
 
+mod crds;
+
 /// Identity of a resource in the store, whatever the version: `plural.group`.
 type TypeKey = String;
 /// Identity of an object within its type.
@@ -172,6 +174,9 @@ pub(crate) struct Store {
 struct Inner {
     /// The kinds served: objects are kept in their storage version, and CRD writes change it.
     registry: Arc<Registry>,
+    /// Set while a deleted CRD's objects are being deleted, so that their removal does not
+    /// start the cleanup again.
+    cleaning: bool,
     rv: u64,
     objects: HashMap<TypeKey, BTreeMap<ObjKey, Arc<Value>>>,
     log: VecDeque<Event>,
@@ -240,6 +245,7 @@ impl Store {
             registry: registry.clone(),
             inner: Mutex::new(Inner {
                 registry,
+                cleaning: false,
                 rv: 0,
                 objects: HashMap::new(),
                 log: VecDeque::new(),
@@ -613,17 +619,21 @@ impl Inner {
             .remove(&(ns.to_string(), name.to_string()))
     }
 
-    /// Schema pruning, defaulting and validation of a custom kind; core defaults for the rest.
+    /// Schema pruning, defaulting and validation of a custom kind; the CRD checks and status
+    /// of a CRD; core defaults for the rest.
     fn admit(
         &self,
         rt: &Arc<ResourceType>,
         name: &str,
         obj: &mut Value,
         old: Option<&Value>,
+        part: Part,
         opts: WriteOptions,
     ) -> Result<Vec<String>, ApiError> {
         let mut warnings = Vec::new();
-        if let Some(schema) = rt.schema() {
+        if crds::is_crd_kind(rt) {
+            self.admit_crd(obj, old, part)?;
+        } else if let Some(schema) = rt.schema() {
             let unknown = schema.prune(obj);
             if !unknown.is_empty() {
                 match opts.field_validation {
@@ -754,7 +764,12 @@ impl Inner {
                 o.remove("status");
             }
         }
-        let warnings = self.admit(rt, &name, &mut obj, None, opts)?;
+        if let Some(crd_name) = &rt.defined_by
+            && self.crd_terminating(crd_name)
+        {
+            return Err(Inner::refuse_while_terminating(rt));
+        }
+        let warnings = self.admit(rt, &name, &mut obj, None, Part::Main, opts)?;
         if opts.dry_run {
             return Ok((Arc::new(obj), warnings));
         }
@@ -768,6 +783,9 @@ impl Inner {
         self.record(rt, EventType::Added, obj.clone(), None);
         if rt.group.is_empty() && rt.plural == "namespaces" {
             self.on_namespace_created(&name);
+        }
+        if crds::is_crd_kind(rt) {
+            self.crd_written(&obj);
         }
         // An object whose every owner is already gone is garbage from birth: the garbage
         // collector deletes dependents of absent owners, so do it now (a controller acting on
@@ -912,7 +930,7 @@ impl Inner {
                 ));
             }
         }
-        let warnings = self.admit(rt, name, &mut obj, Some(&old), opts)?;
+        let warnings = self.admit(rt, name, &mut obj, Some(&old), part, opts)?;
         if rt.has_spec && spec_part(&obj) != spec_part(&old) {
             let g = old
                 .get("metadata")
@@ -944,11 +962,15 @@ impl Inner {
             self.remove(rt, ns, name);
             self.record(rt, EventType::Deleted, obj.clone(), Some(stored));
             self.collect_garbage(&obj);
+            self.removed(rt, &obj);
             return Ok((self.read_as(rt, &obj)?, warnings));
         }
         let owners_before = owner_uids(&old);
         self.put(rt, ns, name, obj.clone());
         self.record(rt, EventType::Modified, obj.clone(), Some(stored));
+        if crds::is_crd_kind(rt) {
+            self.crd_written(&obj);
+        }
         // As on create: an update that leaves the object with owners that are all gone (a
         // controller adopting for an owner deleted meanwhile) makes it garbage.
         let owners = owner_uids(&obj);
@@ -1037,19 +1059,17 @@ impl Inner {
         self.update(rt, ns, name, patched, part, opts, false)
     }
 
-    fn delete(
-        &mut self,
-        rt: &Arc<ResourceType>,
-        ns: &str,
+    /// The `preconditions` of a delete: the object's uid and resourceVersion.
+    fn check_preconditions(
+        &self,
+        rt: &ResourceType,
         name: &str,
+        obj: &Value,
         opts: &DeleteOptions,
-    ) -> Result<Deleted, ApiError> {
-        let obj = self
-            .get(rt, ns, name)
-            .ok_or_else(|| ApiError::not_found(target(rt, name)))?;
-        let uid = meta_str(&obj, "uid").unwrap_or("").to_string();
+    ) -> Result<(), ApiError> {
+        let uid = meta_str(obj, "uid").unwrap_or("");
         if let Some(want) = &opts.uid
-            && *want != uid
+            && want != uid
         {
             return Err(ApiError::conflict(
                 target(rt, name),
@@ -1059,19 +1079,37 @@ impl Inner {
             ));
         }
         if let Some(want) = &opts.resource_version
-            && Some(want.as_str()) != meta_str(&obj, "resourceVersion")
+            && Some(want.as_str()) != meta_str(obj, "resourceVersion")
         {
             return Err(ApiError::conflict(
                 target(rt, name),
                 &format!(
                     "Precondition failed: ResourceVersion in precondition: {want}, ResourceVersion in object meta: {}",
-                    meta_str(&obj, "resourceVersion").unwrap_or("")
+                    meta_str(obj, "resourceVersion").unwrap_or("")
                 ),
             ));
         }
+        Ok(())
+    }
+
+    fn delete(
+        &mut self,
+        rt: &Arc<ResourceType>,
+        ns: &str,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<Deleted, ApiError> {
+        if crds::is_crd_kind(rt) {
+            return self.delete_crd(rt, name, opts);
+        }
+        let obj = self
+            .get(rt, ns, name)
+            .ok_or_else(|| ApiError::not_found(target(rt, name)))?;
+        self.check_preconditions(rt, name, &obj, opts)?;
         if opts.dry_run {
             return Ok(Deleted::Gone(obj));
         }
+        let uid = meta_str(&obj, "uid").unwrap_or("").to_string();
         let propagation = opts.propagation.unwrap_or(Propagation::Background);
         if propagation == Propagation::Orphan {
             self.orphan_dependents(&uid);
@@ -1155,6 +1193,7 @@ impl Inner {
             self.empty_namespace(name);
         }
         self.collect_garbage(&last);
+        self.removed(rt, &last);
         last
     }
 
