@@ -7,7 +7,7 @@ use crate::request::{self, Query, timeout_param};
 use crate::selector::{self, FieldSelector};
 use crate::state::Shared;
 use crate::status::ApiError;
-use crate::store::{Event, EventType, ListQuery};
+use crate::store::{self, Event, EventType, ListQuery};
 use axum::body::Body;
 use axum::response::Response;
 use bytes::Bytes;
@@ -179,13 +179,14 @@ pub(crate) fn serve(
                             continue;
                         }
                         if let Some(kind) = translate(&e, ns.as_deref(), &q) {
-                            let object = match shared.store.registry().to_version(&rt, &e.object) {
-                                Ok(o) => o,
-                                Err(err) => {
-                                    let _ = tx.send(Bytes::from(error_line(&err))).await;
-                                    return;
-                                }
-                            };
+                            let object =
+                                match store::present(shared.store.registry(), &rt, &e.object) {
+                                    Ok(o) => o,
+                                    Err(err) => {
+                                        let _ = tx.send(Bytes::from(error_line(&err))).await;
+                                        return;
+                                    }
+                                };
                             if tx
                                 .send(Bytes::from(event_line(kind, &object)))
                                 .await

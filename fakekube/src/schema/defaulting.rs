@@ -53,3 +53,36 @@ pub(super) fn default_node(x: &mut Value, s: &Value) {
         _ => {}
     }
 }
+
+/// Whether [`default_node`] would change `x`: a default of a field that is absent (or a
+/// non-nullable `null`) anywhere the walk reaches. Reads ask this before copying an object.
+pub(super) fn missing(x: &Value, s: &Value) -> bool {
+    match x {
+        Value::Object(map) => {
+            if let Some(props) = properties(s) {
+                for (k, prop) in props {
+                    if prop.get("default").is_some()
+                        && map.get(k).is_none_or(|v| is_non_nullable_null(v, prop))
+                    {
+                        return true;
+                    }
+                }
+            }
+            map.iter().any(|(k, v)| {
+                if let Some(prop) = properties(s).and_then(|p| p.get(k)) {
+                    missing(v, prop)
+                } else if let Additional::Schema(a) = additional(s) {
+                    (is_non_nullable_null(v, a) && a.get("default").is_some()) || missing(v, a)
+                } else {
+                    false
+                }
+            })
+        }
+        Value::Array(list) => items(s).is_some_and(|item| {
+            list.iter().any(|v| {
+                (is_non_nullable_null(v, item) && item.get("default").is_some()) || missing(v, item)
+            })
+        }),
+        _ => false,
+    }
+}

@@ -1,62 +1,58 @@
-//! CRD structural schemas of the agent-sandbox kinds: pruning, defaulting and validation with the
-//! API server's algorithms and error wording.
+//! CRD structural schemas: the checks of a schema when its CRD is written, and the pruning,
+//! defaulting and validation of objects, with the API server's algorithms and error wording.
 //!
-//! A [`Schema`] holds one `openAPIV3Schema`: the `v1beta1` one of a CRD, compiled in from
-//! `fakekube/schemas/<plural>.json` ([`compiled_in`]). The store runs, in the API server's
-//! order: [`Schema::prune`] (unknown fields, then non-nullable nulls),
-//! [`Schema::apply_defaults`], [`Schema::validate`] and, on update, [`Schema::validate_update`].
+//! A [`Schema`] holds one version's `openAPIV3Schema`. [`compile_errors`] is what the API
+//! server says of a schema when the CRD is written (anything fakekube cannot evaluate is
+//! refused there, named). On every write the store runs, in the API server's order:
+//! [`Schema::prune`] (unknown fields, then non-nullable nulls), [`Schema::apply_defaults`],
+//! [`Schema::validate`] (the structural checks, then the CEL rules, transition rules on
+//! update); on reads [`Schema::defaulted`] applies defaults added since the object was written.
 //!
 //! Sources of the behaviour (read for facts, not copied): apiextensions-apiserver's structural
-//! `pruning`, `defaulting` and `listtype` packages and its `customresource` strategy, and
-//! kube-openapi's `validate` package, whose messages [`FieldError`] reproduces.
+//! `schema` validation, its `pruning`, `defaulting`, `listtype` and `cel` packages and its
+//! `customresource` strategy, and kube-openapi's `validate` package, whose messages
+//! [`FieldError`] reproduces.
 //!
 //! # Layout
 //!
-//! The validator, used by the store at run time:
 //! - `field_error`: [`FieldError`] and the `reason`s of its causes.
 //! - `node`: reading a schema node (`properties`, `additionalProperties`, `items`, keywords).
+//! - `structural`: the checks of a schema when its CRD is written.
 //! - `pruning`, `defaulting`: the first two steps of a write.
-//! - `validate`: kube-openapi's structural checks (types, bounds, lengths, `enum`, `required`).
-//! - `formats`, `patterns`: the string formats and the `pattern`s, by hand.
+//! - `validate`: kube-openapi's checks (types, compositions, bounds, lengths, `enum`,
+//!   `required`) and those of embedded resources.
+//! - `formats`, `pattern`: the string formats, and `pattern`s compiled as Go compiles them.
 //! - `list_type`: `x-kubernetes-list-type` `set` and `map` uniqueness.
-//! - `rules`: `x-kubernetes-validations`, each rule of the CRDs by hand.
+//! - `rules`, `cel`: `x-kubernetes-validations` evaluated as CEL.
 //! - `go_format`: values printed as the Go API server prints them in messages.
 //!
-//! Built for tests only:
-//! - `generate`: the generator of `fakekube/schemas/*.json` from the CRDs in `fixtures/crds/`,
-//!   run as a test that fails when they differ (and rewrites them on request).
-//! - `tests`: the validator against the compiled-in schemas, and the check that every `pattern`
-//!   and rule of `fixtures/crds/` is enforced.
-//!
 //! # Known limitations
-//! - CEL (`x-kubernetes-validations`) is not evaluated: each rule that appears in the four CRDs is
-//!   implemented by hand, keyed on its exact text (`rules`), and so is each `pattern`
-//!   (`patterns`). A rule or pattern with any other text would be ignored; the test
-//!   `every_pattern_and_rule_of_the_fixture_crds_is_enforced` fails when a CRD of
-//!   `fixtures/crds/` carries one. `messageExpression` is not evaluated (the static `message` is
-//!   used).
 //! - Update ratcheting (errors in unchanged fields tolerated, `CRDValidationRatcheting`) is not
 //!   done: an update is validated like a create, plus the transition rules.
-//! - Keywords absent from these CRDs are ignored: `multipleOf`, `uniqueItems`, `minProperties`,
-//!   `maxProperties`, `patternProperties`, `allOf`, `oneOf`, `not`, `additionalProperties: false`.
-//!   Of the string formats the API server checks, only `date-time` and `date` are implemented.
-//!   `int32`/`int64` ranges are not checked, as in API servers before 1.36 (which strip those
+//! - CEL rules are not type-checked against the schema, and their cost is not estimated: a
+//!   rule that selects a field the schema lacks fails when it runs, not when the CRD is
+//!   written. `set` and `map` lists compare in order in CEL.
+//! - `int32`/`int64` ranges are not checked, as in API servers before 1.36 (which strip those
 //!   formats; kubernetes/kubernetes#136582 enables them in 1.36).
-//! - The scale subresource's own checks (`.spec.replicas` within int32) are not made.
+//! - The scale subresource's own checks (`.spec.replicas` within int32) are made, not those
+//!   the schema adds.
 //! - On update, list-type `set`/`map` uniqueness is checked even when the old object already
 //!   broke it (the API server then skips the check).
-//! - In `anyOf`, when every branch fails the errors of the first branch are reported (kube-openapi
-//!   picks the branch with the most matches; for `x-kubernetes-int-or-string` that is the first).
+//! - In `anyOf` and `oneOf`, when every branch fails the errors of the first branch are
+//!   reported (kube-openapi picks the branch with the most matches).
+//! - Go's `regexp` and the `regex` crate agree on syntax; their error texts differ.
 
+mod cel;
 mod defaulting;
 mod field_error;
 mod formats;
 mod go_format;
 mod list_type;
 mod node;
-mod patterns;
+mod pattern;
 mod pruning;
 mod rules;
+mod structural;
 mod validate;
 
 #[cfg(test)]
@@ -130,6 +126,8 @@ pub(crate) struct Schema {
     /// Whether any node carries `x-kubernetes-validations` (the API server then has a CEL
     /// validator, which is what makes it report skipped rules).
     has_rules: bool,
+    /// Whether any node carries a `default` (reads then look for missing defaults).
+    has_defaults: bool,
 }
 
 /// Loading, and the four steps the store runs on every write.
@@ -146,7 +144,12 @@ impl Schema {
             return Err(SchemaError::NotAnObject);
         }
         let has_rules = node::any_rules(&root);
-        Ok(Self { root, has_rules })
+        let has_defaults = node::any_defaults(&root);
+        Ok(Self {
+            root,
+            has_rules,
+            has_defaults,
+        })
     }
 
     /// The schema document, for `/openapi/v3`.
@@ -176,39 +179,40 @@ impl Schema {
         defaulting::default_node(obj, &self.root);
     }
 
-    /// Checks `obj` against the schema as on create: types, `required`, `enum`, bounds,
-    /// lengths, `pattern`, `format`, `minItems`/`maxItems`, list-type `set`/`map` uniqueness and
-    /// the non-transition rules of `rules`. Adds the API server's "rules not checked" note when
-    /// schema errors keep the rules from running.
-    pub(crate) fn validate(&self, obj: &Value) -> Vec<FieldError> {
+    /// Checks `obj` against the schema: types, compositions, `required`, `enum`, bounds,
+    /// lengths, `pattern`, `format`, list-type uniqueness, embedded resources, then the CEL
+    /// rules (the transition rules only on update, given `old`). Adds the API server's "rules
+    /// not checked" note when schema errors keep the rules from running.
+    pub(crate) fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
         let mut errs = self.structural(obj);
         if self.has_rules {
             if errs.iter().any(FieldError::blocks_rules) {
                 errs.push(rules::not_checked());
             } else {
-                rules::rules_node(obj, None, &self.root, "", &mut errs);
+                rules::rules_node(obj, old, &self.root, "", true, &mut errs);
             }
         }
         dedup(errs)
     }
 
-    /// The errors an update adds to [`Schema::validate`] of the new object: the transition rules
-    /// (`x-kubernetes-validations` using `oldSelf`), evaluated where the old object has a
-    /// correlated value. Empty when the new object's schema errors keep the rules from running.
-    pub(crate) fn validate_update(&self, old: &Value, new: &Value) -> Vec<FieldError> {
-        if !self.has_rules || self.structural(new).iter().any(FieldError::blocks_rules) {
-            return Vec::new();
+    /// `obj` with the defaults it lacks, when it lacks any: the API server defaults objects
+    /// as it reads them from storage, so defaults added to a schema show on old objects.
+    pub(crate) fn defaulted(&self, obj: &Value) -> Option<Value> {
+        if !self.has_defaults || !defaulting::missing(obj, &self.root) {
+            return None;
         }
-        let mut errs = Vec::new();
-        rules::rules_node(new, Some(old), &self.root, "", &mut errs);
-        dedup(errs)
+        let mut out = obj.clone();
+        defaulting::default_node(&mut out, &self.root);
+        (out != *obj).then_some(out)
     }
 
-    /// The structural errors of `obj`: kube-openapi's checks, then list-type uniqueness.
+    /// The structural errors of `obj`: kube-openapi's checks, list-type uniqueness, then the
+    /// checks of embedded resources.
     fn structural(&self, obj: &Value) -> Vec<FieldError> {
         let mut errs = Vec::new();
         validate::validate_node(obj, &self.root, "", &mut errs);
         list_type::list_types(obj, &self.root, "", &mut errs);
+        validate::embedded_resources(obj, &self.root, "", &mut errs);
         errs
     }
 }
@@ -216,21 +220,7 @@ impl Schema {
 /// What is wrong with a CRD version's `openAPIV3Schema`, with paths relative to it (empty for
 /// the root): the rules of structural schemas, and anything fakekube cannot evaluate.
 pub(crate) fn compile_errors(root: &Value) -> Vec<FieldError> {
-    let mut out = Vec::new();
-    match node::str_of(root, "type") {
-        None | Some("") => out.push(FieldError::new(
-            "type",
-            field_error::FIELD_VALUE_REQUIRED,
-            "Required value: must not be empty at the root".to_string(),
-        )),
-        Some("object") => {}
-        Some(other) => out.push(FieldError::invalid(
-            "type",
-            &go_quote(other),
-            "must be object at the root",
-        )),
-    }
-    out
+    structural::check(root)
 }
 
 /// Drops repeated errors, keeping the first (kube-openapi reports a message once).

@@ -55,6 +55,16 @@ pub(super) fn any_rules(s: &Value) -> bool {
     in_props || in_additional || items(s).is_some_and(any_rules)
 }
 
+/// Whether this node or one below it carries a `default`.
+pub(super) fn any_defaults(s: &Value) -> bool {
+    if s.get("default").is_some() {
+        return true;
+    }
+    let in_props = properties(s).is_some_and(|p| p.values().any(any_defaults));
+    let in_additional = matches!(additional(s), Additional::Schema(a) if any_defaults(a));
+    in_props || in_additional || items(s).is_some_and(any_defaults)
+}
+
 /// `parent.name`, or `name` at the root.
 pub(super) fn child(parent: &str, name: &str) -> String {
     if parent.is_empty() {

@@ -1,70 +1,22 @@
-//! `x-kubernetes-validations`, without a CEL engine: each rule of the four CRDs is implemented by
-//! hand and known by its exact text.
-//!
-//! A rule that is not known is not checked, so the test
-//! `every_pattern_and_rule_of_the_fixture_crds_is_enforced` fails for any rule of
-//! `fixtures/crds/` missing here. `messageExpression` is not evaluated (the static `message` is
-//! used).
+//! `x-kubernetes-validations`: each rule evaluated as CEL at its node, with `self` the value
+//! there and, for a transition rule (one that reads `oldSelf`), `oldSelf` the correlated old
+//! value (by key in objects and maps, by map keys in `map` lists). A failed rule is reported
+//! as the API server reports it: its `message` (or `messageExpression`, or
+//! `failed rule: <rule>`), at its node or its `fieldPath`, with its `reason`.
 
 use serde_json::Value;
 
+use super::cel::{self, OldSelf, to_cel};
 use super::field_error::{
     FIELD_VALUE_DUPLICATE, FIELD_VALUE_FORBIDDEN, FIELD_VALUE_INVALID, FIELD_VALUE_REQUIRED,
     FieldError,
 };
 use super::go_format::go_quote;
-use super::node::{Additional, additional, child, items, properties, str_of};
-use super::validate::{loose_equal, schema_types};
+use super::node::{Additional, additional, child, flag, items, properties, str_of};
+use super::validate::schema_types;
 
 /// The detail the API server adds when schema errors kept it from running the CEL rules.
 const RULES_NOT_CHECKED: &str = "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation";
-
-/// `Sandbox.spec`: `volumeClaimTemplates` may be neither added, removed nor changed.
-pub(super) const VCT_IMMUTABLE_RULE: &str = "has(self.volumeClaimTemplates) == has(oldSelf.volumeClaimTemplates) && (!has(self.volumeClaimTemplates) || self.volumeClaimTemplates == oldSelf.volumeClaimTemplates)";
-
-/// A rule implemented by hand.
-struct HandRule {
-    /// The rule's CEL text, exactly as the CRD gives it.
-    text: &'static str,
-    /// Whether it uses `oldSelf`: such a transition rule is evaluated only on update, where the
-    /// old object has a correlated value (the API server skips it on create).
-    transition: bool,
-    /// Whether the rule holds for `self` (and `oldSelf`, for a transition rule).
-    holds: fn(new: &Value, old: Option<&Value>) -> bool,
-}
-
-/// Every rule implemented here.
-const KNOWN: [HandRule; 1] = [HandRule {
-    text: VCT_IMMUTABLE_RULE,
-    transition: true,
-    holds: volume_claim_templates_unchanged,
-}];
-
-/// [`VCT_IMMUTABLE_RULE`]: `volumeClaimTemplates` is absent on both sides or equal.
-fn volume_claim_templates_unchanged(new: &Value, old: Option<&Value>) -> bool {
-    let key = "volumeClaimTemplates";
-    match (new.get(key), old.and_then(|o| o.get(key))) {
-        (None, None) => true,
-        (Some(a), Some(b)) => loose_equal(a, b),
-        _ => false,
-    }
-}
-
-/// Whether `rule` is implemented here.
-#[cfg(test)]
-pub(super) fn is_known(rule: &str) -> bool {
-    KNOWN.iter().any(|known| known.text == rule)
-}
-
-/// The result of a rule: `Some(passed)`; `None` for a rule not implemented here or a
-/// transition rule without an old value (both are skipped).
-fn evaluate(rule: &str, new: &Value, old: Option<&Value>) -> Option<bool> {
-    let known = KNOWN.iter().find(|known| known.text == rule)?;
-    if known.transition && old.is_none() {
-        return None;
-    }
-    Some((known.holds)(new, old))
-}
 
 /// The API server's note that schema errors kept the rules from running.
 pub(super) fn not_checked() -> FieldError {
@@ -75,66 +27,186 @@ pub(super) fn not_checked() -> FieldError {
     )
 }
 
-/// Evaluates the known `x-kubernetes-validations` of this node and those below it, with the
-/// old value correlated by key (and by map keys in `map` lists).
+/// `rule.message`, trimmed, or `failed rule: <rule>`.
+fn default_message(rule: &Value, text: &str) -> String {
+    str_of(rule, "message")
+        .map(str::trim)
+        .filter(|m| !m.is_empty())
+        .map_or_else(|| format!("failed rule: {}", text.trim()), str::to_string)
+}
+
+/// `rule.message`, trimmed, or the rule itself: how an evaluation error names the rule.
+fn rule_error_string(rule: &Value, text: &str) -> String {
+    str_of(rule, "message")
+        .map(str::trim)
+        .filter(|m| !m.is_empty())
+        .unwrap_or(text.trim())
+        .to_string()
+}
+
+/// The message of a failed rule: its `messageExpression` when that evaluates to a non-empty
+/// line, else its default message.
+fn failure_message(rule: &Value, text: &str, this: &::cel::Value, old: &OldSelfValue) -> String {
+    let fallback = || default_message(rule, text);
+    let Some(expr) = str_of(rule, "messageExpression") else {
+        return fallback();
+    };
+    let Ok(compiled) = cel::compile(expr) else {
+        return fallback();
+    };
+    match cel::evaluate(&compiled, this.clone(), old.bind(compiled.uses_old_self)) {
+        Ok(::cel::Value::String(s)) if !s.trim().is_empty() && !s.contains('\n') => {
+            s.trim().to_string()
+        }
+        _ => fallback(),
+    }
+}
+
+/// What `oldSelf` may be bound to at one node.
+enum OldSelfValue {
+    /// No correlated old value.
+    Absent,
+    /// The correlated old value.
+    Present(::cel::Value),
+}
+
+impl OldSelfValue {
+    /// The binding of a program that reads `oldSelf` (or not).
+    fn bind(&self, uses: bool) -> OldSelf {
+        match (uses, self) {
+            (false, _) | (true, OldSelfValue::Absent) => OldSelf::Unbound,
+            (true, OldSelfValue::Present(v)) => OldSelf::Value(v.clone()),
+        }
+    }
+}
+
+/// The field a failed rule reports: its node, or its `fieldPath` below it.
+fn rule_field(path: &str, rule: &Value) -> String {
+    match str_of(rule, "fieldPath")
+        .map(|f| f.trim_start_matches('.'))
+        .filter(|f| !f.is_empty())
+    {
+        Some(fp) if fp.starts_with('[') => format!("{path}{fp}"),
+        Some(fp) => child(path, fp),
+        None => path.to_string(),
+    }
+}
+
+/// Evaluates the rules of one node.
+fn node_rules(
+    new: &Value,
+    old: Option<&Value>,
+    s: &Value,
+    path: &str,
+    root: bool,
+    out: &mut Vec<FieldError>,
+) {
+    let Some(rules) = s.get("x-kubernetes-validations").and_then(Value::as_array) else {
+        return;
+    };
+    let kind = schema_types(s).first().copied().unwrap_or("object");
+    let mut this: Option<::cel::Value> = None;
+    let mut old_value: Option<OldSelfValue> = None;
+    for rule in rules {
+        let Some(text) = str_of(rule, "rule") else {
+            continue;
+        };
+        let Ok(compiled) = cel::compile(text) else {
+            // Refused when the CRD was created: a stored CRD only has rules that compile.
+            continue;
+        };
+        let optional_old = flag(rule, "optionalOldSelf");
+        if compiled.uses_old_self && old.is_none() && !optional_old {
+            continue;
+        }
+        let this = this
+            .get_or_insert_with(|| to_cel(new, Some(s), root))
+            .clone();
+        let old_v = old_value.get_or_insert_with(|| match old {
+            Some(o) => OldSelfValue::Present(to_cel(o, Some(s), root)),
+            None => OldSelfValue::Absent,
+        });
+        let binding = match (compiled.uses_old_self, optional_old) {
+            (true, true) => OldSelf::Optional(match old_v {
+                OldSelfValue::Present(v) => Some(v.clone()),
+                OldSelfValue::Absent => None,
+            }),
+            (uses, false) => old_v.bind(uses),
+            (false, true) => OldSelf::Unbound,
+        };
+        let field = path.to_string();
+        match cel::evaluate(&compiled, this.clone(), binding) {
+            Ok(::cel::Value::Bool(true)) => {}
+            Ok(::cel::Value::Bool(false)) => {
+                let message = failure_message(rule, text, &this, old_v);
+                let at = rule_field(path, rule);
+                out.push(match str_of(rule, "reason") {
+                    Some(FIELD_VALUE_FORBIDDEN) => {
+                        FieldError::new(&at, FIELD_VALUE_FORBIDDEN, format!("Forbidden: {message}"))
+                    }
+                    Some(FIELD_VALUE_REQUIRED) => FieldError::new(
+                        &at,
+                        FIELD_VALUE_REQUIRED,
+                        format!("Required value: {message}"),
+                    ),
+                    Some(FIELD_VALUE_DUPLICATE) => FieldError::new(
+                        &at,
+                        FIELD_VALUE_DUPLICATE,
+                        format!("Duplicate value: {}", go_quote(kind)),
+                    ),
+                    _ => FieldError::invalid(&at, &go_quote(kind), &message),
+                });
+            }
+            Ok(other) => out.push(FieldError::invalid(
+                &field,
+                &go_quote(kind),
+                &format!(
+                    "rule did not evaluate to a bool (got {other:?}) evaluating rule: {}",
+                    rule_error_string(rule, text)
+                ),
+            )),
+            Err(e) if e.starts_with("no such overload") => out.push(FieldError::invalid(
+                &field,
+                &go_quote(kind),
+                &format!(
+                    "'{e}': call arguments did not match a supported operator, function or macro signature for rule: {}",
+                    rule_error_string(rule, text)
+                ),
+            )),
+            Err(e) => out.push(FieldError::invalid(
+                &field,
+                &go_quote(kind),
+                &format!("{e} evaluating rule: {}", rule_error_string(rule, text)),
+            )),
+        }
+    }
+}
+
+/// Evaluates the rules of this node and those below it, with the old value correlated by key
+/// (and by map keys in `map` lists). `root` is set at the root and at embedded resources,
+/// whose `metadata` rules see only in part.
 pub(super) fn rules_node(
     new: &Value,
     old: Option<&Value>,
     s: &Value,
     path: &str,
+    root: bool,
     out: &mut Vec<FieldError>,
 ) {
-    for rule in s
-        .get("x-kubernetes-validations")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let Some(text) = str_of(rule, "rule") else {
-            continue;
-        };
-        if evaluate(text, new, old) != Some(false) {
-            continue;
-        }
-        let message = str_of(rule, "message")
-            .map(str::trim)
-            .filter(|m| !m.is_empty())
-            .map_or_else(|| format!("failed rule: {}", text.trim()), str::to_string);
-        let mut field = path.to_string();
-        if let Some(fp) = str_of(rule, "fieldPath")
-            .map(|f| f.trim_start_matches('.'))
-            .filter(|f| !f.is_empty())
-        {
-            field = child(&field, fp);
-        }
-        let kind = schema_types(s).first().copied().unwrap_or("object");
-        out.push(match str_of(rule, "reason") {
-            Some(FIELD_VALUE_FORBIDDEN) => FieldError::new(
-                &field,
-                FIELD_VALUE_FORBIDDEN,
-                format!("Forbidden: {message}"),
-            ),
-            Some(FIELD_VALUE_REQUIRED) => FieldError::new(
-                &field,
-                FIELD_VALUE_REQUIRED,
-                format!("Required value: {message}"),
-            ),
-            Some(FIELD_VALUE_DUPLICATE) => FieldError::new(
-                &field,
-                FIELD_VALUE_DUPLICATE,
-                format!("Duplicate value: {}", go_quote(kind)),
-            ),
-            _ => FieldError::invalid(&field, &go_quote(kind), &message),
-        });
-    }
+    node_rules(new, old, s, path, root, out);
     match new {
         Value::Object(map) => {
             for (k, v) in map {
+                if root && k == "metadata" {
+                    continue;
+                }
                 let old_v = old.and_then(|o| o.get(k));
                 if let Some(prop) = properties(s).and_then(|p| p.get(k)) {
-                    rules_node(v, old_v, prop, &child(path, k), out);
+                    let embedded = flag(prop, "x-kubernetes-embedded-resource");
+                    rules_node(v, old_v, prop, &child(path, k), embedded, out);
                 } else if let Additional::Schema(a) = additional(s) {
-                    rules_node(v, old_v, a, &format!("{path}[{k}]"), out);
+                    let embedded = flag(a, "x-kubernetes-embedded-resource");
+                    rules_node(v, old_v, a, &format!("{path}[{k}]"), embedded, out);
                 }
             }
         }
@@ -146,6 +218,7 @@ pub(super) fn rules_node(
                             .and_then(Value::as_array)
                     })
                     .flatten();
+                let embedded = flag(item, "x-kubernetes-embedded-resource");
                 for (i, v) in list.iter().enumerate() {
                     let old_v = map_keys.and_then(|keys| {
                         old.and_then(Value::as_array)?.iter().find(|o| {
@@ -154,7 +227,7 @@ pub(super) fn rules_node(
                                 .all(|k| o.get(k) == v.get(k))
                         })
                     });
-                    rules_node(v, old_v, item, &format!("{path}[{i}]"), out);
+                    rules_node(v, old_v, item, &format!("{path}[{i}]"), embedded, out);
                 }
             }
         }

@@ -1,16 +1,16 @@
-//! The structural checks of kube-openapi's `SchemaValidator` in its order (type, `anyOf`,
-//! string, format, number, list, `enum`, object), turned into field errors as apiextensions
-//! does, with their messages.
+//! The checks of kube-openapi's `SchemaValidator` in its order (type, `allOf`, `anyOf`,
+//! `oneOf`, `not`, string, format, number, list, `enum`, object), turned into field errors as
+//! apiextensions does, with their messages; then the checks of embedded resources.
 
 use serde_json::{Map, Value};
 
 use super::field_error::{
     FIELD_VALUE_NOT_SUPPORTED, FIELD_VALUE_TOO_LONG, FIELD_VALUE_TOO_MANY, FieldError,
 };
-use super::formats::{is_date, is_date_time};
+use super::formats;
 use super::go_format::{go_float, go_json, go_quote, go_v};
 use super::node::{Additional, additional, child, flag, items, properties, str_of};
-use super::patterns;
+use super::pattern;
 
 /// The JSON type name kube-openapi infers for a decoded value (`integer` only for values that
 /// decode as int64; larger integers decode as float64).
@@ -140,6 +140,7 @@ pub(super) fn validate_node(data: &Value, s: &Value, path: &str, out: &mut Vec<F
         check_enum(data, s, field, out);
         return;
     }
+    check_all_of(data, s, path, out);
     if let Some(branches) = s
         .get("anyOf")
         .and_then(Value::as_array)
@@ -165,6 +166,8 @@ pub(super) fn validate_node(data: &Value, s: &Value, path: &str, out: &mut Vec<F
             out.extend(first_failure.unwrap_or_default());
         }
     }
+    check_one_of(data, s, path, out);
+    check_not(data, s, path, out);
     match data {
         Value::String(text) => {
             check_string(text, s, path, field, out);
@@ -204,9 +207,10 @@ fn check_string(text: &str, s: &Value, path: &str, field: &str, out: &mut Vec<Fi
         ));
         return;
     }
-    if let Some(pattern) = str_of(s, "pattern")
-        && patterns::matcher(pattern).is_some_and(|matches| !matches(text))
+    if let Some(p) = str_of(s, "pattern")
+        && pattern::compile(p).is_ok_and(|re| !re.is_match(text))
     {
+        let pattern = p;
         out.push(FieldError::invalid(
             field,
             &go_quote(text),
@@ -215,14 +219,12 @@ fn check_string(text: &str, s: &Value, path: &str, field: &str, out: &mut Vec<Fi
     }
 }
 
-/// The string format check (`date-time`, `date`).
+/// The string format check.
 fn check_format(text: &str, format: &str, path: &str, field: &str, out: &mut Vec<FieldError>) {
-    let valid = match format.replace('-', "").as_str() {
-        "datetime" => is_date_time(text),
-        "date" => is_date(text),
-        _ => true,
-    };
-    if !valid {
+    if format.is_empty() {
+        return;
+    }
+    if formats::check(format, text) == Some(false) {
         let detail = format!(
             "{path} in body must be of type {format}: {}",
             go_quote(text)
@@ -235,6 +237,24 @@ fn check_format(text: &str, format: &str, path: &str, field: &str, out: &mut Vec
 fn check_number(data: &Value, s: &Value, path: &str, field: &str, out: &mut Vec<FieldError>) {
     let as_int = data.as_i64().filter(|_| !data.is_f64());
     let bad = go_v(data);
+    if let Some(factor) = s
+        .get("multipleOf")
+        .and_then(Value::as_f64)
+        .filter(|f| *f > 0.0)
+    {
+        let x = data.as_f64().unwrap_or(0.0);
+        let q = x / factor;
+        if (q - q.round()).abs() > 1e-9 * q.abs().max(1.0) {
+            out.push(FieldError::invalid(
+                field,
+                &bad,
+                &format!(
+                    "{path} in body should be a multiple of {}",
+                    go_float(factor)
+                ),
+            ));
+        }
+    }
     let bound = |key: &str| s.get(key).and_then(Value::as_f64);
     if let Some(min) = bound("minimum") {
         let exclusive = flag(s, "exclusiveMinimum");
@@ -347,9 +367,30 @@ fn check_enum(data: &Value, s: &Value, field: &str, out: &mut Vec<FieldError>) {
     out.push(FieldError::new(field, FIELD_VALUE_NOT_SUPPORTED, message));
 }
 
-/// Extra keys under `additionalProperties`, the properties, then `required`.
+/// Extra keys under `additionalProperties`, the properties, `required`, then the property
+/// counts.
 fn check_object(map: &Map<String, Value>, s: &Value, path: &str, out: &mut Vec<FieldError>) {
     let props = properties(s);
+    let count = u64::try_from(map.len()).unwrap_or(u64::MAX);
+    if let Some(max) = s.get("maxProperties").and_then(Value::as_u64)
+        && count > max
+    {
+        let unit = if max == 1 { "item" } else { "items" };
+        out.push(FieldError::new(
+            field_of(path),
+            FIELD_VALUE_TOO_MANY,
+            format!("Too many: {count}: must have at most {max} {unit}"),
+        ));
+    }
+    if let Some(min) = s.get("minProperties").and_then(Value::as_u64)
+        && count < min
+    {
+        out.push(FieldError::invalid(
+            field_of(path),
+            &count.to_string(),
+            &format!("{path} in body should have at least {min} properties"),
+        ));
+    }
     if let Additional::Schema(a) = additional(s) {
         for (k, v) in map {
             if props.is_none_or(|p| !p.contains_key(k)) {
@@ -394,5 +435,137 @@ pub(super) fn loose_equal(a: &Value, b: &Value) -> bool {
                     .all(|(k, v)| y.get(k).is_some_and(|w| loose_equal(v, w)))
         }
         _ => a == b,
+    }
+}
+
+/// The branches of a composition keyword (`allOf`, `oneOf`).
+fn branches<'a>(s: &'a Value, key: &str) -> &'a [Value] {
+    s.get(key)
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
+}
+
+/// `allOf`: every branch's errors, and the composite error when any failed.
+fn check_all_of(data: &Value, s: &Value, path: &str, out: &mut Vec<FieldError>) {
+    let mut errs = Vec::new();
+    for b in branches(s, "allOf") {
+        validate_node(data, b, path, &mut errs);
+    }
+    if !errs.is_empty() {
+        let detail = format!("{} must validate all the schemas (allOf)", go_quote(path));
+        out.push(FieldError::invalid("", "\"\"", &detail));
+        out.extend(errs);
+    }
+}
+
+/// `oneOf`: exactly one branch must hold.
+fn check_one_of(data: &Value, s: &Value, path: &str, out: &mut Vec<FieldError>) {
+    let list = branches(s, "oneOf");
+    if list.is_empty() {
+        return;
+    }
+    let mut first_failure = None;
+    let mut valid = 0;
+    for b in list {
+        let mut errs = Vec::new();
+        validate_node(data, b, path, &mut errs);
+        if errs.is_empty() {
+            valid += 1;
+        } else {
+            first_failure.get_or_insert(errs);
+        }
+    }
+    match valid {
+        1 => {}
+        0 => {
+            let detail = format!(
+                "{} must validate one and only one schema (oneOf). Found none valid",
+                go_quote(path)
+            );
+            out.push(FieldError::invalid("", "\"\"", &detail));
+            out.extend(first_failure.unwrap_or_default());
+        }
+        n => {
+            let detail = format!(
+                "{} must validate one and only one schema (oneOf). Found {n} valid alternatives",
+                go_quote(path)
+            );
+            out.push(FieldError::invalid("", "\"\"", &detail));
+        }
+    }
+}
+
+/// `not`: the branch must not hold.
+fn check_not(data: &Value, s: &Value, path: &str, out: &mut Vec<FieldError>) {
+    let Some(not) = s.get("not").filter(|n| n.is_object()) else {
+        return;
+    };
+    let mut errs = Vec::new();
+    validate_node(data, not, path, &mut errs);
+    if errs.is_empty() {
+        let detail = format!("{} must not validate the schema (not)", go_quote(path));
+        out.push(FieldError::invalid("", "\"\"", &detail));
+    }
+}
+
+/// The checks the API server makes of embedded resources (`x-kubernetes-embedded-resource`)
+/// below the root: `apiVersion` and `kind` set, `metadata` an object with a valid name.
+pub(super) fn embedded_resources(data: &Value, s: &Value, path: &str, out: &mut Vec<FieldError>) {
+    match data {
+        Value::Object(map) => {
+            if !path.is_empty() && flag(s, "x-kubernetes-embedded-resource") {
+                for key in ["apiVersion", "kind"] {
+                    if map
+                        .get(key)
+                        .and_then(Value::as_str)
+                        .is_none_or(str::is_empty)
+                    {
+                        out.push(FieldError::new(
+                            &child(path, key),
+                            super::field_error::FIELD_VALUE_REQUIRED,
+                            "Required value: must not be empty".to_string(),
+                        ));
+                    }
+                }
+                match map.get("metadata") {
+                    None | Some(Value::Object(_)) => {}
+                    Some(other) => out.push(FieldError::invalid(
+                        &child(path, "metadata"),
+                        &go_v(other),
+                        "must be an object",
+                    )),
+                }
+                if let Some(name) = map
+                    .get("metadata")
+                    .and_then(|m| m.get("name"))
+                    .and_then(Value::as_str)
+                    && let Some(cause) = crate::meta::validate_name(name, false)
+                {
+                    out.push(FieldError::new(
+                        &child(path, "metadata.name"),
+                        super::field_error::FIELD_VALUE_INVALID,
+                        cause.message,
+                    ));
+                }
+            }
+            for (k, v) in map {
+                if path.is_empty() && k == "metadata" {
+                    continue;
+                }
+                if let Some(prop) = properties(s).and_then(|p| p.get(k)) {
+                    embedded_resources(v, prop, &child(path, k), out);
+                } else if let Additional::Schema(a) = additional(s) {
+                    embedded_resources(v, a, &format!("{path}[{k}]"), out);
+                }
+            }
+        }
+        Value::Array(list) => {
+            if let Some(item) = items(s) {
+                for (i, v) in list.iter().enumerate() {
+                    embedded_resources(v, item, &format!("{path}[{i}]"), out);
+                }
+            }
+        }
+        _ => {}
     }
 }

@@ -568,7 +568,7 @@ impl Inner {
 
     /// A stored object as `rt`'s version serves it.
     fn read_as(&self, rt: &ResourceType, obj: &Arc<Value>) -> Result<Arc<Value>, ApiError> {
-        self.registry.to_version(rt, obj)
+        present(&self.registry, rt, obj)
     }
 
     /// An admitted object in `rt`'s version, as it is stored.
@@ -662,10 +662,7 @@ impl Inner {
                 }
             }
             schema.apply_defaults(obj);
-            let mut errs = schema.validate(obj);
-            if let Some(old) = old {
-                errs.extend(schema.validate_update(old, obj));
-            }
+            let errs = schema.validate(obj, old);
             if !errs.is_empty() {
                 return Err(ApiError::invalid(target(rt, name), field_causes(errs)));
             }
@@ -1354,6 +1351,20 @@ impl Inner {
             }
         }
     }
+}
+
+/// A stored object as `rt`'s version serves it: converted to that version, with the defaults
+/// of that version's schema that it lacks (the API server defaults what it reads).
+pub(crate) fn present(
+    registry: &Registry,
+    rt: &ResourceType,
+    obj: &Arc<Value>,
+) -> Result<Arc<Value>, ApiError> {
+    let converted = registry.to_version(rt, obj)?;
+    Ok(match rt.schema().and_then(|s| s.defaulted(&converted)) {
+        Some(defaulted) => Arc::new(defaulted),
+        None => converted,
+    })
 }
 
 fn patch_error(e: patch::PatchError) -> ApiError {

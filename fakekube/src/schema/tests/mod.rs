@@ -3,6 +3,7 @@
 
 mod crds;
 mod defaulting;
+mod keywords;
 mod properties;
 mod pruning;
 mod rules;
@@ -13,13 +14,21 @@ use serde_json::{Value, json};
 use super::field_error::{
     FIELD_VALUE_INVALID, FIELD_VALUE_NOT_SUPPORTED, FIELD_VALUE_REQUIRED, FIELD_VALUE_TYPE_INVALID,
 };
-use super::patterns::QUANTITY_PATTERN;
 use super::{COMPILED_IN, FieldError, Schema, compiled_in};
 
 /// The compiled-in schema of `plural`.
 fn schema_of(plural: &str) -> &'static Schema {
     compiled_in(plural).unwrap_or_else(|| panic!("no compiled-in schema for {plural}"))
 }
+
+/// The resource quantity pattern of `resources.limits`/`requests` and similar.
+const QUANTITY_PATTERN: &str = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$";
+/// The pattern of `metav1.Condition.reason`.
+const CONDITION_REASON_PATTERN: &str = r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$";
+/// The pattern of `metav1.Condition.type`.
+const CONDITION_TYPE_PATTERN: &str = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$";
+/// The Sandbox rule that keeps `volumeClaimTemplates` from changing.
+const VCT_IMMUTABLE_RULE: &str = "has(self.volumeClaimTemplates) == has(oldSelf.volumeClaimTemplates) && (!has(self.volumeClaimTemplates) || self.volumeClaimTemplates == oldSelf.volumeClaimTemplates)";
 
 /// A Sandbox with `spec`.
 fn sandbox(spec: Value) -> Value {
@@ -35,7 +44,7 @@ fn pod_template() -> Value {
 fn admit(schema: &Schema, mut obj: Value) -> (Value, Vec<String>, Vec<FieldError>) {
     let unknown = schema.prune(&mut obj);
     schema.apply_defaults(&mut obj);
-    let errs = schema.validate(&obj);
+    let errs = schema.validate(&obj, None);
     (obj, unknown, errs)
 }
 

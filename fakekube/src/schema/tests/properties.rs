@@ -63,12 +63,12 @@ proptest! {
             let schema = schema_of(plural);
             for v in [&old, &new, &json!({"spec": new.clone()}), &json!({"spec": {"podTemplate": {"spec": new.clone()}}})] {
                 let mut v = v.clone();
-                let _ = schema.validate(&v);
+                let _ = schema.validate(&v, None);
                 schema.prune(&mut v);
                 schema.apply_defaults(&mut v);
-                let errs = schema.validate(&v);
+                let errs = schema.validate(&v, None);
                 prop_assert!(errs.iter().all(|e| !e.field.is_empty() && !e.message.is_empty()));
-                let _ = schema.validate_update(&old, &v);
+                let _ = schema.validate(&v, Some(&old));
             }
         }
     }
