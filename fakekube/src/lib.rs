@@ -147,6 +147,15 @@ pub enum Error {
     /// The TLS material could not be made.
     #[error("making TLS material")]
     Tls(#[from] TlsError),
+    /// An agent-sandbox CRD of `fixtures/crds/` was refused at start.
+    #[error("installing the CRD of {file}")]
+    InstallCrd {
+        /// Its file in `fixtures/crds/`.
+        file: String,
+        /// The Status the create answered.
+        #[source]
+        source: StatusError,
+    },
 }
 
 /// Configures a [`FakeKube`] before it starts.
@@ -163,6 +172,7 @@ pub struct Builder {
     shutdown_grace: Duration,
     kubelet: bool,
     controllers: bool,
+    agent_sandbox_crds: bool,
     pod_start_delay: Duration,
     crash_backoff: Duration,
 }
@@ -180,6 +190,7 @@ impl Default for Builder {
             shutdown_grace: Duration::from_secs(5),
             kubelet: true,
             controllers: true,
+            agent_sandbox_crds: true,
             pod_start_delay: Duration::from_millis(2),
             crash_backoff: Duration::from_millis(10),
         }
@@ -245,6 +256,14 @@ impl Builder {
         self
     }
 
+    /// Installs the agent-sandbox CRDs of `fixtures/crds/` at start (on by default), through
+    /// the same path as a CRD a client creates. Without them the server starts bare, with only
+    /// its built-in kinds, as envtest does: a test creates the CRDs it needs.
+    pub fn agent_sandbox_crds(mut self, on: bool) -> Self {
+        self.agent_sandbox_crds = on;
+        self
+    }
+
     /// Runs the fake kubelet (on by default). Without it pods stay as created, so a test can
     /// play the kubelet itself by writing pod status, as on a cluster with no nodes.
     pub fn kubelet(mut self, on: bool) -> Self {
@@ -306,6 +325,9 @@ impl Builder {
                 }
             }
         }
+        if self.agent_sandbox_crds {
+            install_agent_sandbox_crds(&store)?;
+        }
         let shutdown = CancellationToken::new();
         let faults = Arc::new(Faults::default());
         let kubelet = Arc::new(kubelet::Kubelet::new(
@@ -359,6 +381,27 @@ impl Builder {
             task: Some(task),
         })
     }
+}
+
+/// Creates the agent-sandbox CRDs, as `kubectl apply -f fixtures/crds/` would.
+fn install_agent_sandbox_crds(store: &store::Store) -> Result<(), Error> {
+    let Some(crds) = store.registry().find(crd::GROUP, "v1", crd::PLURAL) else {
+        return Ok(());
+    };
+    for fixture in crd::fixtures::agent_sandbox() {
+        store
+            .create(
+                &crds,
+                "",
+                fixture.crd.clone(),
+                store::WriteOptions::default(),
+            )
+            .map_err(|e| Error::InstallCrd {
+                file: fixture.file.clone(),
+                source: e.into(),
+            })?;
+    }
+    Ok(())
 }
 
 /// A running fake API server. Dropping it stops the server; [`FakeKube::shutdown`] stops it

@@ -39,8 +39,6 @@ pub(crate) struct BuiltIn {
     pub(crate) scale: bool,
     /// Other subresources (`exec`, `attach`, `token`...) and their verbs.
     pub(crate) extra_subresources: &'static [(&'static str, &'static [&'static str])],
-    /// Whether it is a custom resource (merge patch only, schema from a CRD).
-    pub(crate) custom: bool,
     /// Field selectors accepted on lists beyond metadata.name/namespace.
     pub(crate) extra_fields: &'static [&'static str],
     /// Whether the object has a `spec` whose changes bump `generation`.
@@ -84,7 +82,6 @@ const fn core(
         status,
         scale: false,
         extra_subresources: &[],
-        custom: false,
         extra_fields: &[],
         has_spec,
         verbs: ALL_VERBS,
@@ -201,64 +198,6 @@ pub(crate) static BUILT_IN: &[BuiltIn] = &[
             true,
             &[],
             StatusMode::Plain,
-            true,
-        )
-    },
-    BuiltIn {
-        group: "agents.x-k8s.io",
-        version: "v1beta1",
-        categories: &[],
-        custom: true,
-        ..core(
-            "Sandbox",
-            "sandboxes",
-            "sandbox",
-            true,
-            &["sandbox"],
-            StatusMode::Subresource,
-            true,
-        )
-    },
-    BuiltIn {
-        group: "extensions.agents.x-k8s.io",
-        version: "v1beta1",
-        custom: true,
-        ..core(
-            "SandboxTemplate",
-            "sandboxtemplates",
-            "sandboxtemplate",
-            true,
-            &["sandboxtemplate"],
-            StatusMode::Plain,
-            true,
-        )
-    },
-    BuiltIn {
-        group: "extensions.agents.x-k8s.io",
-        version: "v1beta1",
-        custom: true,
-        scale: true,
-        ..core(
-            "SandboxWarmPool",
-            "sandboxwarmpools",
-            "sandboxwarmpool",
-            true,
-            &["swp"],
-            StatusMode::Subresource,
-            true,
-        )
-    },
-    BuiltIn {
-        group: "extensions.agents.x-k8s.io",
-        version: "v1beta1",
-        custom: true,
-        ..core(
-            "SandboxClaim",
-            "sandboxclaims",
-            "sandboxclaim",
-            true,
-            &["sandboxclaim"],
-            StatusMode::Subresource,
             true,
         )
     },

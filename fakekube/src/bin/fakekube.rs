@@ -5,7 +5,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// A TLS fake Kubernetes API server with the agent-sandbox kinds, for tests.
+/// A TLS fake Kubernetes API server with the agent-sandbox CRDs installed, for tests.
 ///
 /// Prints `fakekube listening on https://127.0.0.1:PORT` as its first line on stdout once it
 /// serves, and exits 0 on SIGINT or SIGTERM.
@@ -46,6 +46,10 @@ struct Args {
     /// Run only the API server: no agent-sandbox controllers and no kubelet (like envtest).
     #[arg(long)]
     api_only: bool,
+    /// Start bare: no CRD installed, only the built-in kinds (as envtest); clients create the
+    /// CRDs they need.
+    #[arg(long)]
+    bare: bool,
     /// Seconds a list's continue token stays valid.
     #[arg(long, default_value_t = 300)]
     compaction_window_secs: u64,
@@ -66,7 +70,8 @@ async fn main() -> ExitCode {
         .kubernetes_minor(args.kubernetes_minor)
         .compaction_window(std::time::Duration::from_secs(args.compaction_window_secs))
         .controllers(!args.api_only)
-        .kubelet(!args.api_only);
+        .kubelet(!args.api_only)
+        .agent_sandbox_crds(!args.bare);
     if let Some(t) = args.token {
         builder = builder.admin_token(t);
     }

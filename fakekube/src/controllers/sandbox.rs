@@ -1424,10 +1424,12 @@ mod tests {
                 "spec": { "containers": [ { "name": "c", "image": "i" } ] },
             } },
         });
-        let rt = crate::registry::Registry::new().find("agents.x-k8s.io", "v1beta1", "sandboxes");
-        let Some(rt) = rt else {
-            panic!("sandboxes are served");
-        };
+        let rt = crate::registry::ResourceType::absent(
+            "agents.x-k8s.io",
+            "v1beta1",
+            "sandboxes",
+            "Sandbox",
+        );
         let pod = build_pod(&sb, &name_hash("my-sandbox"), &rt);
         let labels = &pod["metadata"]["labels"];
         assert_eq!(labels[NAME_HASH_LABEL], "374de8f5");

@@ -4,9 +4,8 @@
 use super::spec::{Crd, Version, version_schema};
 use crate::registry::{ALL_VERBS, Conversion, PrinterColumn, ResourceType, ScalePaths, version};
 use crate::resources::StatusMode;
-use crate::schema::Schema;
+use crate::schema;
 use serde_json::Value;
-use std::sync::Arc;
 
 /// The default deprecation warning of a version: the newest served, non-deprecated version of
 /// a greater priority is recommended when there is one.
@@ -92,9 +91,7 @@ fn entry(crd: &Crd, obj: &Value, index: usize, v: &Version, storage: &str) -> Re
     e.verbs = ALL_VERBS;
     e.served = v.served;
     e.storage_version = storage.to_string();
-    e.schema = version_schema(obj, index)
-        .and_then(|s| Schema::from_value(s.clone()).ok())
-        .map(Arc::new);
+    e.schema = version_schema(obj, index).and_then(|s| schema::compile(s).ok());
     e.printer_columns = v
         .additional_printer_columns
         .iter()

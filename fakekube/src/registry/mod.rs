@@ -157,18 +157,14 @@ impl ResourceType {
                 label_selector: Some(".status.selector".into()),
             }),
             extra_subresources: b.extra_subresources,
-            custom: b.custom,
+            custom: false,
             selectable_fields: b.extra_fields.iter().map(|s| (*s).to_string()).collect(),
             has_spec: b.has_spec,
             verbs: b.verbs,
             create_only: b.create_only,
             served: true,
             storage_version: b.version.to_string(),
-            schema: b
-                .custom
-                .then(|| crate::schema::compiled_in(b.plural))
-                .flatten()
-                .map(|s| Arc::new(s.clone())),
+            schema: None,
             printer_columns: Vec::new(),
             deprecation_warning: None,
             conversion: Conversion::None,

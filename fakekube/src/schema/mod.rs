@@ -56,64 +56,19 @@ mod structural;
 mod validate;
 
 #[cfg(test)]
-mod generate;
-#[cfg(test)]
 mod tests;
 
-use std::sync::OnceLock;
-
 use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
 
 pub(crate) use field_error::FieldError;
 pub(crate) use go_format::go_quote;
 
-/// The compiled-in schemas by plural, generated from the CRDs of `fixtures/crds/` (the test
-/// `compiled_in_schemas_match_the_fixture_crds` keeps them in step).
-const COMPILED_IN: [(&str, &str); 4] = [
-    ("sandboxes", include_str!("../../schemas/sandboxes.json")),
-    (
-        "sandboxtemplates",
-        include_str!("../../schemas/sandboxtemplates.json"),
-    ),
-    (
-        "sandboxwarmpools",
-        include_str!("../../schemas/sandboxwarmpools.json"),
-    ),
-    (
-        "sandboxclaims",
-        include_str!("../../schemas/sandboxclaims.json"),
-    ),
-];
-
-/// The compiled-in schema of the custom resource `plural`, parsed on first use; `None` for a
-/// resource without one.
-pub(crate) fn compiled_in(plural: &str) -> Option<&'static Schema> {
-    static SCHEMAS: OnceLock<Vec<(&'static str, Schema)>> = OnceLock::new();
-    SCHEMAS
-        .get_or_init(|| {
-            COMPILED_IN
-                .iter()
-                .filter_map(|(p, json)| match Schema::from_json(json) {
-                    Ok(schema) => Some((*p, schema)),
-                    Err(e) => {
-                        tracing::error!(resource = p, error = %e, "compiled-in CRD schema does not parse");
-                        None
-                    }
-                })
-                .collect()
-        })
-        .iter()
-        .find(|(p, _)| *p == plural)
-        .map(|(_, schema)| schema)
-}
-
 /// Why a schema could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum SchemaError {
-    /// The schema text is not JSON.
-    #[error("schema is not valid JSON")]
-    ParseJson(#[source] serde_json::Error),
-    /// The schema is JSON but not an object.
+    /// The schema is not a JSON object.
     #[error("schema root is not a JSON object")]
     NotAnObject,
 }
@@ -132,12 +87,6 @@ pub(crate) struct Schema {
 
 /// Loading, and the four steps the store runs on every write.
 impl Schema {
-    /// Parses one `openAPIV3Schema` from JSON.
-    pub(crate) fn from_json(s: &str) -> Result<Self, SchemaError> {
-        let root: Value = serde_json::from_str(s).map_err(SchemaError::ParseJson)?;
-        Schema::from_value(root)
-    }
-
     /// Takes one `openAPIV3Schema` as a JSON value.
     pub(crate) fn from_value(root: Value) -> Result<Self, SchemaError> {
         if !root.is_object() {
@@ -220,7 +169,65 @@ impl Schema {
 /// What is wrong with a CRD version's `openAPIV3Schema`, with paths relative to it (empty for
 /// the root): the rules of structural schemas, and anything fakekube cannot evaluate.
 pub(crate) fn compile_errors(root: &Value) -> Vec<FieldError> {
-    structural::check(root)
+    compile(root).err().unwrap_or_default()
+}
+
+/// A CRD version's `openAPIV3Schema` checked and ready to use, or what is wrong with it.
+///
+/// Results are kept for the life of the process by a hash of the schema's content: every
+/// server of a process installs the same agent-sandbox CRDs, whose schemas are large, and the
+/// check of a schema depends on nothing but its content.
+pub(crate) fn compile(root: &Value) -> Result<Arc<Schema>, Vec<FieldError>> {
+    type Compiled = Result<Arc<Schema>, Vec<FieldError>>;
+    /// Distinct schemas remembered before the cache starts over.
+    const CAPACITY: usize = 512;
+    static CACHE: OnceLock<Mutex<HashMap<u64, Compiled>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
+    let key = content_hash(root);
+    if let Some(hit) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return hit.clone();
+    }
+    let errors = structural::check(root);
+    let compiled = if errors.is_empty() {
+        Schema::from_value(root.clone())
+            .map(Arc::new)
+            .map_err(|e| vec![FieldError::invalid("", "\"\"", &e.to_string())])
+    } else {
+        Err(errors)
+    };
+    let mut map = cache.lock().unwrap_or_else(|e| e.into_inner());
+    if map.len() >= CAPACITY {
+        map.clear();
+    }
+    map.insert(key, compiled.clone());
+    compiled
+}
+
+/// A hash of a JSON value's content (keys in order, types told apart).
+fn content_hash(v: &Value) -> u64 {
+    use std::hash::{Hash, Hasher};
+    fn feed(v: &Value, h: &mut std::collections::hash_map::DefaultHasher) {
+        match v {
+            Value::Null => 0u8.hash(h),
+            Value::Bool(b) => (1u8, b).hash(h),
+            Value::Number(n) => (2u8, n.to_string()).hash(h),
+            Value::String(s) => (3u8, s).hash(h),
+            Value::Array(a) => {
+                (4u8, a.len()).hash(h);
+                a.iter().for_each(|x| feed(x, h));
+            }
+            Value::Object(m) => {
+                (5u8, m.len()).hash(h);
+                for (k, x) in m {
+                    k.hash(h);
+                    feed(x, h);
+                }
+            }
+        }
+    }
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    feed(v, &mut h);
+    h.finish()
 }
 
 /// Drops repeated errors, keeping the first (kube-openapi reports a message once).

@@ -112,7 +112,7 @@ fn node(s: &Value, path: &str, level: Level, out: &mut Vec<FieldError>) {
     keywords(m, path, out);
     match level {
         Level::Nested => nested(m, path, out),
-        Level::Root | Level::Field(_) => structural(m, path, level, out),
+        Level::Root | Level::Field(_) => structural(m, s, path, level, out),
     }
     if let Some(p) = m.get("pattern").and_then(Value::as_str)
         && let Err(e) = pattern::compile(p)
@@ -237,11 +237,16 @@ fn is_int_or_string_any_of(v: &Value) -> bool {
 }
 
 /// The rules of a node of the structural schema.
-fn structural(m: &Map<String, Value>, path: &str, level: Level, out: &mut Vec<FieldError>) {
-    let s = Value::Object(m.clone());
-    let ty = str_of(&s, "type").unwrap_or("");
-    let int_or_string = flag(&s, "x-kubernetes-int-or-string");
-    let preserve = flag(&s, "x-kubernetes-preserve-unknown-fields");
+fn structural(
+    m: &Map<String, Value>,
+    s: &Value,
+    path: &str,
+    level: Level,
+    out: &mut Vec<FieldError>,
+) {
+    let ty = str_of(s, "type").unwrap_or("");
+    let int_or_string = flag(s, "x-kubernetes-int-or-string");
+    let preserve = flag(s, "x-kubernetes-preserve-unknown-fields");
     if let Level::Field(context) = level
         && ty.is_empty()
         && !int_or_string
@@ -268,7 +273,7 @@ fn structural(m: &Map<String, Value>, path: &str, level: Level, out: &mut Vec<Fi
             "must be true or undefined",
         ));
     }
-    if flag(&s, "x-kubernetes-embedded-resource") {
+    if flag(s, "x-kubernetes-embedded-resource") {
         if ty != "object" {
             out.push(FieldError::invalid(
                 &at(path, "type"),
@@ -286,11 +291,11 @@ fn structural(m: &Map<String, Value>, path: &str, level: Level, out: &mut Vec<Fi
                 "must not be empty if x-kubernetes-embedded-resource is true without x-kubernetes-preserve-unknown-fields",
             ));
         }
-        resource_meta(&s, path, out);
+        resource_meta(s, path, out);
     }
-    list_and_map_types(m, &s, ty, path, out);
+    list_and_map_types(m, s, ty, path, out);
     if let Some(default) = m.get("default") {
-        check_default(default, &s, path, out);
+        check_default(default, s, path, out);
     }
 }
 

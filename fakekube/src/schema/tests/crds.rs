@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use super::{
     CONDITION_REASON_PATTERN, CONDITION_TYPE_PATTERN, QUANTITY_PATTERN, VCT_IMMUTABLE_RULE,
 };
-use crate::schema::generate::fixture_crds;
+use crate::crd::fixtures;
 use crate::schema::node::{items, str_of};
 use crate::schema::validate::validate_node;
 use crate::schema::{cel, pattern, rules};
@@ -104,12 +104,10 @@ fn collect(node: &Value, path: &str, out: &mut Vec<(String, Constraint, Value)>)
     }
 }
 
-/// Every constraint in every version's schema of `crds` (file name, YAML).
-fn constraints(crds: &[(String, String)]) -> Vec<Found> {
+/// Every constraint in every version's schema of `crds` (file name, CRD).
+fn constraints(crds: &[(String, Value)]) -> Vec<Found> {
     let mut found = Vec::new();
-    for (crd, yaml) in crds {
-        let doc: Value =
-            serde_saphyr::from_str(yaml).unwrap_or_else(|e| panic!("{crd} is not YAML: {e}"));
+    for (crd, doc) in crds {
         for version in doc
             .pointer("/spec/versions")
             .and_then(Value::as_array)
@@ -183,7 +181,7 @@ fn not_enforced(found: &Found) -> Option<String> {
 
 /// One line per constraint of `crds` that is not enforced, naming the CRD, the version, the
 /// JSON path and the pattern or rule.
-fn unenforced(crds: &[(String, String)]) -> Vec<String> {
+fn unenforced(crds: &[(String, Value)]) -> Vec<String> {
     constraints(crds)
         .iter()
         .filter_map(|found| {
@@ -202,7 +200,11 @@ fn unenforced(crds: &[(String, String)]) -> Vec<String> {
 
 #[test]
 fn every_pattern_and_rule_of_the_fixture_crds_is_enforced() {
-    let crds = fixture_crds();
+    let crds: Vec<(String, Value)> = fixtures::agent_sandbox()
+        .iter()
+        .map(|f| (f.file.clone(), f.crd.clone()))
+        .collect();
+    assert_eq!(crds.len(), 4, "the four agent-sandbox CRDs are embedded");
     let found = constraints(&crds);
     let rules = found
         .iter()
@@ -241,7 +243,8 @@ spec:
                 type: integer
                 pattern: (?=x)
 "#;
-    let missing = unenforced(&[("things.yaml".into(), crd.into())]);
+    let crd: Value = serde_saphyr::from_str(crd).expect("YAML");
+    let missing = unenforced(&[("things.yaml".into(), crd)]);
     assert_eq!(
         missing,
         [

@@ -1,5 +1,6 @@
-//! The validator against the compiled-in schemas of the four CRDs, one file per step, and the
-//! check that every `pattern` and rule of `fixtures/crds/` is enforced (`crds`).
+//! The validator against the schemas of the four agent-sandbox CRDs of `fixtures/crds/`, one
+//! file per step, the keywords those CRDs do not use (`keywords`), and the check that every
+//! `pattern` and rule of `fixtures/crds/` is enforced (`crds`).
 
 mod crds;
 mod defaulting;
@@ -14,11 +15,42 @@ use serde_json::{Value, json};
 use super::field_error::{
     FIELD_VALUE_INVALID, FIELD_VALUE_NOT_SUPPORTED, FIELD_VALUE_REQUIRED, FIELD_VALUE_TYPE_INVALID,
 };
-use super::{COMPILED_IN, FieldError, Schema, compiled_in};
+use super::{FieldError, Schema};
+use crate::crd::fixtures;
+use std::sync::OnceLock;
+
+/// The plurals of the agent-sandbox kinds.
+const PLURALS: [&str; 4] = [
+    "sandboxes",
+    "sandboxtemplates",
+    "sandboxwarmpools",
+    "sandboxclaims",
+];
 
 /// The compiled-in schema of `plural`.
 fn schema_of(plural: &str) -> &'static Schema {
-    compiled_in(plural).unwrap_or_else(|| panic!("no compiled-in schema for {plural}"))
+    static SCHEMAS: OnceLock<Vec<(String, Schema)>> = OnceLock::new();
+    let all = SCHEMAS.get_or_init(|| {
+        fixtures::agent_sandbox()
+            .iter()
+            .filter_map(|f| {
+                let plural = f.crd.pointer("/spec/names/plural")?.as_str()?.to_string();
+                let schema = f
+                    .crd
+                    .pointer("/spec/versions")?
+                    .as_array()?
+                    .iter()
+                    .find(|v| v.get("name").and_then(Value::as_str) == Some("v1beta1"))?
+                    .pointer("/schema/openAPIV3Schema")?
+                    .clone();
+                Some((plural, Schema::from_value(schema).ok()?))
+            })
+            .collect()
+    });
+    all.iter()
+        .find(|(p, _)| p == plural)
+        .map(|(_, s)| s)
+        .unwrap_or_else(|| panic!("no v1beta1 schema for {plural} in fixtures/crds"))
 }
 
 /// The resource quantity pattern of `resources.limits`/`requests` and similar.
