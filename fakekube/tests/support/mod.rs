@@ -6,6 +6,7 @@
     reason = "each test binary includes this module and uses a different subset of it"
 )]
 
+pub mod kubectl;
 pub mod process;
 
 use bytes::Bytes;
