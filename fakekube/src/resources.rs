@@ -228,6 +228,19 @@ pub(crate) static BUILT_IN: &[BuiltIn] = &[
         )
     },
     BuiltIn {
+        group: "apiregistration.k8s.io",
+        categories: &["api-extensions"],
+        ..core(
+            "APIService",
+            "apiservices",
+            "apiservice",
+            false,
+            &[],
+            StatusMode::Subresource,
+            true,
+        )
+    },
+    BuiltIn {
         group: "authorization.k8s.io",
         verbs: CREATE_ONLY,
         create_only: true,
