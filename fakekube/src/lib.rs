@@ -102,6 +102,7 @@ pub use auth::{Rule, Token};
 pub use faults::Faults;
 pub use inspect::WaitTimeout;
 pub use kubelet::{CommandCall, CommandError, Images};
+pub use registry::Converter;
 pub use tls::TlsError;
 
 use base64::Engine;
@@ -607,6 +608,15 @@ impl FakeKube {
             .delete(&rt, namespace, name, &store::DeleteOptions::default())
             .map(|_| ())
             .map_err(StatusError::from)
+    }
+
+    /// Converts objects of `group`'s `kind` with `converter` from now on, where its CRD asks
+    /// for a conversion webhook (`spec.conversion.strategy: Webhook`): fakekube calls no
+    /// webhook. Registering again replaces the converter.
+    pub fn register_converter(&self, group: &str, kind: &str, converter: Arc<dyn Converter>) {
+        self.store
+            .registry()
+            .register_converter(group, kind, converter);
     }
 
     /// Stops accepting connections, ends watches, waits for open requests, and returns.

@@ -253,3 +253,64 @@ async fn deleting_the_crd_ends_watches_and_deletes_its_objects() {
         "{gone:?}"
     );
 }
+
+/// Renames an object's `apiVersion`: the smallest converter there is.
+#[derive(Debug)]
+struct Renamer;
+
+impl fakekube::Converter for Renamer {
+    fn convert(
+        &self,
+        object: &serde_json::Value,
+        api_version: &str,
+    ) -> Result<serde_json::Value, String> {
+        let mut out = object.clone();
+        out["apiVersion"] = json!(api_version);
+        Ok(out)
+    }
+}
+
+#[tokio::test]
+async fn a_version_behind_a_conversion_webhook_fails_until_a_converter_is_registered() {
+    let kube = fakekube::FakeKube::builder()
+        .controllers(false)
+        .kubelet(false)
+        .start()
+        .await
+        .expect("fakekube starts");
+    kube.create(json!({
+        "apiVersion": "agents.x-k8s.io/v1beta1",
+        "kind": "Sandbox",
+        "metadata": { "name": "s", "namespace": "default" },
+        "spec": { "podTemplate": { "spec": { "containers": [{ "name": "c", "image": "busybox" }] } } },
+    }))
+    .expect("a Sandbox in the stored version");
+    let kubeconfig = Kubeconfig::from_yaml(&kube.kubeconfig()).expect("the kubeconfig parses");
+    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .expect("kube accepts the kubeconfig");
+    let client = Client::try_from(config).expect("kube builds a client");
+    let alpha = ApiResource {
+        group: "agents.x-k8s.io".into(),
+        version: "v1alpha1".into(),
+        api_version: "agents.x-k8s.io/v1alpha1".into(),
+        kind: "Sandbox".into(),
+        plural: "sandboxes".into(),
+    };
+    let sandboxes: Api<DynamicObject> = Api::default_namespaced_with(client, &alpha);
+    let failed = sandboxes.get("s").await.expect_err("no webhook to call");
+    let kube::Error::Api(status) = failed else {
+        panic!("a Status, not {failed:?}");
+    };
+    assert_eq!(status.code, 500);
+    assert_eq!(
+        status.message,
+        "conversion webhook for agents.x-k8s.io/v1beta1, Kind=Sandbox failed: Post \"https://agent-sandbox-webhook-service.agent-sandbox-system.svc:443/convert?timeout=30s\": service \"agent-sandbox-webhook-service\" not found"
+    );
+    kube.register_converter("agents.x-k8s.io", "Sandbox", std::sync::Arc::new(Renamer));
+    let s = sandboxes.get("s").await.expect("converted in process");
+    assert_eq!(
+        s.types.map(|t| t.api_version).as_deref(),
+        Some("agents.x-k8s.io/v1alpha1")
+    );
+}

@@ -29,9 +29,7 @@ mod validation;
 mod tests;
 
 pub(crate) use entries::entries;
-pub(crate) use names::{
-    CLEANUP_FINALIZER, Condition, condition_is_true, set_condition, stored_versions,
-};
+pub(crate) use names::{CLEANUP_FINALIZER, Condition, condition_is_true, set_condition};
 pub(crate) use spec::Crd;
 
 use crate::registry::Registry;

@@ -7,10 +7,13 @@ use crate::status::ApiError;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
-/// An in-process conversion webhook for one kind: fakekube calls it where the kind's CRD names
-/// a webhook.
-pub(crate) trait Converter: Send + Sync + std::fmt::Debug {
-    /// Converts `object` (in any version of the kind) to `api_version`, or says why not.
+/// An in-process conversion webhook for one kind, registered with
+/// [`FakeKube::register_converter`](crate::FakeKube::register_converter): fakekube calls it
+/// where the kind's CRD asks for a conversion webhook. Without one, a request that needs a
+/// conversion fails as it fails on an API server whose webhook cannot be reached.
+pub trait Converter: Send + Sync + std::fmt::Debug {
+    /// Converts `object` (in any version of the kind) to `api_version` (`group/version`), or
+    /// says why not (the request then fails with a 500 naming the reason).
     fn convert(&self, object: &Value, api_version: &str) -> Result<Value, String>;
 }
 

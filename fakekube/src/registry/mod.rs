@@ -15,7 +15,7 @@
 mod convert;
 pub(crate) mod version;
 
-pub(crate) use convert::Converter;
+pub use convert::Converter;
 
 use crate::resources::{BUILT_IN, BuiltIn, StatusMode};
 use crate::schema::Schema;
@@ -327,11 +327,6 @@ impl Registry {
         self.read().generation
     }
 
-    /// Every entry, served or not, in discovery order.
-    pub(crate) fn all(&self) -> Vec<Arc<ResourceType>> {
-        self.read().entries.clone()
-    }
-
     /// The served entries, in discovery order.
     pub(crate) fn served(&self) -> Vec<Arc<ResourceType>> {
         self.read()
@@ -395,16 +390,6 @@ impl Registry {
             .entries
             .iter()
             .filter(|r| r.is_storage_version() && !r.create_only)
-            .cloned()
-            .collect()
-    }
-
-    /// The entries the CRD `crd_name` defines.
-    pub(crate) fn defined_by(&self, crd_name: &str) -> Vec<Arc<ResourceType>> {
-        self.read()
-            .entries
-            .iter()
-            .filter(|r| r.defined_by.as_deref() == Some(crd_name))
             .cloned()
             .collect()
     }

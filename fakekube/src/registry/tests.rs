@@ -68,7 +68,7 @@ fn installing_a_crd_serves_its_versions_and_removing_it_retires_them() {
     r.remove("widgets.stable.example.com");
     assert!(v1.retired.is_cancelled());
     assert!(r.find("stable.example.com", "v1", "widgets").is_none());
-    assert!(r.defined_by("widgets.stable.example.com").is_empty());
+    assert!(r.storage("stable.example.com", "widgets").is_none());
 }
 
 #[test]
