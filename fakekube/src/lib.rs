@@ -1,12 +1,17 @@
-//! A TLS fake Kubernetes API server that starts in milliseconds, for tests of anything that
-//! talks to Kubernetes and to [kubernetes-sigs/agent-sandbox](https://github.com/kubernetes-sigs/agent-sandbox).
+//! A TLS fake Kubernetes API server that starts in milliseconds and serves what it is given,
+//! for tests of anything that talks to Kubernetes and to
+//! [kubernetes-sigs/agent-sandbox](https://github.com/kubernetes-sigs/agent-sandbox).
 //!
-//! It serves discovery, the core kinds a sandbox touches (namespaces, pods, services,
-//! persistentvolumeclaims, secrets, serviceaccounts, events, networkpolicies) and the four
-//! agent-sandbox kinds, validated and defaulted by their CRD schemas, with the object semantics
-//! real clients rely on: resourceVersions and conflicts, generations, status subresources,
-//! patches, finalizers, garbage collection, label and field selectors, paged lists and watches.
+//! It serves discovery, its built-in kinds (namespaces, pods, services,
+//! persistentvolumeclaims, secrets, serviceaccounts, events, networkpolicies, deployments,
+//! customresourcedefinitions...) and every kind a CustomResourceDefinition defines, validated,
+//! pruned and defaulted by the CRD's structural schema and CEL rules, with the object semantics
+//! real clients rely on: resourceVersions and conflicts, generations, status and scale
+//! subresources, versions, patches, finalizers, garbage collection, label and field selectors,
+//! paged lists and watches. The agent-sandbox CRDs are installed at start (unless
+//! [`Builder::agent_sandbox_crds`] says not to: an envtest) and their controllers run.
 //! Bearer tokens with per-token rules give 401 and 403 exactly where a real server would.
+//! `fakekube/README.md` says what is served and what is not.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), fakekube::Error> {
@@ -20,8 +25,8 @@
 //! # Layout
 //!
 //! The public surface is [`FakeKube`] (the builder and the running server's handle), [`Token`]
-//! and [`Rule`] for credentials, [`Faults`] for injected failures, and the kubelet's [`Images`]
-//! and [`CommandCall`]. Every module stays private, in layers: a module imports modules of the
+//! and [`Rule`] for credentials, [`Faults`] for injected failures, the kubelet's [`Images`]
+//! and [`CommandCall`], and [`Converter`] for kinds whose CRD asks for a conversion webhook. Every module stays private, in layers: a module imports modules of the
 //! layers below its own, and of its own layer without a cycle, never one above
 //! (`python3 ci/module-cycles.py fakekube/src` finds any cycle).
 //!
@@ -47,11 +52,15 @@
 //!   reads: one object, waiting for a state, the leak check), `selector` (label and field
 //!   selectors), `patch` (merge, JSON, strategic merge and apply patches) and `protobuf` (the
 //!   protobuf bodies client-go sends).
-//! - Registry: `resources` (the table of served kinds), `schema` (CRD schemas: pruning,
-//!   defaults, validation), `defaults` (defaults and checks of the core kinds) and `discovery`
-//!   (`/version`, `/api`, `/apis` and `/openapi/v3`, built from the table).
-//! - Foundation: `status` (`metav1.Status` and the errors every layer answers with) and `meta`
-//!   (object metadata helpers).
+//! - Registry: `registry` (the served kinds, built-in and CRD-defined, each described the
+//!   same way; conversion between versions), `resources` (the static table of built-in kinds),
+//!   `crd` (CustomResourceDefinitions: their defaults, validation, status and the entries they
+//!   define; the agent-sandbox CRDs installed at start), `schema` (structural schemas: their
+//!   checks, pruning, defaults, validation, CEL rules), `defaults` (defaults and checks of the
+//!   core kinds), `discovery` (`/version`, `/api`, `/apis`, aggregated discovery) and `openapi`
+//!   (`/openapi/v3`), both built from the registry.
+//! - Foundation: `status` (`metav1.Status` and the errors every layer answers with), `meta`
+//!   (object metadata helpers) and `fixtures` (the agent-sandbox CRDs, embedded).
 //!
 //! What runs in a pod is not here: the kubelet starts containers and `pods/exec` sessions on
 //! the hermetic runtime, its own crate ([`fakekube_runtime`]: in-memory filesystems, a POSIX
@@ -63,6 +72,8 @@
 //!   object into the live one.
 //! - Lists with `continue` are not snapshots: a page reflects the store when it is served.
 //! - Core kinds are not validated beyond the fields their clients need.
+//! - CEL rules are not type-checked and have no cost limit; validation ratcheting is not done;
+//!   Table responses are not served (see `schema` and `fakekube/README.md`).
 
 #![forbid(unsafe_code)]
 
@@ -74,6 +85,7 @@ mod defaults;
 mod discovery;
 mod exec;
 mod faults;
+mod fixtures;
 mod inspect;
 mod kubelet;
 mod meta;
@@ -389,7 +401,7 @@ fn install_agent_sandbox_crds(store: &store::Store) -> Result<(), Error> {
     let Some(crds) = store.registry().find(crd::GROUP, "v1", crd::PLURAL) else {
         return Ok(());
     };
-    for fixture in crd::fixtures::agent_sandbox() {
+    for fixture in fixtures::agent_sandbox() {
         store
             .create(
                 &crds,

@@ -17,10 +17,8 @@
 //! - `names`: accepted names and conditions, against the other CRDs of the group and the
 //!   built-in kinds.
 //! - `entries`: the registry entries a CRD's served versions become.
-//! - `fixtures`: the agent-sandbox CRDs fakekube installs at start.
 
 mod entries;
-pub(crate) mod fixtures;
 mod names;
 mod spec;
 mod validation;

@@ -128,7 +128,7 @@ fn is_isbn10(text: &str) -> bool {
         .map(|(c, i)| i * u32::from(c - b'0'))
         .sum::<u32>()
         + 10 * last;
-    sum % 11 == 0
+    sum.is_multiple_of(11)
 }
 
 /// An ISBN-13 with a valid check digit.
@@ -143,7 +143,7 @@ fn is_isbn13(text: &str) -> bool {
         .enumerate()
         .map(|(i, c)| u32::from(c - b'0') * if i % 2 == 0 { 1 } else { 3 })
         .sum();
-    sum % 10 == 0
+    sum.is_multiple_of(10)
 }
 
 /// A card number: 13 to 19 digits (spaces and dashes aside) passing the Luhn check.
@@ -170,7 +170,7 @@ fn is_credit_card(text: &str) -> bool {
             }
         })
         .sum();
-    sum % 10 == 0
+    sum.is_multiple_of(10)
 }
 
 /// A duration as kube-openapi's `strfmt.ParseDuration` takes it: Go's syntax (`1h30m`) or

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use super::{
     CONDITION_REASON_PATTERN, CONDITION_TYPE_PATTERN, QUANTITY_PATTERN, VCT_IMMUTABLE_RULE,
 };
-use crate::crd::fixtures;
+use crate::fixtures;
 use crate::schema::node::{items, str_of};
 use crate::schema::validate::validate_node;
 use crate::schema::{cel, pattern, rules};

@@ -16,7 +16,7 @@ use super::field_error::{
     FIELD_VALUE_INVALID, FIELD_VALUE_NOT_SUPPORTED, FIELD_VALUE_REQUIRED, FIELD_VALUE_TYPE_INVALID,
 };
 use super::{FieldError, Schema};
-use crate::crd::fixtures;
+use crate::fixtures;
 use std::sync::OnceLock;
 
 /// The plurals of the agent-sandbox kinds.
