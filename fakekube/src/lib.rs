@@ -46,7 +46,8 @@
 //!   and 403) and `faults` (the switches of [`Faults`]).
 //! - Kubelet and controllers, the store's clients, neither importing the other: `kubelet` (pods
 //!   from Pending to Running, images, logs, where exec and attach connect; its containers run in
-//!   `runtime`) and `controllers` (the agent-sandbox controllers).
+//!   `runtime`), `controllers` (the agent-sandbox controllers) and `finalizer` (the CRD
+//!   finalizer: a deleted CRD's objects deleted, then the CRD).
 //! - Store: `store` (objects, resourceVersions, the change log watches and controllers follow,
 //!   garbage collection; admission calls into the registry), `inspect` (the handle's in-process
 //!   reads: one object, waiting for a state, the leak check), `selector` (label and field
@@ -85,6 +86,7 @@ mod defaults;
 mod discovery;
 mod exec;
 mod faults;
+mod finalizer;
 mod fixtures;
 mod inspect;
 mod kubelet;
@@ -186,6 +188,7 @@ pub struct Builder {
     kubelet: bool,
     controllers: bool,
     agent_sandbox_crds: bool,
+    crd_cleanup_delay: Duration,
     pod_start_delay: Duration,
     crash_backoff: Duration,
 }
@@ -204,6 +207,7 @@ impl Default for Builder {
             kubelet: true,
             controllers: true,
             agent_sandbox_crds: true,
+            crd_cleanup_delay: Duration::from_millis(10),
             pod_start_delay: Duration::from_millis(2),
             crash_backoff: Duration::from_millis(10),
         }
@@ -274,6 +278,14 @@ impl Builder {
     /// its built-in kinds, as envtest does: a test creates the CRDs it needs.
     pub fn agent_sandbox_crds(mut self, on: bool) -> Self {
         self.agent_sandbox_crds = on;
+        self
+    }
+
+    /// How long after a CustomResourceDefinition is deleted its cleanup runs (10 ms by
+    /// default): the API server's finalizer also takes a moment, and clients that delete a
+    /// CRD and then watch for it to go rely on it.
+    pub fn crd_cleanup_delay(mut self, delay: Duration) -> Self {
+        self.crd_cleanup_delay = delay;
         self
     }
 
@@ -368,6 +380,7 @@ impl Builder {
         });
         let router = api::router(shared);
         let acceptor = tokio_rustls::TlsAcceptor::from(material.server_config.clone());
+        finalizer::spawn(store.clone(), self.crd_cleanup_delay, shutdown.clone());
         if self.controllers {
             controllers::spawn(
                 store.clone(),

@@ -289,6 +289,17 @@ impl MergeKeys {
         keys
     }
 
+    /// Returns the merge keys server-side apply uses for a custom kind, from its CRD schema:
+    /// a list of `x-kubernetes-list-type: set` merges as a set, one of `map` by its single
+    /// `x-kubernetes-list-map-keys` key; every other list is atomic.
+    pub(crate) fn from_schema(schema: &Value) -> Self {
+        let mut keys = Self::none()
+            .with_list("metadata.finalizers", ListStrategy::MergePrimitives)
+            .with_key("metadata.ownerReferences", "uid");
+        schema_lists(schema, "", &mut keys);
+        keys
+    }
+
     /// Returns the table with the list at `path` given `strategy`, replacing any earlier one.
     pub(crate) fn with_list(mut self, path: &str, strategy: ListStrategy) -> Self {
         self.lists.insert(path.to_owned(), strategy);
@@ -312,6 +323,33 @@ impl MergeKeys {
             _ => None,
         }
     }
+}
+
+/// Adds the mergeable lists of a schema node at `path` and below it.
+fn schema_lists(node: &Value, path: &str, keys: &mut MergeKeys) {
+    if let Some(props) = node.get("properties").and_then(Value::as_object) {
+        for (name, sub) in props {
+            schema_lists(sub, &child_path(path, name), keys);
+        }
+    }
+    let Some(items) = node.get("items").filter(|i| i.is_object()) else {
+        return;
+    };
+    match node.get("x-kubernetes-list-type").and_then(Value::as_str) {
+        Some("set") => *keys = std::mem::take(keys).with_list(path, ListStrategy::MergePrimitives),
+        Some("map") => {
+            let map_keys: Vec<&str> = node
+                .get("x-kubernetes-list-map-keys")
+                .and_then(Value::as_array)
+                .map(|k| k.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            if let [key] = map_keys.as_slice() {
+                *keys = std::mem::take(keys).with_key(path, key);
+            }
+        }
+        _ => {}
+    }
+    schema_lists(items, &format!("{path}[]"), keys);
 }
 
 /// Applies a patch of the given kind to `target` and returns the patched object.
@@ -498,6 +536,7 @@ fn server_side_apply(
         )));
     }
     let mut result = strategic_merge(live, applied, merge_keys)?;
+    keep_live_order_of_sets(live, &mut result, merge_keys);
     if let Value::Object(result_map) = &mut result {
         for field in ["apiVersion", "kind"] {
             if let Some(value) = applied.get(field).filter(|value| value.is_string()) {
@@ -524,6 +563,38 @@ fn server_side_apply(
         }
     }
     Ok(result)
+}
+
+/// Server-side apply merges sets and keyed lists keeping the live elements in their places,
+/// the applied ones that are new after them (a strategic merge patch puts the patch's first).
+/// Lists inside list elements (`a[].b`) keep the strategic merge order.
+fn keep_live_order_of_sets(live: &Value, result: &mut Value, merge_keys: &MergeKeys) {
+    for (path, strategy) in &merge_keys.lists {
+        if path.contains("[]") {
+            continue;
+        }
+        let pointer = format!("/{}", path.replace('.', "/"));
+        let Some(Value::Array(old)) = live.pointer(&pointer) else {
+            continue;
+        };
+        let Some(Value::Array(merged)) = result.pointer_mut(&pointer) else {
+            continue;
+        };
+        let same = |a: &Value, b: &Value| match strategy {
+            ListStrategy::MergePrimitives => a == b,
+            ListStrategy::MergeByKey(key) => a.get(key).is_some() && a.get(key) == b.get(key),
+        };
+        let mut ordered: Vec<Value> = old
+            .iter()
+            .filter_map(|o| merged.iter().find(|m| same(o, m)).cloned())
+            .collect();
+        for v in merged.iter() {
+            if !ordered.iter().any(|o| same(o, v)) {
+                ordered.push(v.clone());
+            }
+        }
+        *merged = ordered;
+    }
 }
 
 /// Tells whether a map key is a strategic merge patch directive rather than data.
@@ -1579,6 +1650,28 @@ mod tests {
             );
             assert_eq!(keys.lists.len(), 2, "{kind}");
         }
+    }
+
+    #[test]
+    fn server_side_apply_merges_the_set_and_map_lists_of_a_crd_schema() {
+        let schema = json!({ "type": "object", "properties": { "spec": { "type": "object", "properties": {
+            "tags": { "type": "array", "x-kubernetes-list-type": "set", "items": { "type": "integer" } },
+            "plain": { "type": "array", "items": { "type": "integer" } },
+            "ports": { "type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+                "items": { "type": "object", "properties": { "name": { "type": "string" }, "n": { "type": "integer" } } } },
+        } } } });
+        let keys = MergeKeys::from_schema(&schema);
+        let live =
+            json!({ "spec": { "tags": [2], "plain": [2], "ports": [{ "name": "a", "n": 1 }] } });
+        let applied =
+            json!({ "spec": { "tags": [3], "plain": [3], "ports": [{ "name": "b", "n": 2 }] } });
+        let out = apply_patch(PatchKind::Apply, &live, &applied, &keys).expect("applies");
+        assert_eq!(out["spec"]["tags"], json!([2, 3]));
+        assert_eq!(out["spec"]["plain"], json!([3]));
+        assert_eq!(
+            out["spec"]["ports"],
+            json!([{ "name": "a", "n": 1 }, { "name": "b", "n": 2 }])
+        );
     }
 
     #[test]

@@ -51,9 +51,8 @@ fn scale_of(obj: &Value, paths: &ScalePaths) -> Value {
         .label_selector
         .as_deref()
         .and_then(|p| at_path(obj, p))
-        .cloned()
-        .unwrap_or(json!(""));
-    json!({
+        .cloned();
+    let mut scale = json!({
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",
         "metadata": {
@@ -64,11 +63,12 @@ fn scale_of(obj: &Value, paths: &ScalePaths) -> Value {
             "creationTimestamp": pick("creationTimestamp"),
         },
         "spec": { "replicas": replicas(&paths.spec_replicas) },
-        "status": {
-            "replicas": replicas(&paths.status_replicas),
-            "selector": selector,
-        },
-    })
+        "status": { "replicas": replicas(&paths.status_replicas) },
+    });
+    if let Some(s) = selector {
+        scale["status"]["selector"] = s;
+    }
+    scale
 }
 
 /// GET, PUT or PATCH of `<kind>/scale`.

@@ -1,6 +1,8 @@
 //! Objects moved between the versions of their kind. With conversion `None` only `apiVersion`
 //! changes; with `Webhook` an in-process [`Converter`] registered for the kind converts, and
 //! without one the request fails as it fails on an API server whose webhook cannot be reached.
+//! Either way the result is pruned by the target version's schema, as the API server's
+//! converter does: a field the target version does not know is dropped.
 
 use super::{Conversion, Registry, ResourceType, api_version};
 use crate::status::ApiError;
@@ -47,13 +49,13 @@ impl Registry {
         if have == want {
             return Ok(None);
         }
-        match &rt.conversion {
+        let mut out = match &rt.conversion {
             Conversion::None => {
                 let mut out = object.clone();
                 if let Some(o) = out.as_object_mut() {
                     o.insert("apiVersion".into(), json!(want));
                 }
-                Ok(Some(out))
+                out
             }
             Conversion::Webhook { url, service } => {
                 let kind = object
@@ -64,12 +66,18 @@ impl Registry {
                 let Some(converter) = self.converter(&rt.group, &rt.kind) else {
                     return Err(webhook_failed(&gvk, url, service.as_deref()));
                 };
-                let out = converter.convert(object, &want).map_err(|why| {
+                converter.convert(object, &want).map_err(|why| {
                     ApiError::internal(format!("conversion webhook for {gvk} failed: {why}"))
-                })?;
-                Ok(Some(out))
+                })?
             }
+        };
+        if let Some(schema) = self
+            .version_entry(&rt.group, version, &rt.plural)
+            .and_then(|target| target.schema.clone())
+        {
+            schema.prune(&mut out);
         }
+        Ok(Some(out))
     }
 }
 

@@ -375,6 +375,15 @@ impl Registry {
         found.first().map(|r| Arc::clone(r))
     }
 
+    /// The entry of `version` of `group`'s resource `plural`, served or not.
+    fn version_entry(&self, group: &str, version: &str, plural: &str) -> Option<Arc<ResourceType>> {
+        self.read()
+            .entries
+            .iter()
+            .find(|r| r.group == group && r.version == version && r.plural == plural)
+            .cloned()
+    }
+
     /// The entry of the storage version of `group`'s resource `plural`, served or not.
     pub(crate) fn storage(&self, group: &str, plural: &str) -> Option<Arc<ResourceType>> {
         self.read()

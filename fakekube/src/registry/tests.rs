@@ -118,3 +118,27 @@ fn a_webhook_without_a_converter_fails_as_an_unreachable_webhook_does() {
         .expect("changed");
     assert_eq!(out["converted"], true);
 }
+
+#[test]
+fn a_conversion_prunes_what_the_target_version_does_not_know() {
+    let r = Registry::new();
+    let mut v1 = crd_entry("v1", "v1");
+    v1.schema = crate::schema::compile(&serde_json::json!({
+        "type": "object",
+        "properties": { "spec": { "type": "object", "properties": { "name": { "type": "string" } } } },
+    }))
+    .ok();
+    let v2 = crd_entry("v2", "v1");
+    r.install("widgets.stable.example.com", vec![v1, v2]);
+    let v2 = r
+        .find("stable.example.com", "v2", "widgets")
+        .expect("v2 served");
+    let sent = serde_json::json!({ "apiVersion": "stable.example.com/v2", "kind": "Widget",
+        "metadata": { "name": "w" }, "spec": { "name": "n", "extra": "x" } });
+    let stored = r
+        .convert(&v2, &sent, "v1")
+        .expect("converts")
+        .expect("changed");
+    assert_eq!(stored["spec"], serde_json::json!({ "name": "n" }));
+    assert_eq!(stored["metadata"]["name"], "w");
+}

@@ -1,10 +1,12 @@
 //! The store's side of CustomResourceDefinitions: admission of CRD writes (through
 //! [`crate::crd`]), serving what a written CRD defines, and deleting a CRD as the API server
-//! does: the `customresourcecleanup.apiextensions.k8s.io` finalizer and a `Terminating`
-//! condition, then its objects deleted, then the CRD gone and its kind no longer served. When
-//! a CRD goes, the other CRDs of its group whose names were refused are looked at again.
+//! does: the delete adds the `customresourcecleanup.apiextensions.k8s.io` finalizer and a
+//! `Terminating` condition; the cleanup ([`Store::clean_up_crds`], which the CRD finalizer
+//! task runs right after) deletes its objects, then the CRD goes and its kind is no longer
+//! served. When a CRD goes, the other CRDs of its group whose names were refused are looked
+//! at again.
 
-use super::{DeleteOptions, Deleted, EventType, Inner, Part, target, type_key};
+use super::{DeleteOptions, Deleted, EventType, Inner, Part, Store, target, type_key};
 use crate::crd::{self, CLEANUP_FINALIZER, Others, condition_is_true, set_condition};
 use crate::meta::{self, finalizers, meta_str};
 use crate::registry::ResourceType;
@@ -104,8 +106,8 @@ impl Inner {
         next
     }
 
-    /// `DELETE` of a CRD: marks it (deletion timestamp, cleanup finalizer, `Terminating`), then
-    /// cleans up at once.
+    /// `DELETE` of a CRD: marks it (deletion timestamp, cleanup finalizer, `Terminating`); the
+    /// cleanup comes after, as the API server's finalizer controller's does.
     pub(super) fn delete_crd(
         &mut self,
         rt: &Arc<ResourceType>,
@@ -138,23 +140,31 @@ impl Inner {
                     true,
                 ),
             );
-            self.rewrite_crd(rt, obj, next);
+            return Ok(Deleted::Pending(self.rewrite_crd(rt, obj, next)));
         }
-        if let Some(last) = self.clean_up_crd(name) {
-            return Ok(Deleted::Gone(last));
-        }
-        self.get(rt, "", name)
-            .map(Deleted::Pending)
-            .ok_or_else(|| ApiError::not_found(target(rt, name)))
+        Ok(Deleted::Pending(obj))
+    }
+
+    /// The names of the CRDs being deleted that still hold the cleanup finalizer.
+    fn terminating_crds(&self) -> Vec<String> {
+        self.objects
+            .get(&format!("{}.{}", crd::PLURAL, crd::GROUP))
+            .map(|m| {
+                m.iter()
+                    .filter(|(_, c)| {
+                        c.pointer("/metadata/deletionTimestamp").is_some()
+                            && finalizers(c).iter().any(|f| f == CLEANUP_FINALIZER)
+                    })
+                    .map(|((_, n), _)| n.clone())
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// The CRD cleanup controller, run at once: deletes the CRD's objects; once none is left,
     /// drops the cleanup finalizer (and so the CRD, whose last state it returns). Objects held
     /// by their own finalizers keep the CRD `Terminating` until they go.
-    pub(super) fn clean_up_crd(&mut self, name: &str) -> Option<Arc<Value>> {
-        if self.cleaning {
-            return None;
-        }
+    fn clean_up_crd(&mut self, name: &str) -> Option<Arc<Value>> {
         let kind = self.crd_kind()?;
         let obj = self.get(&kind, "", name)?;
         if obj.pointer("/metadata/deletionTimestamp").is_none()
@@ -162,7 +172,6 @@ impl Inner {
         {
             return None;
         }
-        self.cleaning = true;
         let group = obj
             .pointer("/spec/group")
             .and_then(Value::as_str)
@@ -235,7 +244,6 @@ impl Inner {
         } else if next != *obj {
             self.rewrite_crd(&kind, obj, next);
         }
-        self.cleaning = false;
         gone
     }
 
@@ -280,6 +288,27 @@ impl Inner {
             let written = self.rewrite_crd(&kind, old, next);
             self.crd_written(&written);
         }
+    }
+}
+
+impl Store {
+    /// Whether a deleted CRD waits for its cleanup.
+    pub(crate) fn crds_terminating(&self) -> bool {
+        self.lock().is_ok_and(|i| !i.terminating_crds().is_empty())
+    }
+
+    /// The cleanup of every deleted CRD, as the API server's CRD finalizer does it: deletes
+    /// its objects, and once none is left drops the finalizer, so that the CRD goes and its
+    /// kind is no longer served. A CRD whose objects are held by their own finalizers stays
+    /// `Terminating` until they go.
+    pub(crate) fn clean_up_crds(&self) {
+        let Ok(mut inner) = self.lock() else {
+            return;
+        };
+        for name in inner.terminating_crds() {
+            inner.clean_up_crd(&name);
+        }
+        self.notify(&inner);
     }
 }
 
@@ -338,7 +367,18 @@ mod tests {
                 &DeleteOptions::default(),
             )
             .expect("CRD deleted");
-        assert!(matches!(deleted, Deleted::Gone(_)));
+        assert!(
+            matches!(deleted, Deleted::Pending(_)),
+            "the cleanup comes after"
+        );
+        assert!(store.crds_terminating());
+        store.clean_up_crds();
+        assert!(!store.crds_terminating());
+        assert!(
+            store
+                .get_opt(&crds, "", "widgets.stable.example.com")
+                .is_none()
+        );
         assert!(
             store
                 .registry()
@@ -368,9 +408,11 @@ mod tests {
                 &DeleteOptions::default(),
             )
             .expect("CRD marked");
-        let Deleted::Pending(crd) = pending else {
-            panic!("the CRD waits for its object");
-        };
+        assert!(matches!(pending, Deleted::Pending(_)));
+        store.clean_up_crds();
+        let crd = store
+            .get(&crds, "", "widgets.stable.example.com")
+            .expect("the CRD waits for its object");
         let terminating = crd["status"]["conditions"]
             .as_array()
             .into_iter()
@@ -402,6 +444,7 @@ mod tests {
                 WriteOptions::default(),
             )
             .expect("finalizer removed");
+        store.clean_up_crds();
         assert!(
             store
                 .get_opt(&crds, "", "widgets.stable.example.com")
@@ -445,6 +488,7 @@ mod tests {
                 &DeleteOptions::default(),
             )
             .expect("deleted");
+        store.clean_up_crds();
         let now = store
             .get(&crds, "", "gadgets.stable.example.com")
             .expect("there");

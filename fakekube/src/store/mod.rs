@@ -174,9 +174,6 @@ pub(crate) struct Store {
 struct Inner {
     /// The kinds served: objects are kept in their storage version, and CRD writes change it.
     registry: Arc<Registry>,
-    /// Set while a deleted CRD's objects are being deleted, so that their removal does not
-    /// start the cleanup again.
-    cleaning: bool,
     rv: u64,
     objects: HashMap<TypeKey, BTreeMap<ObjKey, Arc<Value>>>,
     log: VecDeque<Event>,
@@ -245,7 +242,6 @@ impl Store {
             registry: registry.clone(),
             inner: Mutex::new(Inner {
                 registry,
-                cleaning: false,
                 rv: 0,
                 objects: HashMap::new(),
                 log: VecDeque::new(),
@@ -1032,10 +1028,12 @@ impl Inner {
                 )));
             }
         }
-        let keys = if rt.custom {
-            MergeKeys::none()
-        } else {
-            MergeKeys::for_core_kind(&rt.kind)
+        let keys = match (rt.custom, rt.schema()) {
+            (true, Some(schema)) if kind == PatchKind::Apply => {
+                MergeKeys::from_schema(schema.root())
+            }
+            (true, _) => MergeKeys::none(),
+            (false, _) => MergeKeys::for_core_kind(&rt.kind),
         };
         let opts = WriteOptions {
             patch: true,
