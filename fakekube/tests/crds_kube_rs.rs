@@ -314,3 +314,93 @@ async fn a_version_behind_a_conversion_webhook_fails_until_a_converter_is_regist
         Some("agents.x-k8s.io/v1alpha1")
     );
 }
+
+/// A GET through kube's client with the given headers; the status, ETag and body.
+async fn raw_get(
+    client: &Client,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> (u16, Option<String>, serde_json::Value) {
+    let mut req = http::Request::get(path);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let req = req.body(kube::client::Body::empty()).expect("a request");
+    let resp = client.send(req).await.expect("an answer");
+    let status = resp.status().as_u16();
+    let etag = resp
+        .headers()
+        .get(http::header::ETAG)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let body = http_body_util::BodyExt::collect(resp.into_body())
+        .await
+        .expect("a body")
+        .to_bytes();
+    (
+        status,
+        etag,
+        serde_json::from_slice(&body).unwrap_or_default(),
+    )
+}
+
+#[tokio::test]
+async fn discovery_and_openapi_change_when_a_crd_is_installed() {
+    let (_kube, client) = bare().await;
+    let aggregated = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+    let (status, etag, _) = raw_get(&client, "/apis", &[("accept", aggregated)]).await;
+    assert_eq!(status, 200);
+    let etag = etag.expect("aggregated discovery has an ETag");
+    let (status, _, _) = raw_get(
+        &client,
+        "/apis",
+        &[("accept", aggregated), ("if-none-match", &etag)],
+    )
+    .await;
+    assert_eq!(status, 304, "unchanged");
+    let (_, _, root_before) = raw_get(&client, "/openapi/v3", &[]).await;
+    install(&client).await;
+    let (status, _, doc) = raw_get(
+        &client,
+        "/apis",
+        &[("accept", aggregated), ("if-none-match", &etag)],
+    )
+    .await;
+    assert_eq!(status, 200, "changed by the CRD");
+    let group = doc["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|g| g["metadata"]["name"] == "kubers.example.com")
+        .cloned()
+        .expect("the CRD's group is discovered");
+    let versions: Vec<&str> = group["versions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v["version"].as_str())
+        .collect();
+    assert_eq!(versions, ["v1", "v1beta1"], "by priority");
+    assert_eq!(
+        group["versions"][0]["resources"][0]["shortNames"],
+        json!(["gz"])
+    );
+    let (_, _, root_after) = raw_get(&client, "/openapi/v3", &[]).await;
+    let url = |root: &serde_json::Value, key: &str| {
+        root["paths"][key]["serverRelativeURL"]
+            .as_str()
+            .map(str::to_string)
+    };
+    assert_eq!(
+        url(&root_before, "api/v1"),
+        url(&root_after, "api/v1"),
+        "the core document is the same"
+    );
+    let gizmo_url = url(&root_after, "apis/kubers.example.com/v1").expect("a document for the CRD");
+    let (_, _, openapi) = raw_get(&client, &gizmo_url, &[]).await;
+    let schema = &openapi["components"]["schemas"]["com.example.kubers.v1.Gizmo"];
+    assert_eq!(
+        schema["properties"]["spec"]["properties"]["size"]["description"],
+        "How big the gizmo is."
+    );
+}
