@@ -166,6 +166,8 @@ pub(crate) fn serve(
                 return;
             }
         }
+        // Set when the kind stops being served: the events up to then are still sent.
+        let mut ending = false;
         loop {
             match shared.store.events_since(last) {
                 Err(e) => {
@@ -199,11 +201,14 @@ pub(crate) fn serve(
                     }
                 }
             }
+            if ending {
+                return;
+            }
             tokio::select! {
                 r = changed.changed() => if r.is_err() { return },
                 () = &mut deadline => return,
                 () = shutdown.cancelled() => return,
-                () = rt.retired.cancelled() => return,
+                () = rt.retired.cancelled() => ending = true,
                 () = tx.closed() => return,
                 () = tokio::time::sleep_until(next_bookmark), if bookmarks => {
                     if tx.send(Bytes::from(bookmark(&rt, last, false))).await.is_err() {
