@@ -340,6 +340,24 @@ fn crd_validation_scenario(bin: &str) {
         .failure()
         .stderr_has("compilation failed: fakekube does not implement the CEL function 'isSemver' (Kubernetes' semver library), so it cannot evaluate this rule");
     c.install_widgets();
+    let with_column = WIDGETS.replace(
+        "    - name: Size\n",
+        "    - name: Owner\n      type: string\n      jsonPath: .spec.owner\n    - name: Size\n",
+    );
+    c.k.run_input(&with_column, &["apply", "--server-side", "--force-conflicts", "-f", "-"])
+        .success()
+        .stdout_is("customresourcedefinition.apiextensions.k8s.io/widgets.stable.example.com serverside-applied\n");
+    let columns =
+        c.k.run(&[
+            "get",
+            "crd",
+            "widgets.stable.example.com",
+            "-o",
+            "jsonpath={.spec.versions[0].additionalPrinterColumns[*].name}",
+        ])
+        .success()
+        .stdout;
+    assert_eq!(columns, "Color Owner Size");
     let rival = WIDGETS
         .replace(
             "name: widgets.stable.example.com",

@@ -404,3 +404,33 @@ async fn discovery_and_openapi_change_when_a_crd_is_installed() {
         "How big the gizmo is."
     );
 }
+
+#[tokio::test]
+async fn the_agent_sandbox_controllers_pick_up_a_sandbox_crd_installed_later() {
+    let kube = fakekube::FakeKube::builder()
+        .agent_sandbox_crds(false)
+        .start()
+        .await
+        .expect("fakekube starts with the controllers and no CRD");
+    let yaml = include_str!("../../fixtures/crds/agents.x-k8s.io_sandboxes.yaml");
+    let crd: serde_json::Value = serde_saphyr::from_str(yaml).expect("the fixture is YAML");
+    kube.create(crd).expect("the Sandbox CRD is accepted");
+    kube.create(json!({
+        "apiVersion": "agents.x-k8s.io/v1beta1",
+        "kind": "Sandbox",
+        "metadata": { "name": "late", "namespace": "default" },
+        "spec": { "podTemplate": { "spec": { "containers": [{ "name": "c", "image": "busybox" }] } } },
+    }))
+    .expect("a Sandbox of the new kind");
+    let pod = kube
+        .wait_for("pods", "default", "late", WAIT, |p| p.is_some())
+        .await
+        .expect("the Sandbox controller makes its pod");
+    assert_eq!(
+        pod.and_then(|p| p["metadata"]["ownerReferences"][0]["kind"]
+            .as_str()
+            .map(str::to_string))
+            .as_deref(),
+        Some("Sandbox")
+    );
+}

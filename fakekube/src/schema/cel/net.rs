@@ -248,6 +248,18 @@ impl Url {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn parsers_never_panic(s in "\\PC{0,40}") {
+            let _ = parse_ip(&s);
+            let _ = parse_cidr(&s);
+            if let Ok(u) = parse_url(&s) {
+                let _ = (u.hostname(), u.port(), u.query_values());
+            }
+        }
+    }
 
     #[test]
     fn addresses_and_cidrs_parse_strictly() {

@@ -191,6 +191,17 @@ impl Quantity {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn parsing_never_panics_and_what_parses_compares_equal_to_itself(s in "[-+]?[0-9.]{0,12}[eEinumkKMGTP]{0,2}[-+]?[0-9]{0,3}") {
+            if let Ok(q) = Quantity::parse(&s) {
+                prop_assert_eq!(q.compare(q), Ordering::Equal);
+                prop_assert_eq!(q.add(q, true).map(|z| z.sign()).ok(), Some(0));
+            }
+        }
+    }
 
     fn q(s: &str) -> Quantity {
         Quantity::parse(s).unwrap_or_else(|e| panic!("{s}: {e}"))
