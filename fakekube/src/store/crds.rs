@@ -390,6 +390,36 @@ mod tests {
     }
 
     #[test]
+    fn without_a_status_subresource_a_status_change_bumps_the_generation() {
+        let (store, _) = store_with_widgets();
+        let widgets = store
+            .registry()
+            .find("stable.example.com", "v1", "widgets")
+            .expect("served");
+        let (w, _) = store
+            .create(
+                &widgets,
+                "default",
+                json!({ "metadata": { "name": "w" }, "spec": { "a": 1 } }),
+                WriteOptions::default(),
+            )
+            .expect("widget");
+        let mut next = Value::clone(&w);
+        next["status"] = json!({ "phase": "Ready" });
+        let (updated, _) = store
+            .update(
+                &widgets,
+                "default",
+                "w",
+                next,
+                Part::Main,
+                WriteOptions::default(),
+            )
+            .expect("updated");
+        assert_eq!(updated["metadata"]["generation"], 2);
+    }
+
+    #[test]
     fn an_object_with_a_finalizer_keeps_its_crd_terminating_until_it_goes() {
         let (store, crds) = store_with_widgets();
         let widgets = store

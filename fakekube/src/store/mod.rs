@@ -204,13 +204,16 @@ fn field_causes(errors: Vec<FieldError>) -> Vec<Cause> {
         .collect()
 }
 
-/// Everything of an object that is not metadata or status: what bumps `generation`.
-fn spec_part(obj: &Value) -> Map<String, Value> {
+/// Everything of an object that is not metadata (or status, when `status` is a subresource):
+/// what bumps `generation`. A custom kind without a status subresource counts status changes
+/// too, as the API server does.
+fn spec_part(obj: &Value, with_status: bool) -> Map<String, Value> {
     obj.as_object()
         .map(|o| {
             o.iter()
                 .filter(|(k, _)| {
-                    !matches!(k.as_str(), "metadata" | "status" | "kind" | "apiVersion")
+                    !matches!(k.as_str(), "metadata" | "kind" | "apiVersion")
+                        && (with_status || k.as_str() != "status")
                 })
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect()
@@ -924,7 +927,8 @@ impl Inner {
             }
         }
         let warnings = self.admit(rt, name, &mut obj, Some(&old), part, opts)?;
-        if rt.has_spec && spec_part(&obj) != spec_part(&old) {
+        let with_status = rt.custom && rt.status == StatusMode::Plain;
+        if rt.has_spec && spec_part(&obj, with_status) != spec_part(&old, with_status) {
             let g = old
                 .get("metadata")
                 .and_then(|m| m.get("generation"))
