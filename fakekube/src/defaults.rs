@@ -30,6 +30,9 @@ pub(crate) fn admit_core(rt: &ResourceType, obj: &mut Value, old: Option<&Value>
         "PersistentVolumeClaim" => pvc(obj),
         "Namespace" => namespace(obj),
         "Secret" => secret(obj),
+        "Role" | "ClusterRole" | "RoleBinding" | "ClusterRoleBinding" => {
+            crate::rbac::admit(rt.kind, obj, old)
+        }
         _ => Vec::new(),
     }
 }
@@ -272,6 +275,18 @@ fn secret(obj: &mut Value) -> Vec<Cause> {
         return Vec::new();
     };
     set_default(o, "type", json!("Opaque"));
+    let mut causes = Vec::new();
+    if o.get("type").and_then(Value::as_str) == Some("kubernetes.io/service-account-token")
+        && o.get("metadata")
+            .and_then(|m| m.get("annotations"))
+            .and_then(|a| a.get("kubernetes.io/service-account.name"))
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+    {
+        causes.push(required(
+            "metadata.annotations[kubernetes.io/service-account.name]",
+        ));
+    }
     if let Some(Value::Object(string_data)) = o.remove("stringData") {
         let data = o.entry("data").or_insert_with(|| json!({}));
         if let Some(d) = data.as_object_mut() {
@@ -285,7 +300,7 @@ fn secret(obj: &mut Value) -> Vec<Cause> {
             }
         }
     }
-    Vec::new()
+    causes
 }
 
 #[cfg(test)]

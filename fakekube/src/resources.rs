@@ -316,6 +316,104 @@ pub(crate) static RESOURCES: &[ResourceType] = &[
             true,
         )
     },
+    // Authentication and authorization (the rbac helper's rows): the four RBAC kinds and the
+    // reviews beyond the self-subject ones above.
+    ResourceType {
+        group: "rbac.authorization.k8s.io",
+        ..core(
+            "ClusterRole",
+            "clusterroles",
+            "clusterrole",
+            false,
+            &[],
+            StatusMode::Plain,
+            false,
+        )
+    },
+    ResourceType {
+        group: "rbac.authorization.k8s.io",
+        ..core(
+            "ClusterRoleBinding",
+            "clusterrolebindings",
+            "clusterrolebinding",
+            false,
+            &[],
+            StatusMode::Plain,
+            false,
+        )
+    },
+    ResourceType {
+        group: "rbac.authorization.k8s.io",
+        ..core("Role", "roles", "role", true, &[], StatusMode::Plain, false)
+    },
+    ResourceType {
+        group: "rbac.authorization.k8s.io",
+        ..core(
+            "RoleBinding",
+            "rolebindings",
+            "rolebinding",
+            true,
+            &[],
+            StatusMode::Plain,
+            false,
+        )
+    },
+    ResourceType {
+        group: "authorization.k8s.io",
+        verbs: CREATE_ONLY,
+        create_only: true,
+        ..core(
+            "LocalSubjectAccessReview",
+            "localsubjectaccessreviews",
+            "",
+            true,
+            &[],
+            StatusMode::Plain,
+            true,
+        )
+    },
+    ResourceType {
+        group: "authorization.k8s.io",
+        verbs: CREATE_ONLY,
+        create_only: true,
+        ..core(
+            "SubjectAccessReview",
+            "subjectaccessreviews",
+            "",
+            false,
+            &[],
+            StatusMode::Plain,
+            true,
+        )
+    },
+    ResourceType {
+        group: "authentication.k8s.io",
+        verbs: CREATE_ONLY,
+        create_only: true,
+        ..core(
+            "SelfSubjectReview",
+            "selfsubjectreviews",
+            "",
+            false,
+            &[],
+            StatusMode::Plain,
+            false,
+        )
+    },
+    ResourceType {
+        group: "authentication.k8s.io",
+        verbs: CREATE_ONLY,
+        create_only: true,
+        ..core(
+            "TokenReview",
+            "tokenreviews",
+            "",
+            false,
+            &[],
+            StatusMode::Plain,
+            true,
+        )
+    },
 ];
 
 /// The resource served at `group`/`version` under `plural`.
