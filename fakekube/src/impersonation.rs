@@ -12,10 +12,10 @@ use crate::rbac::Attributes;
 use crate::status::ApiError;
 use http::HeaderMap;
 
-const USER: &str = "impersonate-user";
-const GROUP: &str = "impersonate-group";
-const UID: &str = "impersonate-uid";
-const EXTRA_PREFIX: &str = "impersonate-extra-";
+const USER_HEADER: &str = "impersonate-user";
+const GROUP_HEADER: &str = "impersonate-group";
+const UID_HEADER: &str = "impersonate-uid";
+const EXTRA_HEADER_PREFIX: &str = "impersonate-extra-";
 
 /// The caller the request acts as: `caller` itself without impersonation headers, the
 /// impersonated user when `caller` may impersonate it, 403 when not.
@@ -27,12 +27,12 @@ pub(crate) fn impersonate(caller: Caller, headers: &HeaderMap) -> Result<Caller,
             .filter_map(|v| v.to_str().ok().map(str::to_string))
             .collect()
     };
-    let user = values(USER).into_iter().next();
-    let groups = values(GROUP);
-    let uid = values(UID).into_iter().next();
+    let user = values(USER_HEADER).into_iter().next();
+    let groups = values(GROUP_HEADER);
+    let uid = values(UID_HEADER).into_iter().next();
     let mut extra = std::collections::BTreeMap::<String, Vec<String>>::new();
     for (name, value) in headers {
-        if let Some(key) = name.as_str().strip_prefix(EXTRA_PREFIX)
+        if let Some(key) = name.as_str().strip_prefix(EXTRA_HEADER_PREFIX)
             && let Ok(v) = value.to_str()
         {
             let key = percent_decode(key);
@@ -47,46 +47,30 @@ pub(crate) fn impersonate(caller: Caller, headers: &HeaderMap) -> Result<Caller,
             "requested impersonation of groups, a uid or extra attributes without impersonating a user",
         ));
     };
-    let check = |a: Attributes<'_>| caller.authorize(&a);
-    let cluster = |resource: &'static str, group: &'static str, sub: &'static str| {
-        move |name: &str| -> Result<(), ApiError> {
-            check(Attributes {
+    let impersonate =
+        |group: &str, resource: &str, subresource: &str, namespace: &str, name: &str| {
+            caller.authorize(&Attributes {
                 verb: "impersonate",
                 group,
                 resource,
-                subresource: sub,
-                namespace: "",
+                subresource,
+                namespace,
                 name,
             })
-        }
-    };
+        };
     match parse_service_account(&user) {
-        Some((ns, name)) => check(Attributes {
-            verb: "impersonate",
-            group: "",
-            resource: "serviceaccounts",
-            subresource: "",
-            namespace: ns,
-            name,
-        })?,
-        None => cluster("users", "", "")(&user)?,
+        Some((ns, name)) => impersonate("", "serviceaccounts", "", ns, name)?,
+        None => impersonate("", "users", "", "", &user)?,
     }
     for g in &groups {
-        cluster("groups", "", "")(g)?;
+        impersonate("", "groups", "", "", g)?;
     }
     if let Some(u) = &uid {
-        cluster("uids", "authentication.k8s.io", "")(u)?;
+        impersonate("authentication.k8s.io", "uids", "", "", u)?;
     }
     for (key, values) in &extra {
         for v in values {
-            check(Attributes {
-                verb: "impersonate",
-                group: "authentication.k8s.io",
-                resource: "userextras",
-                subresource: key,
-                namespace: "",
-                name: v,
-            })?;
+            impersonate("authentication.k8s.io", "userextras", key, "", v)?;
         }
     }
     let mut groups = groups;

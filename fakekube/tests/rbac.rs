@@ -673,3 +673,204 @@ async fn bind_service_account_writes_rbac_objects_that_authorize_its_tokens() {
     assert_eq!(missing.code, 404);
     kube.shutdown().await;
 }
+
+#[tokio::test]
+async fn subject_access_reviews_answer_for_the_user_they_name() {
+    use k8s_openapi::api::authorization::v1::{LocalSubjectAccessReview, SubjectAccessReview};
+    let kube = start().await;
+    let admin = admin(&kube).await;
+    create_role(&admin, "pod-reader", &["get"], "", &["pods"]).await;
+    Api::<RoleBinding>::namespaced(admin.clone(), NS)
+        .create(
+            &PostParams::default(),
+            &from_json(json!({
+                "metadata": { "name": "devs-read" },
+                "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "pod-reader" },
+                "subjects": [ { "kind": "Group", "name": "devs" } ],
+            })),
+        )
+        .await
+        .expect("created");
+    let sars: Api<SubjectAccessReview> = Api::all(admin.clone());
+    let ask = |groups: Value, namespace: &str| -> SubjectAccessReview {
+        from_json(json!({ "spec": {
+            "user": "dana", "groups": groups,
+            "resourceAttributes": { "namespace": namespace, "verb": "get", "resource": "pods", "name": "p" },
+        } }))
+    };
+    let yes = sars
+        .create(&PostParams::default(), &ask(json!(["devs"]), NS))
+        .await
+        .expect("a review")
+        .status
+        .expect("status");
+    assert!(yes.allowed);
+    assert_eq!(
+        yes.reason.as_deref(),
+        Some(
+            "RBAC: allowed by RoleBinding \"devs-read/team\" of Role \"pod-reader\" to Group \"devs\""
+        )
+    );
+    let no = sars
+        .create(&PostParams::default(), &ask(json!([]), NS))
+        .await
+        .expect("a review")
+        .status
+        .expect("status");
+    assert!(!no.allowed);
+    let nobody: SubjectAccessReview = from_json(
+        json!({ "spec": { "resourceAttributes": { "verb": "get", "resource": "pods" } } }),
+    );
+    let invalid = api_error(sars.create(&PostParams::default(), &nobody).await);
+    assert_eq!(invalid.code, 422);
+    assert!(
+        invalid
+            .message
+            .contains("at least one of user or group must be specified"),
+        "{}",
+        invalid.message
+    );
+
+    let local: Api<LocalSubjectAccessReview> = Api::namespaced(admin, NS);
+    let in_ns: LocalSubjectAccessReview = from_json(json!({ "spec": {
+        "user": "dana", "groups": ["devs"],
+        "resourceAttributes": { "verb": "get", "resource": "pods" },
+    } }));
+    let answered = local
+        .create(&PostParams::default(), &in_ns)
+        .await
+        .expect("a local review");
+    assert!(
+        answered.status.expect("status").allowed,
+        "the path's namespace applies"
+    );
+    let elsewhere: LocalSubjectAccessReview = from_json(json!({ "spec": {
+        "user": "dana",
+        "resourceAttributes": { "namespace": "default", "verb": "get", "resource": "pods" },
+    } }));
+    let mismatch = api_error(local.create(&PostParams::default(), &elsewhere).await);
+    assert_eq!(
+        (mismatch.code, mismatch.message.as_str()),
+        (
+            400,
+            "spec.resourceAttributes.namespace must match namespace: team"
+        )
+    );
+    kube.shutdown().await;
+}
+
+#[tokio::test]
+async fn impersonating_groups_needs_the_impersonate_verb_on_each_group() {
+    let kube = start().await;
+    let admin = admin(&kube).await;
+    Api::<ClusterRole>::all(admin.clone())
+        .create(
+            &PostParams::default(),
+            &from_json(json!({
+                "metadata": { "name": "impersonate-bob" },
+                "rules": [ { "apiGroups": [""], "resources": ["users"], "verbs": ["impersonate"], "resourceNames": ["bob"] } ],
+            })),
+        )
+        .await
+        .expect("created");
+    let token = service_account_token(&admin, "helper").await;
+    Api::<ClusterRoleBinding>::all(admin.clone())
+        .create(
+            &PostParams::default(),
+            &from_json(json!({
+                "metadata": { "name": "helper-impersonates" },
+                "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "impersonate-bob" },
+                "subjects": [ { "kind": "ServiceAccount", "name": "helper", "namespace": NS } ],
+            })),
+        )
+        .await
+        .expect("created");
+    let kubeconfig = |groups: &str| {
+        kube.kubeconfig_with_token(&token)
+            .replace("    token:", &format!("    as: bob\n{groups}    token:"))
+    };
+    let whoami = |client: Client| async move {
+        Api::<SelfSubjectReview>::all(client)
+            .create(&PostParams::default(), &SelfSubjectReview::default())
+            .await
+    };
+    let me = whoami(client_from(&kubeconfig("")).await)
+        .await
+        .expect("the helper may act as bob")
+        .status
+        .and_then(|s| s.user_info)
+        .expect("user info");
+    assert_eq!(me.username.as_deref(), Some("bob"));
+    assert_eq!(me.groups, Some(vec!["system:authenticated".to_string()]));
+    let with_group = client_from(&kubeconfig("    as-groups: [devs]\n")).await;
+    let refused = api_error(whoami(with_group).await);
+    assert_eq!(
+        refused.message,
+        "groups \"devs\" is forbidden: User \"system:serviceaccount:team:helper\" cannot impersonate resource \"groups\" in API group \"\" at the cluster scope"
+    );
+    let not_alice = client_from(
+        &kube
+            .kubeconfig_with_token(&token)
+            .replace("    token:", "    as: alice\n    token:"),
+    )
+    .await;
+    assert_eq!(api_error(whoami(not_alice).await).code, 403);
+    kube.shutdown().await;
+}
+
+#[tokio::test]
+async fn resource_names_limit_a_rule_to_named_gets_and_watches() {
+    use futures_util::StreamExt;
+    let kube = start().await;
+    let admin = admin(&kube).await;
+    let admin_pods: Api<Pod> = Api::namespaced(admin.clone(), NS);
+    for name in ["mine", "theirs"] {
+        admin_pods
+            .create(
+                &PostParams::default(),
+                &from_json(json!({
+                    "metadata": { "name": name },
+                    "spec": { "containers": [ { "name": "c", "image": "busybox:1.36" } ] },
+                })),
+            )
+            .await
+            .expect("created");
+    }
+    Api::<Role>::namespaced(admin.clone(), NS)
+        .create(
+            &PostParams::default(),
+            &from_json(json!({
+                "metadata": { "name": "one-pod" },
+                "rules": [ { "apiGroups": [""], "resources": ["pods"], "resourceNames": ["mine"], "verbs": ["get", "list", "watch"] } ],
+            })),
+        )
+        .await
+        .expect("created");
+    let token = service_account_token(&admin, "narrow").await;
+    bind(&admin, NS, "narrow", "Role", "one-pod", "narrow").await;
+    let pods: Api<Pod> = Api::namespaced(client_with_token(&kube, &token).await, NS);
+    pods.get("mine").await.expect("the named pod");
+    assert_eq!(api_error(pods.get("theirs").await).code, 403);
+    assert_eq!(api_error(pods.list(&ListParams::default()).await).code, 403);
+    let one = kube::api::WatchParams::default().fields("metadata.name=mine");
+    let mut events = pods
+        .watch(&one, "0")
+        .await
+        .expect("a watch pinned to the named pod")
+        .boxed();
+    let first = events
+        .next()
+        .await
+        .expect("an event")
+        .expect("not an error");
+    assert!(
+        matches!(first, kube::api::WatchEvent::Added(p) if p.metadata.name.as_deref() == Some("mine"))
+    );
+    let all = kube::api::WatchParams::default();
+    match pods.watch(&all, "0").await {
+        Err(kube::Error::Api(status)) => assert_eq!(status.code, 403),
+        Err(other) => panic!("expected a 403 Status, got {other}"),
+        Ok(_) => panic!("an unpinned watch is refused"),
+    }
+    kube.shutdown().await;
+}

@@ -265,3 +265,124 @@ impl ServiceAccountTokens {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{StoreSettings, WriteOptions};
+
+    /// A store with namespace `ns` and service account `ns/sa`, and tokens over it.
+    fn setup() -> (Arc<Store>, ServiceAccountTokens, Value) {
+        let store = Arc::new(Store::new(StoreSettings::default()));
+        let ns = kind("namespaces").expect("namespaces");
+        store
+            .create(
+                ns,
+                "",
+                json!({ "metadata": { "name": "ns" } }),
+                WriteOptions::default(),
+            )
+            .expect("namespace");
+        let (sa, _) = store
+            .create(
+                kind("serviceaccounts").expect("serviceaccounts"),
+                "ns",
+                json!({ "metadata": { "name": "sa" } }),
+                WriteOptions::default(),
+            )
+            .expect("service account");
+        let tokens = ServiceAccountTokens::new(Signer::generate().expect("a key"), store.clone());
+        (store, tokens, Value::clone(&sa))
+    }
+
+    fn spec(audiences: &[&str], ttl: Duration) -> TokenSpec {
+        TokenSpec {
+            audiences: audiences.iter().map(|a| (*a).to_string()).collect(),
+            ttl,
+            bound: None,
+        }
+    }
+
+    #[test]
+    fn a_bound_token_is_valid_for_its_audiences_until_it_expires() {
+        let (_, tokens, sa) = setup();
+        let api = [ISSUER.to_string()];
+        let (token, _) = tokens.issue(&sa, &spec(&[], Duration::from_secs(600)));
+        let (user, auds) = tokens.authenticate(&token, &api).expect("valid");
+        assert_eq!(user.name, "system:serviceaccount:ns:sa");
+        assert_eq!(user.uid, meta_str(&sa, "uid").unwrap_or(""));
+        assert_eq!(auds, api);
+        assert!(user.extra[CREDENTIAL_ID][0].starts_with("JTI="));
+
+        let (vault, _) = tokens.issue(&sa, &spec(&["vault"], Duration::from_secs(600)));
+        assert!(matches!(
+            tokens.authenticate(&vault, &api),
+            Err(TokenError::Audience { .. })
+        ));
+        assert!(tokens.authenticate(&vault, &["vault".to_string()]).is_ok());
+
+        let (expired, _) = tokens.issue(&sa, &spec(&[], Duration::ZERO));
+        assert_eq!(
+            tokens.authenticate(&expired, &api),
+            Err(TokenError::Expired)
+        );
+    }
+
+    #[test]
+    fn a_token_of_a_recreated_service_account_is_refused() {
+        let (store, tokens, sa) = setup();
+        let (token, _) = tokens.issue(&sa, &spec(&[], Duration::from_secs(600)));
+        let rt = kind("serviceaccounts").expect("serviceaccounts");
+        store
+            .delete(rt, "ns", "sa", &crate::store::DeleteOptions::default())
+            .expect("deleted");
+        store
+            .create(
+                rt,
+                "ns",
+                json!({ "metadata": { "name": "sa" } }),
+                WriteOptions::default(),
+            )
+            .expect("recreated");
+        let err = tokens
+            .authenticate(&token, &[ISSUER.to_string()])
+            .expect_err("another account of the same name");
+        assert!(matches!(err, TokenError::Revoked(_)), "{err}");
+    }
+
+    #[test]
+    fn a_legacy_token_is_valid_only_while_its_secret_holds_it() {
+        let (store, tokens, sa) = setup();
+        let token = tokens.issue_legacy(&sa, "sa-token");
+        let api = [ISSUER.to_string()];
+        assert!(matches!(
+            tokens.authenticate(&token, &api),
+            Err(TokenError::Revoked(_))
+        ));
+        let secrets = kind("secrets").expect("secrets");
+        let encoded = base64::engine::general_purpose::STANDARD.encode(&token);
+        store
+            .create(
+                secrets,
+                "ns",
+                json!({
+                    "metadata": { "name": "sa-token", "annotations": { SA_NAME_ANNOTATION: "sa" } },
+                    "type": TOKEN_SECRET_TYPE,
+                    "data": { "token": encoded },
+                }),
+                WriteOptions::default(),
+            )
+            .expect("secret");
+        let (user, auds) = tokens.authenticate(&token, &api).expect("valid");
+        assert_eq!(user.name, "system:serviceaccount:ns:sa");
+        assert_eq!(auds, api);
+        let other = tokens.issue_legacy(&sa, "other-token");
+        assert!(
+            matches!(
+                tokens.authenticate(&other, &api),
+                Err(TokenError::Revoked(_))
+            ),
+            "a token naming another Secret is refused"
+        );
+    }
+}

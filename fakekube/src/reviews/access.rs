@@ -9,7 +9,8 @@ use crate::rbac::{Action, Attributes, NonResource, PolicyRule};
 use crate::status::ApiError;
 use serde_json::{Map, Value, json};
 
-const GROUP: &str = "authorization.k8s.io";
+/// The API group of the authorization reviews.
+const AUTHORIZATION_GROUP: &str = "authorization.k8s.io";
 
 fn text<'a>(v: &'a Value, key: &str) -> &'a str {
     v.get(key).and_then(Value::as_str).unwrap_or("")
@@ -31,7 +32,7 @@ fn action_of<'a>(kind: &str, spec: &'a Value) -> Result<Action<'a>, ApiError> {
     match (resource, non_resource) {
         (Some(_), Some(n)) => Err(invalid(
             kind,
-            GROUP,
+            AUTHORIZATION_GROUP,
             "spec.nonResourceAttributes",
             &format!(
                 "Invalid value: {n}: cannot be specified in combination with resourceAttributes"
@@ -39,7 +40,7 @@ fn action_of<'a>(kind: &str, spec: &'a Value) -> Result<Action<'a>, ApiError> {
         )),
         (None, None) => Err(invalid(
             kind,
-            GROUP,
+            AUTHORIZATION_GROUP,
             "spec.resourceAttributes",
             "Invalid value: null: exactly one of nonResourceAttributes or resourceAttributes must be specified",
         )),
@@ -89,7 +90,7 @@ pub(super) fn subject_access(
     if name.is_empty() && groups.is_empty() {
         return Err(invalid(
             kind,
-            GROUP,
+            AUTHORIZATION_GROUP,
             "spec.user",
             "Invalid value: \"\": at least one of user or group must be specified",
         ));
@@ -114,7 +115,7 @@ pub(super) fn local_spec(mut spec: Value, namespace: &str) -> Result<Value, ApiE
     {
         return Err(invalid(
             "LocalSubjectAccessReview",
-            GROUP,
+            AUTHORIZATION_GROUP,
             "spec.nonResourceAttributes",
             "Invalid value: {}: disallowed on this kind of request",
         ));
