@@ -874,3 +874,48 @@ async fn resource_names_limit_a_rule_to_named_gets_and_watches() {
     }
     kube.shutdown().await;
 }
+
+#[tokio::test]
+async fn paths_are_authorized_by_non_resource_rules() {
+    let kube = start().await;
+    let admin = admin(&kube).await;
+    let token = service_account_token(&admin, "prober").await;
+    let prober = client_with_token(&kube, &token).await;
+    let get = |client: Client, path: &'static str| async move {
+        let req = http::Request::get(path)
+            .body(Vec::new())
+            .expect("a request");
+        client.request_text(req).await
+    };
+    get(prober.clone(), "/apis")
+        .await
+        .expect("system:discovery lets every authenticated user discover");
+    get(prober.clone(), "/healthz")
+        .await
+        .expect("system:public-info-viewer");
+    let refused = api_error(get(prober.clone(), "/metrics").await);
+    assert_eq!(
+        (refused.code, refused.message.as_str()),
+        (
+            403,
+            "forbidden: User \"system:serviceaccount:team:prober\" cannot get path \"/metrics\""
+        )
+    );
+    Api::<ClusterRoleBinding>::all(admin)
+        .create(
+            &PostParams::default(),
+            &from_json(json!({
+                "metadata": { "name": "prober-monitoring" },
+                "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:monitoring" },
+                "subjects": [ { "kind": "ServiceAccount", "name": "prober", "namespace": NS } ],
+            })),
+        )
+        .await
+        .expect("created");
+    let allowed_but_absent = api_error(get(prober, "/metrics").await);
+    assert_eq!(
+        allowed_but_absent.code, 404,
+        "authorized, and fakekube serves no metrics"
+    );
+    kube.shutdown().await;
+}
