@@ -512,10 +512,6 @@ impl FakeKube {
     /// If rcgen cannot make a key or sign with the CA, which it always can for the keys this
     /// server makes.
     pub fn client_certificate(&self, user: &str, groups: &[&str]) -> ClientCertificate {
-        #[expect(
-            clippy::expect_used,
-            reason = "signing with a CA key this process made cannot fail"
-        )]
         self.ca
             .issue_client(user, groups)
             .expect("the server's CA signs a client certificate")
