@@ -22,6 +22,10 @@ readonly NODE_IMAGE_PINNED="kindest/node:v1.33.1@sha256:050072256b9a903bd914c0b2
 readonly AGENT_SANDBOX_VERSION="v1.0.8"
 readonly AGENT_SANDBOX_URL="https://github.com/kubernetes-sigs/agent-sandbox/releases/download/${AGENT_SANDBOX_VERSION}/sandbox-with-extensions.yaml"
 readonly NAMESPACE="sandboxes"
+# The RBAC part (shared with ci/live.sh): access_apply, access_secret_token,
+# access_write_kubeconfig, access_check_runner.
+# shellcheck source=ci/access.sh
+. ci/access.sh
 readonly WARM_POOL="live-warm"
 
 CLUSTER="${LIVE_KIND_CLUSTER:-agent-sandbox-live}"
@@ -105,68 +109,16 @@ install_agent_sandbox() {
 
 apply_fixtures() {
     say "applying the namespace, the seed's Role, the service accounts and the warm pool"
-    k apply -f fixtures/live/namespace.yaml >/dev/null
-    k apply -f fixtures/rbac/differently-sandboxes-role.yaml -f fixtures/live/kind/access.yaml >/dev/null
+    access_apply
     k apply -f fixtures/live/warm-pool.yaml >/dev/null
 }
 
-# Prints the token of a service-account-token Secret once the token controller filled it in.
-secret_token() {
-    local secret=$1 data="" tries=0
-    while [ -z "$data" ]; do
-        data="$(k -n "$NAMESPACE" get secret "$secret" -o 'jsonpath={.data.token}' 2>/dev/null || true)"
-        if [ -z "$data" ]; then
-            tries=$((tries + 1))
-            [ "$tries" -le 60 ] || die "the Secret $NAMESPACE/$secret has no token after 60 s"
-            sleep 1
-        fi
-    done
-    printf '%s' "$data" | base64 -d
-}
-
-# Writes a kubeconfig that authenticates with nothing but a service account's token.
-write_kubeconfig() {
-    local path=$1 user=$2 token=$3 server ca
-    server="$(k config view --raw --minify -o 'jsonpath={.clusters[0].cluster.server}')"
-    ca="$(k config view --raw --minify -o 'jsonpath={.clusters[0].cluster.certificate-authority-data}')"
-    if [ -z "$server" ] || [ -z "$ca" ]; then
-        die "kind's kubeconfig has no server or CA"
-    fi
-    (
-        umask 077
-        cat >"$path.tmp" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: $CLUSTER
-  cluster:
-    server: $server
-    certificate-authority-data: $ca
-users:
-- name: $user
-  user:
-    token: $token
-contexts:
-- name: $user@$CLUSTER
-  context:
-    cluster: $CLUSTER
-    user: $user
-    namespace: $NAMESPACE
-current-context: $user@$CLUSTER
-EOF
-    )
-    mv "$path.tmp" "$path"
-}
-
 write_kubeconfigs() {
-    write_kubeconfig "$OUT_DIR/kind.kubeconfig" live-runner "$(secret_token live-runner-token)"
-    write_kubeconfig "$OUT_DIR/kind-observer.kubeconfig" live-observer "$(secret_token live-observer-token)"
-    # The pools' token may do what the seed's Role allows, and nothing else.
-    local runner=("$KUBECTL" --kubeconfig "$OUT_DIR/kind.kubeconfig" -n "$NAMESPACE" auth can-i)
-    [ "$("${runner[@]}" create sandboxes.agents.x-k8s.io 2>/dev/null)" = "yes" ] ||
-        die "live-runner may not create Sandboxes; the Role binding did not take"
-    [ "$("${runner[@]}" list services 2>/dev/null || true)" = "no" ] ||
-        die "live-runner may list Services: it holds more than the seed's Role"
+    access_write_kubeconfig "$OUT_DIR/kind.kubeconfig" live-runner \
+        "$(access_secret_token live-runner-token)" "$CLUSTER"
+    access_write_kubeconfig "$OUT_DIR/kind-observer.kubeconfig" live-observer \
+        "$(access_secret_token live-observer-token)" "$CLUSTER"
+    access_check_runner "$OUT_DIR/kind.kubeconfig"
 }
 
 wait_warm_pool() {

@@ -3,14 +3,16 @@
 # test binary as against kind (live/README.md), so kubeconfig loading, TLS verified against the
 # CA it names, the bearer token and everything after them go through a real socket.
 #
-# Starts target/debug/fakekube as its own process with a kubeconfig file, applies what
-# ci/kind-up.sh applies that fakekube serves (the namespace, the SandboxTemplate and the
-# SandboxWarmPool; fakekube has no RBAC objects, so it is started with a token limited to the
-# seed's Role, fixtures/rbac/differently-sandboxes-role.yaml, which the pools use), runs
-# `cargo test -p live --features live` with LIVE_REQUIRE_CLUSTER=1, and stops fakekube with
-# SIGTERM on the way out, whatever happened. Then runs the main job's binary (the conformance
-# suite against both pools) against the same process, through the Role kubeconfig, with its
-# leak check.
+# Starts target/debug/fakekube as its own process with an admin kubeconfig file and applies, with
+# kubectl, what ci/kind-up.sh applies that fakekube serves: the RBAC part unchanged (the
+# namespace, the seed's Role from fixtures/rbac/, the service accounts live-runner and
+# live-observer with their RoleBindings and token Secrets: ci/access.sh, shared with kind-up.sh),
+# then the SandboxTemplate and the SandboxWarmPool. It reads the tokens fakekube's token
+# controller wrote into the Secrets and writes the two kubeconfigs kind-up.sh writes, checks that
+# the runner is limited to the seed's Role, runs `cargo test -p live --features live` with
+# LIVE_REQUIRE_CLUSTER=1 through them, then the main job's binary (the conformance suite against
+# both pools) through the runner's, with its leak check, and stops fakekube with SIGTERM on the
+# way out, whatever happened.
 #
 # Settings (environment): KUBECTL (default the kubectl 1.33 binary of this machine kind),
 # CARGO_TARGET_DIR (where cargo builds fakekube).
@@ -43,9 +45,7 @@ stop_fakekube() {
 }
 trap stop_fakekube EXIT
 
-args=(--kubeconfig "$work/kubeconfig" --kubernetes-minor 33
-    --role-token "live-role-token=fixtures/rbac/differently-sandboxes-role.yaml"
-    --role-kubeconfig "$work/role.kubeconfig")
+args=(--kubeconfig "$work/kubeconfig" --kubernetes-minor 33)
 marked=0
 # The missing-image check needs fakekube to fail pulls of that image; older binaries cannot.
 if "$TARGET/debug/fakekube" --help 2>/dev/null | grep -q -- '--missing-image'; then
@@ -66,12 +66,24 @@ if ! grep -q '^fakekube listening on ' "$work/stdout" 2>/dev/null; then
 fi
 echo "== $(head -n 1 "$work/stdout") (pid $fakekube_pid)"
 
-"$KUBECTL" --kubeconfig "$work/kubeconfig" apply \
-    -f fixtures/live/namespace.yaml -f fixtures/live/warm-pool.yaml
+# kubectl as the cluster's admin, as ci/access.sh expects it.
+k() {
+    "$KUBECTL" --kubeconfig "$work/kubeconfig" "$@"
+}
+# shellcheck source=ci/access.sh
+. ci/access.sh
+echo "== the RBAC part of ci/kind-up.sh, then the warm pool"
+access_apply
+k apply -f fixtures/live/warm-pool.yaml >/dev/null
+access_write_kubeconfig "$work/role.kubeconfig" live-runner \
+    "$(access_secret_token live-runner-token)" fakekube
+access_write_kubeconfig "$work/observer.kubeconfig" live-observer \
+    "$(access_secret_token live-observer-token)" fakekube
+access_check_runner "$work/role.kubeconfig"
 
 echo "== cargo test -p live --features live (against fakekube, LIVE_REQUIRE_CLUSTER=1)"
 KUBECONFIG="$work/role.kubeconfig" \
-    LIVE_OBSERVER_KUBECONFIG="$work/kubeconfig" \
+    LIVE_OBSERVER_KUBECONFIG="$work/observer.kubeconfig" \
     LIVE_REQUIRE_CLUSTER=1 \
     LIVE_MISSING_IMAGE="$MISSING_IMAGE" \
     LIVE_MISSING_IMAGE_MARKED="$marked" \

@@ -1,8 +1,9 @@
 //! The dispatcher: the one handler every request reaches. It routes the path, applies the
-//! request-level faults, authenticates the caller, and hands the request to what serves its
-//! route: discovery, health and version here; `pods/exec` and `pods/attach` to [`exec`]; for
-//! resources, after the kind, scope and verb checks and authorization, the verb's handler in
-//! [`objects`], [`watch`], [`subresources`] or [`reviews`].
+//! request-level faults, authenticates the caller (and applies impersonation), and hands the
+//! request to what serves its route: discovery, health and version here, once the path is
+//! authorized; `pods/exec` and `pods/attach` to [`exec`]; for resources, after the kind, scope
+//! and verb checks and authorization, the verb's handler in [`objects`], [`watch`],
+//! [`subresources`] or [`reviews`].
 //!
 //! [`exec`]: crate::exec
 //! [`objects`]: crate::objects
@@ -10,18 +11,22 @@
 //! [`subresources`]: crate::subresources
 //! [`reviews`]: crate::reviews
 
-use crate::auth::{self, Attributes, Caller};
+use crate::authn::Credentials;
+use crate::authz::Caller;
+use crate::rbac::{Action, Attributes, NonResource, non_resource_verb};
 use crate::request::Query;
 use crate::response::{json_response, with_warnings};
 use crate::route::{ResourcePath, Route, route};
+use crate::server::PeerCertificate;
 use crate::state::Shared;
 use crate::status::ApiError;
 use crate::store::Part;
-use crate::{discovery, exec, objects, openapi, reviews, subresources, watch};
+use crate::{discovery, exec, impersonation, objects, openapi, reviews, subresources, watch};
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
+use http::request::Parts;
 use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use serde_json::Value;
 use std::sync::Arc;
@@ -43,35 +48,18 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     {
         return e.into_response();
     }
-    let public = matches!(route, Route::Health | Route::Version);
-    let protocol_token = exec::protocol_token(&parts.headers);
-    let bearer =
-        auth::bearer(parts.headers.get(header::AUTHORIZATION)).or(protocol_token.as_deref());
-    let caller = match shared.tokens.authenticate(bearer) {
-        Ok(c) => Some(c),
-        Err(_) if public && parts.headers.get(header::AUTHORIZATION).is_none() => None,
+    let caller = match authenticate(&shared, &parts) {
+        Ok(c) => c,
         Err(e) => return e.into_response(),
     };
-    let registry = shared.store.registry();
-    let result = match (&route, caller) {
-        (Route::Version, _) => Ok(json_response(
-            StatusCode::OK,
-            &discovery::version(&shared.version),
-        )),
-        (Route::Health, _) => {
-            let mut r = Response::new(Body::from("ok"));
-            r.headers_mut().insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("text/plain; charset=utf-8"),
-            );
-            Ok(r)
-        }
-        (_, None) => Err(ApiError::unauthorized()),
-        (Route::Resource(rp), Some(caller)) if let Some(kind) = exec::kind_of(rp) => {
+    let result = match &route {
+        Route::Resource(rp) if let Some(kind) = exec::kind_of(rp) => {
             exec::serve(&shared, &caller, parts, rp, kind).await
         }
-        (Route::Resource(rp), Some(caller)) => {
-            let deprecated = registry
+        Route::Resource(rp) => {
+            let deprecated = shared
+                .store
+                .registry()
                 .find(&rp.group, &rp.version, &rp.plural)
                 .and_then(|rt| rt.deprecation_warning.clone());
             let answer = resource(
@@ -93,46 +81,107 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
                 None => answer,
             }
         }
-        (_, Some(_)) if parts.method != Method::GET => {
-            Err(ApiError::method_not_allowed(parts.method.as_str(), &path))
+        other => {
+            let verb = non_resource_verb(&parts.method);
+            match caller.authorize_action(&Action::NonResource(NonResource {
+                verb: &verb,
+                path: &path,
+            })) {
+                Ok(()) => non_resource(&shared, &parts, other, &path),
+                Err(e) => Err(e),
+            }
         }
-        (Route::CoreVersions | Route::Groups, Some(_))
+    };
+    result.unwrap_or_else(IntoResponse::into_response)
+}
+
+/// The caller of a request: its client certificate or bearer token authenticated (anonymous
+/// without either), then any impersonation it asks for and may make.
+fn authenticate(shared: &Arc<Shared>, parts: &Parts) -> Result<Caller, ApiError> {
+    let protocol_token = exec::protocol_token(&parts.headers);
+    let bearer = bearer(parts.headers.get(header::AUTHORIZATION)).or(protocol_token.as_deref());
+    let certificate = parts
+        .extensions
+        .get::<PeerCertificate>()
+        .map(|c| c.0.as_ref().as_ref());
+    let identity = shared.authn.authenticate(Credentials {
+        certificate,
+        bearer,
+    })?;
+    impersonation::impersonate(Caller::new(identity, shared.authz.clone()), &parts.headers)
+}
+
+/// The token in an `Authorization: Bearer …` header, if any.
+fn bearer(header: Option<&HeaderValue>) -> Option<&str> {
+    let v = header?.to_str().ok()?;
+    let (scheme, rest) = v.split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return None;
+    }
+    let t = rest.trim();
+    (!t.is_empty()).then_some(t)
+}
+
+/// Serves an authorized request for a path that names no resource.
+fn non_resource(
+    shared: &Shared,
+    parts: &Parts,
+    route: &Route,
+    path: &str,
+) -> Result<Response, ApiError> {
+    match route {
+        Route::Version => Ok(json_response(
+            StatusCode::OK,
+            &discovery::version(&shared.version),
+        )),
+        Route::Health => {
+            let mut r = Response::new(Body::from("ok"));
+            r.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/plain; charset=utf-8"),
+            );
+            Ok(r)
+        }
+        _ if parts.method != Method::GET => {
+            Err(ApiError::method_not_allowed(parts.method.as_str(), path))
+        }
+        Route::CoreVersions | Route::Groups
             if let Some(v) = parts
                 .headers
                 .get(header::ACCEPT)
                 .and_then(|a| a.to_str().ok())
                 .and_then(discovery::wants_aggregated) =>
         {
-            let doc = discovery::aggregated(registry, route == Route::CoreVersions, v);
+            let registry = shared.store.registry();
+            let doc = discovery::aggregated(registry, *route == Route::CoreVersions, v);
             let ct =
                 format!("application/json;g=apidiscovery.k8s.io;v={v};as=APIGroupDiscoveryList");
             Ok(cacheable(&parts.headers, &doc, &ct))
         }
-        (Route::CoreVersions, Some(_)) => Ok(json_response(
+        Route::CoreVersions => Ok(json_response(
             StatusCode::OK,
             &discovery::core_versions(&shared.address),
         )),
-        (Route::Groups, Some(_)) => Ok(json_response(
+        Route::Groups => Ok(json_response(
             StatusCode::OK,
-            &discovery::group_list(registry),
+            &discovery::group_list(shared.store.registry()),
         )),
-        (Route::Group(g), Some(_)) => discovery::group(registry, g)
+        Route::Group(g) => discovery::group(shared.store.registry(), g)
             .map(|d| json_response(StatusCode::OK, &d))
             .ok_or_else(ApiError::path_not_found),
-        (Route::ResourceList(g, v), Some(_)) => discovery::resource_list(registry, g, v)
+        Route::ResourceList(g, v) => discovery::resource_list(shared.store.registry(), g, v)
             .map(|d| json_response(StatusCode::OK, &d))
             .ok_or_else(ApiError::path_not_found),
-        (Route::OpenApiRoot, Some(_)) => Ok(cacheable(
+        Route::OpenApiRoot => Ok(cacheable(
             &parts.headers,
-            &openapi::root(registry, &shared.version),
+            &openapi::root(shared.store.registry(), &shared.version),
             "application/json",
         )),
-        (Route::OpenApiDoc(key), Some(_)) => openapi::document(registry, key, &shared.version)
+        Route::OpenApiDoc(key) => openapi::document(shared.store.registry(), key, &shared.version)
             .map(|d| cacheable(&parts.headers, &d, "application/json"))
             .ok_or_else(ApiError::path_not_found),
-        (Route::Unknown, Some(_)) => Err(ApiError::path_not_found()),
-    };
-    result.unwrap_or_else(IntoResponse::into_response)
+        Route::Resource(_) | Route::Unknown => Err(ApiError::path_not_found()),
+    }
 }
 
 /// A document with a strong `ETag`; 304 when the request's `If-None-Match` names it.
@@ -176,6 +225,27 @@ fn verb_of(method: &Method, rp: &ResourcePath, query: &Query) -> Result<&'static
     })
 }
 
+/// The object name a request is authorized for: the path's, or for a list or watch the one
+/// its field selector pins (`metadata.name=x`, as `kubectl get pod x -w` sends), so that rules
+/// with `resourceNames` can allow it.
+fn authorized_name<'a>(rp: &'a ResourcePath, verb: &str, query: &'a Query) -> &'a str {
+    if !rp.name.is_empty() || !matches!(verb, "list" | "watch") {
+        return &rp.name;
+    }
+    query
+        .get("fieldSelector")
+        .and_then(|fs| {
+            let mut terms = fs.split(',');
+            let only = terms.next()?;
+            if terms.next().is_some() {
+                return None;
+            }
+            only.strip_prefix("metadata.name==")
+                .or_else(|| only.strip_prefix("metadata.name="))
+        })
+        .unwrap_or("")
+}
+
 /// Serves a resource request: the kind, its scope and subresource, the verb, authorization,
 /// then the verb's handler.
 async fn resource(
@@ -204,18 +274,17 @@ async fn resource(
         return Err(ApiError::path_not_found());
     }
     let verb = verb_of(method, rp, query)?;
-    if rt.create_only && verb == "create" {
-        // Every authenticated user may ask what it may do: no authorization.
-        return reviews::serve(rt, caller, headers, body).await;
-    }
     caller.authorize(&Attributes {
         verb,
         group: &rt.group,
         resource: &rt.plural,
         subresource: &rp.subresource,
         namespace: &rp.namespace,
-        name: &rp.name,
+        name: authorized_name(rp, verb, query),
     })?;
+    if rt.create_only && verb == "create" && rp.subresource.is_empty() {
+        return reviews::serve(shared, rt, caller, &rp.namespace, headers, body).await;
+    }
     if rt.create_only || (!rt.verbs.contains(&verb) && rp.subresource.is_empty()) {
         return Err(ApiError::method_not_allowed(method.as_str(), &rt.plural));
     }

@@ -24,6 +24,9 @@ fn set_default(map: &mut Map<String, Value>, key: &str, v: Value) {
 
 /// Defaults and validates a core object; returns the causes of a 422, empty when admitted.
 pub(crate) fn admit_core(rt: &ResourceType, obj: &mut Value, old: Option<&Value>) -> Vec<Cause> {
+    if rt.group == crate::rbac::GROUP {
+        return crate::rbac::admit(&rt.kind, obj, old);
+    }
     if !rt.group.is_empty() {
         return Vec::new();
     }
@@ -275,6 +278,18 @@ fn secret(obj: &mut Value) -> Vec<Cause> {
         return Vec::new();
     };
     set_default(o, "type", json!("Opaque"));
+    let mut causes = Vec::new();
+    if o.get("type").and_then(Value::as_str) == Some("kubernetes.io/service-account-token")
+        && o.get("metadata")
+            .and_then(|m| m.get("annotations"))
+            .and_then(|a| a.get("kubernetes.io/service-account.name"))
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+    {
+        causes.push(required(
+            "metadata.annotations[kubernetes.io/service-account.name]",
+        ));
+    }
     if let Some(Value::Object(string_data)) = o.remove("stringData") {
         let data = o.entry("data").or_insert_with(|| json!({}));
         if let Some(d) = data.as_object_mut() {
@@ -288,7 +303,7 @@ fn secret(obj: &mut Value) -> Vec<Cause> {
             }
         }
     }
-    Vec::new()
+    causes
 }
 
 #[cfg(test)]

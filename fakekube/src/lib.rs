@@ -3,14 +3,18 @@
 //! [kubernetes-sigs/agent-sandbox](https://github.com/kubernetes-sigs/agent-sandbox).
 //!
 //! It serves discovery, its built-in kinds (namespaces, pods, services,
-//! persistentvolumeclaims, secrets, serviceaccounts, events, networkpolicies, deployments,
-//! customresourcedefinitions...) and every kind a CustomResourceDefinition defines, validated,
-//! pruned and defaulted by the CRD's structural schema and CEL rules, with the object semantics
-//! real clients rely on: resourceVersions and conflicts, generations, status and scale
+//! persistentvolumeclaims, secrets, serviceaccounts, events, networkpolicies, deployments, the
+//! RBAC kinds, customresourcedefinitions...) and every kind a CustomResourceDefinition defines,
+//! validated, pruned and defaulted by the CRD's structural schema and CEL rules, with the object
+//! semantics real clients rely on: resourceVersions and conflicts, generations, status and scale
 //! subresources, versions, patches, finalizers, garbage collection, label and field selectors,
 //! paged lists and watches. The agent-sandbox CRDs are installed at start (unless
 //! [`Builder::agent_sandbox_crds`] says not to: an envtest) and their controllers run.
-//! Bearer tokens with per-token rules give 401 and 403 exactly where a real server would.
+//! Requests are authenticated as the API server authenticates them (client certificates signed
+//! by the server's CA, static bearer tokens, service-account tokens from TokenRequest and from
+//! token Secrets, impersonation) and authorized by RBAC over stored Roles, ClusterRoles and
+//! their bindings, starting from the default ClusterRoles every cluster has; 401 and 403 come
+//! exactly where a real server gives them, worded as it words them.
 //! `fakekube/README.md` says what is served and what is not.
 //!
 //! ```no_run
@@ -24,26 +28,33 @@
 //!
 //! # Layout
 //!
-//! The public surface is [`FakeKube`] (the builder and the running server's handle), [`Token`]
-//! and [`Rule`] for credentials, [`Faults`] for injected failures, the kubelet's [`Images`]
-//! and [`CommandCall`], and [`Converter`] for kinds whose CRD asks for a conversion webhook. Every module stays private, in layers: a module imports modules of the
+//! The public surface is [`FakeKube`] (the builder and the running server's handle), [`Token`],
+//! [`Rule`] and [`ClientCertificate`] for credentials, [`Faults`] for injected failures, the
+//! kubelet's [`Images`] and [`CommandCall`], and [`Converter`] for kinds whose CRD asks for a
+//! conversion webhook. Every module stays private, in layers: a module imports modules of the
 //! layers below its own, and of its own layer without a cycle, never one above
 //! (`python3 ci/module-cycles.py fakekube/src` finds any cycle).
 //!
 //! - Transport: `server` (the TLS listener: a task per connection, HTTP/1.1 and HTTP/2,
-//!   upgrades, graceful shutdown; it serves any router and imports nothing of the crate) and
-//!   `tls` (the CA and serving certificate made at start).
+//!   upgrades, graceful shutdown; it serves any router and imports nothing of the crate; it
+//!   hands each request its connection's verified client certificate) and `tls` (the CA, the
+//!   serving certificate made at start, client certificates).
 //! - Dispatch: `api`, the router and the one handler every request reaches: it routes the path,
-//!   applies the request faults, authenticates, checks the kind, scope and verb, authorizes, and
-//!   hands the request to a handler. It only dispatches.
+//!   applies the request faults, authenticates (and impersonates), checks the kind, scope and
+//!   verb, authorizes, and hands the request to a handler. It only dispatches.
 //! - Handlers: `objects` (get, list, create, update, patch, delete, deletecollection), `watch`
-//!   (watch streams), `subresources` (`scale`, `serviceaccounts/token`), `reviews` (self-subject
-//!   access and rules reviews) and `exec` (`pods/exec` and `pods/attach` over WebSocket).
+//!   (watch streams), `subresources` (`scale`, `serviceaccounts/token`), `reviews` (access,
+//!   rules, token and self-subject reviews) and `exec` (`pods/exec` and `pods/attach` over
+//!   WebSocket).
 //! - Request and response: `route` (a path as a `Route`), `request` (query parameters,
 //!   each verb's options, bodies read and decoded), `response` (JSON, warnings, every error as
 //!   a `metav1.Status`) and `state` (what the handlers share: store, tokens, faults, kubelet).
-//! - Authentication, authorization and faults: `auth` (bearer tokens and per-token rules, 401
-//!   and 403) and `faults` (the switches of [`Faults`]).
+//! - Authentication, authorization and faults: `impersonation` (the `Impersonate-*` headers),
+//!   above `authz` (the RBAC authorizer over the store's RBAC objects, the caller of a request,
+//!   401 and 403), above `authn` (client certificates, static and service-account tokens, the
+//!   token signer); and `faults` (the switches of [`Faults`]).
+//! - Cluster controllers: `kube_controllers` (ClusterRole aggregation and the token Secret
+//!   controller, always running; the bootstrap policy at start).
 //! - Kubelet and controllers, the store's clients, neither importing the other: `kubelet` (pods
 //!   from Pending to Running, images, logs, where exec and attach connect; its containers run in
 //!   `runtime`), `controllers` (the agent-sandbox controllers) and `finalizer` (the CRD
@@ -58,8 +69,9 @@
 //!   `crd` (CustomResourceDefinitions: their defaults, validation, status and the entries they
 //!   define; the agent-sandbox CRDs installed at start), `schema` (structural schemas: their
 //!   checks, pruning, defaults, validation, CEL rules), `defaults` (defaults and checks of the
-//!   core kinds), `discovery` (`/version`, `/api`, `/apis`, aggregated discovery) and `openapi`
-//!   (`/openapi/v3`), both built from the registry.
+//!   core kinds), `rbac` (RBAC rules and their matching, the Forbidden wording, the RBAC kinds'
+//!   admission, aggregation, the bootstrap policy; no store), `discovery` (`/version`, `/api`,
+//!   `/apis`, aggregated discovery) and `openapi` (`/openapi/v3`), both built from the registry.
 //! - Foundation: `status` (`metav1.Status` and the errors every layer answers with), `meta`
 //!   (object metadata helpers) and `fixtures` (the agent-sandbox CRDs, embedded).
 //!
@@ -75,11 +87,21 @@
 //! - Core kinds are not validated beyond the fields their clients need.
 //! - CEL rules are not type-checked and have no cost limit; validation ratcheting is not done;
 //!   Table responses are not served (see `schema` and `fakekube/README.md`).
+//! - Service-account tokens are signed with HMAC-SHA256 (`HS256`), not RS256: only fakekube
+//!   verifies them, and there is no `/openid/v1/jwks` to publish a key at.
+//! - A request without credentials is anonymous and authorized by RBAC (health and version are
+//!   public); when refused it gets 401, where the API server would answer 403 for
+//!   `system:anonymous`.
+//! - RBAC escalation checks (`bind`, `escalate`) are not made: whoever may create a Role or
+//!   binding may grant anything in it.
+//! - The bootstrap policy holds the roles of users, service accounts and discovery, not those of
+//!   cluster components fakekube has no counterpart of (nodes, scheduler, controllers).
 
 #![forbid(unsafe_code)]
 
 mod api;
-mod auth;
+mod authn;
+mod authz;
 mod controllers;
 mod crd;
 mod defaults;
@@ -88,13 +110,16 @@ mod exec;
 mod faults;
 mod finalizer;
 mod fixtures;
+mod impersonation;
 mod inspect;
+mod kube_controllers;
 mod kubelet;
 mod meta;
 mod objects;
 mod openapi;
 mod patch;
 mod protobuf;
+mod rbac;
 mod registry;
 mod request;
 mod resources;
@@ -112,12 +137,13 @@ mod tls;
 mod watch;
 
 // The public interface is:
-pub use auth::{Rule, Token};
+pub use authn::Token;
 pub use faults::Faults;
 pub use inspect::WaitTimeout;
 pub use kubelet::{CommandCall, CommandError, Images};
+pub use rbac::Rule;
 pub use registry::Converter;
-pub use tls::TlsError;
+pub use tls::{ClientCertificate, TlsError};
 
 use base64::Engine;
 use std::net::SocketAddr;
@@ -171,10 +197,14 @@ pub enum Error {
         #[source]
         source: StatusError,
     },
+    /// The key that signs service-account tokens could not be made (ring reports no cause:
+    /// the system's random source failed).
+    #[error("making the service-account token key: no random bytes from the system")]
+    TokenKey,
 }
 
-/// Configures a [`FakeKube`] before it starts.
-#[derive(Debug, Clone)]
+/// Configures a [`FakeKube`] before it starts. Its `Debug` shows no token.
+#[derive(Clone)]
 pub struct Builder {
     addr: SocketAddr,
     minor: u32,
@@ -191,6 +221,23 @@ pub struct Builder {
     crd_cleanup_delay: Duration,
     pod_start_delay: Duration,
     crash_backoff: Duration,
+}
+
+impl std::fmt::Debug for Builder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Builder")
+            .field("addr", &self.addr)
+            .field("minor", &self.minor)
+            .field(
+                "admin_token",
+                &self.admin_token.as_ref().map(|_| "[REDACTED]"),
+            )
+            .field("tokens", &self.tokens)
+            .field("namespaces", &self.namespaces)
+            .field("controllers", &self.controllers)
+            .field("kubelet", &self.kubelet)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for Builder {
@@ -267,7 +314,9 @@ impl Builder {
     }
 
     /// Runs the agent-sandbox controllers (on by default). Without them the server is only an
-    /// API server, as envtest is: objects stay exactly as clients write them.
+    /// API server, as envtest is: objects stay exactly as clients write them. (The cluster's
+    /// own ClusterRole aggregation and token Secret controllers always run: without them the
+    /// default roles would grant nothing.)
     pub fn controllers(mut self, on: bool) -> Self {
         self.controllers = on;
         self
@@ -327,13 +376,20 @@ impl Builder {
         let admin = self
             .admin_token
             .unwrap_or_else(|| format!("fk-admin-{}", uuid::Uuid::new_v4().simple()));
-        let tokens = Arc::new(auth::Tokens::default());
-        tokens.add(Token::new(admin.clone(), "fakekube-admin"));
+        let tokens = authn::Tokens::default();
+        tokens.add(Token::new(admin.clone(), ADMIN_USER));
         for t in self.tokens {
             tokens.add(t);
         }
         let registry = Arc::new(registry::Registry::new());
         let store = Arc::new(store::Store::new(self.store, registry));
+        let signer = authn::Signer::generate().map_err(|_| Error::TokenKey)?;
+        let authn = Arc::new(authn::Authenticator::new(
+            tokens,
+            authn::ServiceAccountTokens::new(signer, store.clone()),
+        ));
+        let authz = Arc::new(authz::Authorizer::new(store.clone()));
+        kube_controllers::bootstrap(&store);
         if let Some(ns_type) = store.registry().find("", "v1", "namespaces") {
             let mut all = vec![
                 "default".to_string(),
@@ -365,9 +421,16 @@ impl Builder {
         if self.kubelet {
             kubelet.spawn(shutdown.clone());
         }
+        kube_controllers::spawn(
+            store.clone(),
+            authn.clone(),
+            material.ca_pem.clone(),
+            shutdown.clone(),
+        );
         let shared = Arc::new(state::Shared {
             store: store.clone(),
-            tokens: tokens.clone(),
+            authn: authn.clone(),
+            authz,
             version: discovery::Version {
                 minor: self.minor,
                 patch: 1,
@@ -398,8 +461,9 @@ impl Builder {
         Ok(FakeKube {
             addr: local,
             ca_pem: material.ca_pem,
+            ca: material.ca,
             admin_token: admin,
-            tokens,
+            authn,
             store,
             faults,
             kubelet,
@@ -430,19 +494,31 @@ fn install_agent_sandbox_crds(store: &store::Store) -> Result<(), Error> {
     Ok(())
 }
 
+/// The user the admin token authenticates as (in `system:masters`).
+const ADMIN_USER: &str = "fakekube-admin";
+
 /// A running fake API server. Dropping it stops the server; [`FakeKube::shutdown`] stops it
-/// gracefully and waits.
-#[derive(Debug)]
+/// gracefully and waits. Its `Debug` shows no token or key.
 pub struct FakeKube {
     addr: SocketAddr,
     ca_pem: String,
+    ca: tls::CertificateAuthority,
     admin_token: String,
-    tokens: Arc<auth::Tokens>,
+    authn: Arc<authn::Authenticator>,
     store: Arc<store::Store>,
     faults: Arc<Faults>,
     kubelet: Arc<kubelet::Kubelet>,
     shutdown: CancellationToken,
     task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for FakeKube {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FakeKube")
+            .field("addr", &self.addr)
+            .field("admin_token", &"[REDACTED]")
+            .finish_non_exhaustive()
+    }
 }
 
 impl FakeKube {
@@ -466,7 +542,7 @@ impl FakeKube {
         &self.ca_pem
     }
 
-    /// A token allowed everything.
+    /// The admin token: user `fakekube-admin` in `system:masters`, allowed everything.
     pub fn token(&self) -> &str {
         &self.admin_token
     }
@@ -478,32 +554,70 @@ impl FakeKube {
 
     /// A kubeconfig (YAML) for this server that authenticates with `token`.
     pub fn kubeconfig_with_token(&self, token: &str) -> String {
+        self.kubeconfig_with_user(&format!("    token: {token}\n"))
+    }
+
+    /// A kubeconfig (YAML) for this server that authenticates with a client certificate, as
+    /// kind's own kubeconfig does.
+    pub fn kubeconfig_with_client_certificate(&self, cert: &ClientCertificate) -> String {
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s.as_bytes());
+        self.kubeconfig_with_user(&format!(
+            "    client-certificate-data: {}\n    client-key-data: {}\n",
+            b64(&cert.cert_pem),
+            b64(&cert.key_pem)
+        ))
+    }
+
+    fn kubeconfig_with_user(&self, user_fields: &str) -> String {
         let ca = base64::engine::general_purpose::STANDARD.encode(self.ca_pem.as_bytes());
         format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: fakekube\n  cluster:\n    server: {}\n    certificate-authority-data: {ca}\nusers:\n- name: fakekube-user\n  user:\n    token: {token}\ncontexts:\n- name: fakekube\n  context:\n    cluster: fakekube\n    user: fakekube-user\n    namespace: default\ncurrent-context: fakekube\npreferences: {{}}\n",
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: fakekube\n  cluster:\n    server: {}\n    certificate-authority-data: {ca}\nusers:\n- name: fakekube-user\n  user:\n{user_fields}contexts:\n- name: fakekube\n  context:\n    cluster: fakekube\n    user: fakekube-user\n    namespace: default\ncurrent-context: fakekube\npreferences: {{}}\n",
             self.base_url()
         )
     }
 
+    /// A client certificate for `user` in `groups`, signed by this server's CA: the server
+    /// authenticates a client that presents it as that user (its Common Name) in those groups
+    /// (its Organizations), as the API server's x509 authenticator does.
+    ///
+    /// # Panics
+    ///
+    /// If rcgen cannot make a key or sign with the CA, which it always can for the keys this
+    /// server makes.
+    pub fn client_certificate(&self, user: &str, groups: &[&str]) -> ClientCertificate {
+        self.ca
+            .issue_client(user, groups)
+            .expect("the server's CA signs a client certificate")
+    }
+
     /// Accepts `token` from now on (replacing a token with the same secret).
     pub fn add_token(&self, token: Token) {
-        self.tokens.add(token);
+        self.authn.tokens.add(token);
     }
 
     /// Refuses `secret` from now on; returns whether it was accepted before.
     pub fn revoke_token(&self, secret: &str) -> bool {
-        self.tokens.revoke(secret)
+        self.authn.tokens.revoke(secret)
     }
 
     /// Sets (or with `None` clears) when `secret` expires; returns whether it exists.
     pub fn set_token_expiry(&self, secret: &str, at: Option<SystemTime>) -> bool {
-        self.tokens.set_expiry(secret, at)
+        self.authn.tokens.set_expiry(secret, at)
     }
 
-    /// Grants tokens minted for a service account (TokenRequest, `kubectl create token`) these
-    /// rules. Without a binding such tokens may do nothing.
-    pub fn bind_service_account(&self, namespace: &str, name: &str, rules: Vec<Rule>) {
-        self.tokens.bind_service_account(namespace, name, rules);
+    /// Grants service account `namespace/name` these rules by writing RBAC objects, as an
+    /// administrator would: a Role and RoleBinding in each namespace rules are limited to, a
+    /// ClusterRole and ClusterRoleBinding for the rest (a rule limited to `"*"` becomes
+    /// cluster-wide), all named `fakekube:sa:<namespace>:<name>`. Binding again replaces them.
+    /// Every token of the account (TokenRequest, token Secrets) then may do what they grant.
+    /// Fails as creating those objects would (a namespace that does not exist: 404).
+    pub fn bind_service_account(
+        &self,
+        namespace: &str,
+        name: &str,
+        rules: Vec<Rule>,
+    ) -> Result<(), StatusError> {
+        authz::bind_service_account(&self.store, namespace, name, &rules).map_err(StatusError::from)
     }
 
     /// Expires every continue token and watch position issued so far (410 from now on).

@@ -1,7 +1,8 @@
 //! Just enough of Kubernetes' protobuf encoding to read the request bodies client-go sends as
 //! protobuf even when it talks JSON everywhere else: TokenRequest (`kubectl create token`), the
-//! self-subject reviews (`kubectl auth can-i`), and the kinds `kubectl create <kind>` builds
-//! (Namespace, Secret, ServiceAccount, Service; only the fields those commands set). Responses are always JSON, which client-go
+//! self-subject reviews (`kubectl auth can-i`, `kubectl auth whoami`), and the kinds
+//! `kubectl create <kind>` builds (Namespace, Secret, ServiceAccount, Service, Role,
+//! ClusterRole, RoleBinding, ClusterRoleBinding; only the fields those commands set). Responses are always JSON, which client-go
 //! decodes by the response's content type.
 
 use base64::Engine;
@@ -141,7 +142,7 @@ fn object_meta(raw: Option<&[u8]>) -> Result<Value, ProtobufError> {
         (3, "namespace"),
         (6, "resourceVersion"),
     ] {
-        if let Some(v) = string_of(&fs, num) {
+        if let Some(v) = string_of(&fs, num).filter(|v| !v.is_empty()) {
             md[key] = json!(v);
         }
     }
@@ -202,6 +203,82 @@ fn service_spec(fs: &[(u64, Field<'_>)]) -> Result<Value, ProtobufError> {
     Ok(spec)
 }
 
+/// The non-empty strings of fields `keys` (number, JSON name) as a JSON object.
+fn non_empty_strings(fs: &[(u64, Field<'_>)], keys: &[(u64, &str)]) -> Value {
+    let mut o = serde_json::Map::new();
+    for (num, key) in keys {
+        if let Some(v) = string_of(fs, *num).filter(|v| !v.is_empty()) {
+            o.insert((*key).to_string(), json!(v));
+        }
+    }
+    Value::Object(o)
+}
+
+/// The fields of the RBAC kinds (`rbac.authorization.k8s.io/v1`) after `metadata`: a role's
+/// `rules` (2) and `aggregationRule` (3), a binding's `subjects` (2) and `roleRef` (3).
+fn rbac_fields(kind: &str, raw: &[(u64, Field<'_>)], obj: &mut Value) -> Result<(), ProtobufError> {
+    if kind.ends_with("Binding") {
+        let mut subjects = Vec::new();
+        for s in messages(raw, 2) {
+            let f = fields(s)?;
+            subjects.push(non_empty_strings(
+                &f,
+                &[(1, "kind"), (2, "apiGroup"), (3, "name"), (4, "namespace")],
+            ));
+        }
+        obj["subjects"] = json!(subjects);
+        let role_ref = fields(bytes_of(raw, 3).unwrap_or_default())?;
+        obj["roleRef"] = non_empty_strings(&role_ref, &[(1, "apiGroup"), (2, "kind"), (3, "name")]);
+        return Ok(());
+    }
+    let mut rules = Vec::new();
+    for r in messages(raw, 2) {
+        let f = fields(r)?;
+        let mut rule = serde_json::Map::new();
+        for (num, key) in [
+            (1, "verbs"),
+            (2, "apiGroups"),
+            (3, "resources"),
+            (4, "resourceNames"),
+            (5, "nonResourceURLs"),
+        ] {
+            let list = strings_of(&f, num);
+            if !list.is_empty() {
+                rule.insert(key.to_string(), json!(list));
+            }
+        }
+        rules.push(Value::Object(rule));
+    }
+    obj["rules"] = json!(rules);
+    if let Some(agg) = bytes_of(raw, 3) {
+        let mut selectors = Vec::new();
+        for sel in messages(&fields(agg)?, 1) {
+            let f = fields(sel)?;
+            let mut s = json!({});
+            let labels = string_map(&f, 1)?;
+            if !labels.is_empty() {
+                s["matchLabels"] = Value::Object(labels);
+            }
+            let mut exprs = Vec::new();
+            for e in messages(&f, 2) {
+                let ef = fields(e)?;
+                let mut x = non_empty_strings(&ef, &[(1, "key"), (2, "operator")]);
+                let values = strings_of(&ef, 3);
+                if !values.is_empty() {
+                    x["values"] = json!(values);
+                }
+                exprs.push(x);
+            }
+            if !exprs.is_empty() {
+                s["matchExpressions"] = json!(exprs);
+            }
+            selectors.push(s);
+        }
+        obj["aggregationRule"] = json!({ "clusterRoleSelectors": selectors });
+    }
+    Ok(())
+}
+
 /// Decodes a protobuf request body into the JSON object it stands for.
 pub(crate) fn decode(body: &[u8]) -> Result<Value, ProtobufError> {
     let rest = body.strip_prefix(MAGIC).ok_or(ProtobufError::NoMagic)?;
@@ -218,7 +295,22 @@ pub(crate) fn decode(body: &[u8]) -> Result<Value, ProtobufError> {
             if let Some(secs) = varint_of(&spec, 4) {
                 s["expirationSeconds"] = json!(secs);
             }
+            if let Some(bound) = bytes_of(&spec, 3) {
+                let b = fields(bound)?;
+                s["boundObjectRef"] = non_empty_strings(
+                    &b,
+                    &[(1, "kind"), (2, "apiVersion"), (3, "name"), (4, "uid")],
+                );
+            }
             s
+        }
+        "SelfSubjectReview" => {
+            return Ok(json!({ "apiVersion": api_version, "kind": kind, "metadata": metadata }));
+        }
+        "Role" | "ClusterRole" | "RoleBinding" | "ClusterRoleBinding" => {
+            let mut obj = json!({ "apiVersion": api_version, "kind": kind, "metadata": metadata });
+            rbac_fields(&kind, &raw, &mut obj)?;
+            return Ok(obj);
         }
         "SelfSubjectAccessReview" => {
             let mut s = json!({});
@@ -393,6 +485,48 @@ mod tests {
         let v = decode(&body).expect("decodes");
         assert_eq!(v["data"], json!({"a": "Yg=="}));
         assert_eq!(v["type"], "Opaque");
+    }
+
+    #[test]
+    fn a_role_and_a_role_binding_from_kubectl_create_are_read() {
+        let rule = [ld(1, b"get"), ld(1, b"list"), ld(2, b""), ld(3, b"pods")].concat();
+        let raw = [ld(1, &ld(1, b"reader")), ld(2, &rule)].concat();
+        let tm = [ld(1, b"rbac.authorization.k8s.io/v1"), ld(2, b"Role")].concat();
+        let body = [MAGIC.to_vec(), ld(1, &tm), ld(2, &raw)].concat();
+        let v = decode(&body).expect("decodes");
+        assert_eq!(
+            v["rules"],
+            json!([{ "verbs": ["get", "list"], "apiGroups": [""], "resources": ["pods"] }])
+        );
+        let subject = [
+            ld(1, b"ServiceAccount"),
+            ld(2, b""),
+            ld(3, b"bot"),
+            ld(4, b"ns"),
+        ]
+        .concat();
+        let role_ref = [
+            ld(1, b"rbac.authorization.k8s.io"),
+            ld(2, b"Role"),
+            ld(3, b"reader"),
+        ]
+        .concat();
+        let raw = [ld(1, &ld(1, b"b")), ld(2, &subject), ld(3, &role_ref)].concat();
+        let tm = [
+            ld(1, b"rbac.authorization.k8s.io/v1"),
+            ld(2, b"RoleBinding"),
+        ]
+        .concat();
+        let body = [MAGIC.to_vec(), ld(1, &tm), ld(2, &raw)].concat();
+        let v = decode(&body).expect("decodes");
+        assert_eq!(
+            v["subjects"],
+            json!([{ "kind": "ServiceAccount", "name": "bot", "namespace": "ns" }])
+        );
+        assert_eq!(
+            v["roleRef"],
+            json!({ "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader" })
+        );
     }
 
     #[test]

@@ -268,4 +268,102 @@ pub(crate) static BUILT_IN: &[BuiltIn] = &[
             true,
         )
     },
+    // Authentication and authorization: the four RBAC kinds and the reviews beyond the
+    // self-subject ones above.
+    BuiltIn {
+        group: "rbac.authorization.k8s.io",
+        ..core(
+            "ClusterRole",
+            "clusterroles",
+            "clusterrole",
+            false,
+            &[],
+            StatusMode::Plain,
+            false,
+        )
+    },
+    BuiltIn {
+        group: "rbac.authorization.k8s.io",
+        ..core(
+            "ClusterRoleBinding",
+            "clusterrolebindings",
+            "clusterrolebinding",
+            false,
+            &[],
+            StatusMode::Plain,
+            false,
+        )
+    },
+    BuiltIn {
+        group: "rbac.authorization.k8s.io",
+        ..core("Role", "roles", "role", true, &[], StatusMode::Plain, false)
+    },
+    BuiltIn {
+        group: "rbac.authorization.k8s.io",
+        ..core(
+            "RoleBinding",
+            "rolebindings",
+            "rolebinding",
+            true,
+            &[],
+            StatusMode::Plain,
+            false,
+        )
+    },
+    BuiltIn {
+        group: "authorization.k8s.io",
+        verbs: CREATE_ONLY,
+        create_only: true,
+        ..core(
+            "LocalSubjectAccessReview",
+            "localsubjectaccessreviews",
+            "",
+            true,
+            &[],
+            StatusMode::Plain,
+            true,
+        )
+    },
+    BuiltIn {
+        group: "authorization.k8s.io",
+        verbs: CREATE_ONLY,
+        create_only: true,
+        ..core(
+            "SubjectAccessReview",
+            "subjectaccessreviews",
+            "",
+            false,
+            &[],
+            StatusMode::Plain,
+            true,
+        )
+    },
+    BuiltIn {
+        group: "authentication.k8s.io",
+        verbs: CREATE_ONLY,
+        create_only: true,
+        ..core(
+            "SelfSubjectReview",
+            "selfsubjectreviews",
+            "",
+            false,
+            &[],
+            StatusMode::Plain,
+            false,
+        )
+    },
+    BuiltIn {
+        group: "authentication.k8s.io",
+        verbs: CREATE_ONLY,
+        create_only: true,
+        ..core(
+            "TokenReview",
+            "tokenreviews",
+            "",
+            false,
+            &[],
+            StatusMode::Plain,
+            true,
+        )
+    },
 ];

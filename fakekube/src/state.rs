@@ -1,7 +1,8 @@
-//! The state every request handler shares: the store, the tokens, the faults, the kubelet and
-//! the server's own settings. Built once by [`Builder::start`](crate::Builder::start).
+//! The state every request handler shares: the store, the authenticators and the authorizer,
+//! the faults, the kubelet and the server's own settings. Built once by [`Builder::start`](crate::Builder::start).
 
-use crate::auth::Tokens;
+use crate::authn::Authenticator;
+use crate::authz::Authorizer;
 use crate::discovery::Version;
 use crate::faults::Faults;
 use crate::kubelet::Kubelet;
@@ -14,7 +15,10 @@ use tokio_util::sync::CancellationToken;
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub(crate) store: Arc<Store>,
-    pub(crate) tokens: Arc<Tokens>,
+    /// Who a request is made by.
+    pub(crate) authn: Arc<Authenticator>,
+    /// What it may do.
+    pub(crate) authz: Arc<Authorizer>,
     pub(crate) version: Version,
     /// `host:port`, for `/api`'s serverAddressByClientCIDRs.
     pub(crate) address: String,

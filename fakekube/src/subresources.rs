@@ -1,6 +1,7 @@
 //! The `scale` subresource (of custom kinds whose CRD asks for one, at the CRD's replica and
 //! selector paths) and `serviceaccounts/token` (TokenRequest).
 
+use crate::authn::{ISSUER, TokenSpec};
 use crate::meta;
 use crate::patch::{self, MergeKeys, PatchKind};
 use crate::registry::{ResourceType, ScalePaths};
@@ -147,8 +148,10 @@ pub(crate) async fn scale(
     Ok(json_response(StatusCode::OK, &scale_of(&updated, paths)))
 }
 
-/// `POST serviceaccounts/<name>/token`: mints a token the server accepts. An empty body asks
-/// for the defaults.
+/// `POST serviceaccounts/<name>/token` (TokenRequest): issues a bound token for the service
+/// account, for the audiences asked (the API server's by default), valid for
+/// `expirationSeconds` (an hour by default, ten minutes at least), bound to a Pod or Secret
+/// when `boundObjectRef` names one. An empty body asks for the defaults.
 pub(crate) async fn token_request(
     shared: &Shared,
     ns: &str,
@@ -167,13 +170,20 @@ pub(crate) async fn token_request(
         .registry()
         .find("", "v1", "serviceaccounts")
         .ok_or_else(|| ApiError::internal("no serviceaccounts"))?;
-    shared.store.get(&sa_type, ns, name)?;
-    let secs = req
-        .get("spec")
-        .and_then(|s| s.get("expirationSeconds"))
+    let sa = shared.store.get(&sa_type, ns, name)?;
+    let spec = req.get("spec").cloned().unwrap_or_else(|| json!({}));
+    let secs = spec
+        .get("expirationSeconds")
         .and_then(Value::as_u64)
         .unwrap_or(3600);
-    if secs < 600 {
+    let too = if secs < 600 {
+        Some("may not specify a duration less than 10 minutes")
+    } else if secs > 1 << 32 {
+        Some("may not specify a duration larger than 2^32 seconds")
+    } else {
+        None
+    };
+    if let Some(why) = too {
         return Err(ApiError::invalid(
             Target {
                 group: "authentication.k8s.io",
@@ -183,17 +193,25 @@ pub(crate) async fn token_request(
             },
             vec![Cause {
                 reason: "FieldValueInvalid".into(),
-                message: format!(
-                    "Invalid value: {secs}: may not specify a duration less than 10 minutes"
-                ),
+                message: format!("Invalid value: {secs}: {why}"),
                 field: Some("spec.expirationSeconds".into()),
             }],
         ));
     }
-    let (token, expires) =
-        shared
-            .tokens
-            .mint_for_service_account(ns, name, Duration::from_secs(secs));
+    let audiences: Vec<String> = spec
+        .get("audiences")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|a| a.as_str().map(str::to_string))
+        .collect();
+    let bound = bound_object(shared, ns, name, spec.get("boundObjectRef"))?;
+    let token_spec = TokenSpec {
+        audiences: audiences.clone(),
+        ttl: Duration::from_secs(secs),
+        bound,
+    };
+    let (token, expires) = shared.authn.service_accounts.issue(&sa, &token_spec);
     let exp = expires
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -213,8 +231,9 @@ pub(crate) async fn token_request(
         let spec = o.entry("spec").or_insert_with(|| json!({}));
         if let Some(spec) = spec.as_object_mut() {
             spec.insert("expirationSeconds".into(), json!(secs));
-            spec.entry("audiences")
-                .or_insert_with(|| json!(["https://kubernetes.default.svc.cluster.local"]));
+            if audiences.is_empty() {
+                spec.insert("audiences".into(), json!([ISSUER]));
+            }
             spec.entry("boundObjectRef").or_insert(Value::Null);
         }
         o.insert(
@@ -223,4 +242,60 @@ pub(crate) async fn token_request(
         );
     }
     Ok(json_response(StatusCode::CREATED, &req))
+}
+
+/// The Pod or Secret a TokenRequest binds its token to (kind, name, uid), checked to exist
+/// (with the uid given, if any).
+fn bound_object(
+    shared: &Shared,
+    ns: &str,
+    sa: &str,
+    reference: Option<&Value>,
+) -> Result<Option<(String, String, String)>, ApiError> {
+    let Some(r) = reference.filter(|r| !r.is_null()) else {
+        return Ok(None);
+    };
+    let text = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("");
+    let (kind, api_version, name, uid) =
+        (text("kind"), text("apiVersion"), text("name"), text("uid"));
+    let plural = match (api_version, kind) {
+        ("v1" | "", "Pod") => "pods",
+        ("v1" | "", "Secret") => "secrets",
+        _ => {
+            return Err(ApiError::bad_request(format!(
+                "cannot bind token to object of type {kind} in {api_version}"
+            )));
+        }
+    };
+    let rt = shared
+        .store
+        .registry()
+        .find("", "v1", plural)
+        .ok_or_else(|| ApiError::internal(format!("no {plural}")))?;
+    let obj = shared.store.get(&rt, ns, name).map_err(|e| {
+        ApiError::bad_request(format!(
+            "cannot bind token for serviceaccount \"{sa}\" to {} \"{name}\": {}",
+            kind.to_ascii_lowercase(),
+            e.message
+        ))
+    })?;
+    let actual = meta::meta_str(&obj, "uid").unwrap_or("");
+    if !uid.is_empty() && uid != actual {
+        return Err(ApiError::conflict(
+            Target {
+                group: "",
+                resource: plural,
+                kind,
+                name,
+            },
+            &format!(
+                "the UID in the bound object reference ({uid}) does not match the UID in record. The object might have been deleted and then recreated"
+            ),
+        ));
+    }
+    Ok(Some((
+        kind.to_string(),
+        name.to_string(),
+        actual.to_string(),
+    )))
 }

@@ -1,12 +1,16 @@
-//! TLS material made at start: a CA, and a serving certificate it signs for 127.0.0.1, ::1 and
-//! localhost.
+//! TLS material made at start: a CA, a serving certificate it signs for 127.0.0.1, ::1 and
+//! localhost, and client certificates it signs on request. The server asks clients for a
+//! certificate and accepts those its CA signed (or none).
 
 use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
     Issuer, KeyPair, KeyUsagePurpose, SanType,
 };
+use rustls::RootCertStore;
 use rustls::ServerConfig;
+use rustls::server::WebPkiClientVerifier;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
@@ -19,13 +23,81 @@ pub enum TlsError {
     /// rustls refused the certificate and key.
     #[error("configuring rustls")]
     Rustls(#[source] rustls::Error),
+    /// rustls refused the CA as the trust anchor of client certificates.
+    #[error("configuring client certificate verification")]
+    ClientVerifier(#[source] rustls::server::VerifierBuilderError),
 }
 
-/// The CA and serving certificate of one server.
+/// A client certificate and its private key (PEM), signed by a server's CA: it authenticates
+/// as the user its Common Name names, in the groups its Organizations name. `Debug` never
+/// shows the key.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ClientCertificate {
+    /// The certificate (PEM).
+    pub cert_pem: String,
+    /// The private key (PKCS#8 PEM).
+    pub key_pem: String,
+}
+
+impl fmt::Debug for ClientCertificate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientCertificate")
+            .field("cert_pem", &self.cert_pem)
+            .field("key_pem", &"[REDACTED]")
+            .finish()
+    }
+}
+
+/// The CA of one server, which signs client certificates. `Debug` never shows its key.
+pub(crate) struct CertificateAuthority {
+    issuer: Issuer<'static, KeyPair>,
+}
+
+impl fmt::Debug for CertificateAuthority {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CertificateAuthority")
+            .finish_non_exhaustive()
+    }
+}
+
+impl CertificateAuthority {
+    /// A client certificate for `user` in `groups`.
+    pub(crate) fn issue_client(
+        &self,
+        user: &str,
+        groups: &[&str],
+    ) -> Result<ClientCertificate, TlsError> {
+        let key = KeyPair::generate().map_err(TlsError::Generate)?;
+        let mut params = CertificateParams::default();
+        let mut dn = DistinguishedName::new();
+        for g in groups {
+            dn.push(DnType::OrganizationName, *g);
+        }
+        dn.push(DnType::CommonName, user);
+        params.distinguished_name = dn;
+        params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        let cert = params
+            .signed_by(&key, &self.issuer)
+            .map_err(TlsError::Generate)?;
+        Ok(ClientCertificate {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+        })
+    }
+}
+
+/// The TLS material of one server.
 pub(crate) struct TlsMaterial {
     /// PEM of the CA certificate, for clients' trust stores.
     pub(crate) ca_pem: String,
-    /// The rustls server configuration, with ALPN h2 and http/1.1.
+    /// The CA, for client certificates.
+    pub(crate) ca: CertificateAuthority,
+    /// The rustls server configuration, with ALPN h2 and http/1.1, asking for (not requiring)
+    /// client certificates signed by the CA.
     pub(crate) server_config: Arc<ServerConfig>,
 }
 
@@ -44,6 +116,7 @@ pub(crate) fn generate(extra_sans: &[String]) -> Result<TlsMaterial, TlsError> {
     ];
     let ca_cert = ca_params.self_signed(&ca_key).map_err(TlsError::Generate)?;
     let ca_pem = ca_cert.pem();
+    let ca_der = CertificateDer::from(ca_cert.der().to_vec());
     let issuer = Issuer::new(ca_params, ca_key);
 
     let key = KeyPair::generate().map_err(TlsError::Generate)?;
@@ -77,15 +150,43 @@ pub(crate) fn generate(extra_sans: &[String]) -> Result<TlsMaterial, TlsError> {
     let chain = vec![CertificateDer::from(cert.der().to_vec())];
     let key_der = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
     let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = RootCertStore::empty();
+    roots.add(ca_der).map_err(TlsError::Rustls)?;
+    let client_verifier =
+        WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+            .allow_unauthenticated()
+            .build()
+            .map_err(TlsError::ClientVerifier)?;
     let mut config = ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(TlsError::Rustls)?
-        .with_no_client_auth()
+        .with_client_cert_verifier(client_verifier)
         .with_single_cert(chain, key_der)
         .map_err(TlsError::Rustls)?;
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(TlsMaterial {
         ca_pem,
+        ca: CertificateAuthority { issuer },
         server_config: Arc::new(config),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_client_certificate_names_its_user_and_groups_and_hides_its_key_in_debug() {
+        let m = generate(&[]).expect("material");
+        let c =
+            m.ca.issue_client("alice", &["devs", "ops"])
+                .expect("a client certificate");
+        assert!(c.cert_pem.starts_with("-----BEGIN CERTIFICATE-----"));
+        assert!(c.key_pem.contains("PRIVATE KEY"));
+        let shown = format!("{c:?}");
+        assert!(
+            !shown.contains(&c.key_pem) && shown.contains("[REDACTED]"),
+            "{shown}"
+        );
+    }
 }

@@ -160,7 +160,8 @@ async fn a_token_limited_to_the_seed_role_gets_exactly_its_verbs() {
 #[tokio::test]
 async fn token_request_mints_a_token_with_the_service_accounts_rules() {
     let (kube, c) = start().await;
-    kube.bind_service_account("sb", "default", vec![Rule::new([""], ["pods"], ["list"])]);
+    kube.bind_service_account("sb", "default", vec![Rule::new([""], ["pods"], ["list"])])
+        .expect("the binding objects are created");
     let reply = c
         .json(
             Method::POST,

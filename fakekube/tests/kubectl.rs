@@ -278,12 +278,20 @@ impl Kubectl {
         (cmd, guard)
     }
 
-    /// The command line, for failure messages.
+    /// The command line, for failure messages, with the value of `--token` redacted.
     fn describe(&self, args: &[&str]) -> String {
         let mut s = self.bin.clone();
+        let mut secret_next = false;
         for a in args {
             s.push(' ');
-            s.push_str(a);
+            if secret_next {
+                s.push_str("[REDACTED]");
+            } else if a.starts_with("--token=") {
+                s.push_str("--token=[REDACTED]");
+            } else {
+                s.push_str(a);
+            }
+            secret_next = *a == "--token";
         }
         s
     }
@@ -1368,6 +1376,185 @@ fn explain_scenario(bin: &str) {
     assert!(out.stdout.contains("operatingMode"), "{out}");
 }
 
+/// A file of the workspace's `fixtures/`.
+fn fixture(path: &str) -> String {
+    format!("{}/../fixtures/{path}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// RBAC made with `kubectl create`: a Role and a RoleBinding for a service account answer
+/// `auth can-i --as` yes for the Role's verbs and no otherwise; a token from `create token`
+/// may do exactly that (others are Forbidden, worded as the API server words them), `auth
+/// whoami` names the account and `auth can-i --list` shows the Role's rule; a ClusterRole bound
+/// by a RoleBinding grants in that namespace only.
+fn rbac_scenario(bin: &str) {
+    if !installed(bin) {
+        return;
+    }
+    let server = Server::start();
+    let k = Kubectl::new(bin, &server);
+    let ns = "rbac";
+    k.create_namespace(ns);
+    let account = format!("{ns}:bot");
+    let user = format!("system:serviceaccount:{account}");
+    k.run(&["-n", ns, "create", "serviceaccount", "bot"])
+        .success()
+        .stdout_is("serviceaccount/bot created\n");
+    k.run(&[
+        "-n",
+        ns,
+        "create",
+        "role",
+        "pod-reader",
+        "--verb=get,list",
+        "--resource=pods",
+    ])
+    .success()
+    .stdout_is("role.rbac.authorization.k8s.io/pod-reader created\n");
+    let sa_flag = format!("--serviceaccount={account}");
+    k.run(&[
+        "-n",
+        ns,
+        "create",
+        "rolebinding",
+        "bot-reads",
+        "--role=pod-reader",
+        &sa_flag,
+    ])
+    .success()
+    .stdout_is("rolebinding.rbac.authorization.k8s.io/bot-reads created\n");
+    let as_bot = format!("--as={user}");
+    k.run(&["-n", ns, "auth", "can-i", "list", "pods", &as_bot])
+        .success()
+        .stdout_is("yes\n");
+    k.run(&["-n", ns, "auth", "can-i", "delete", "pods", &as_bot])
+        .failure()
+        .stdout_is("no\n");
+    k.run(&["-n", "default", "auth", "can-i", "list", "pods", &as_bot])
+        .failure()
+        .stdout_is("no\n");
+    let token = k
+        .run(&["-n", ns, "create", "token", "bot", "--duration=15m"])
+        .success()
+        .stdout
+        .trim()
+        .to_string();
+    let with_token = |namespace: &str, args: &[&str]| {
+        let mut all = vec!["-n", namespace, "--token", token.as_str()];
+        all.extend_from_slice(args);
+        k.run(&all)
+    };
+    with_token(ns, &["get", "pods"]).success();
+    let forbidden = |namespace: &str| {
+        format!(
+            "Error from server (Forbidden): secrets is forbidden: User \"{user}\" cannot list resource \"secrets\" in API group \"\" in the namespace \"{namespace}\""
+        )
+    };
+    with_token(ns, &["get", "secrets"])
+        .failure()
+        .stderr_has_line(&forbidden(ns));
+    let who = with_token(ns, &["auth", "whoami", "-o", "json"])
+        .success()
+        .json();
+    assert_eq!(who["status"]["userInfo"]["username"], user.as_str());
+    let list = with_token(ns, &["auth", "can-i", "--list"]).success();
+    assert!(
+        list.stdout
+            .lines()
+            .any(|l| l.starts_with("pods ") && l.trim_end().ends_with("[get list]")),
+        "the Role's rule is listed: {list}"
+    );
+    k.run(&[
+        "create",
+        "clusterrole",
+        "secret-reader",
+        "--verb=get,list",
+        "--resource=secrets",
+    ])
+    .success()
+    .stdout_is("clusterrole.rbac.authorization.k8s.io/secret-reader created\n");
+    k.run(&[
+        "-n",
+        ns,
+        "create",
+        "rolebinding",
+        "bot-secrets",
+        "--clusterrole=secret-reader",
+        &sa_flag,
+    ])
+    .success();
+    with_token(ns, &["get", "secrets"]).success();
+    with_token("default", &["get", "secrets"])
+        .failure()
+        .stderr_has_line(&forbidden("default"));
+}
+
+/// The RBAC part of `ci/kind-up.sh`, applied unchanged: the namespace, the seed's Role, and
+/// `fixtures/live/kind/access.yaml` (service accounts, bindings, token Secrets). The token
+/// controller fills the Secret; its token may do what the seed's Role allows (kind-up's own
+/// checks) and nothing else, and stops working when the Secret is deleted.
+fn kind_up_rbac_scenario(bin: &str) {
+    if !installed(bin) {
+        return;
+    }
+    let server = Server::start();
+    let k = Kubectl::new(bin, &server);
+    let ns = "sandboxes";
+    let mut args = vec!["apply"];
+    let files = [
+        fixture("live/namespace.yaml"),
+        fixture("rbac/differently-sandboxes-role.yaml"),
+        fixture("live/kind/access.yaml"),
+    ];
+    for f in &files {
+        args.extend(["-f", f.as_str()]);
+    }
+    args.extend_from_slice(k.validate_flags());
+    let applied = k.run(&args).success();
+    assert!(
+        applied.stdout.contains("secret/live-runner-token created"),
+        "{applied}"
+    );
+    let mut watch = k.spawn(&[
+        "-n",
+        ns,
+        "get",
+        "secret",
+        "live-runner-token",
+        "-w",
+        "-o",
+        "jsonpath={.data.token}{\"\\n\"}",
+    ]);
+    let encoded = watch.expect_line(Stream::Stdout, "a filled token", |l| !l.trim().is_empty());
+    drop(watch);
+    use base64::Engine;
+    let token = base64::engine::general_purpose::STANDARD
+        .decode(encoded.trim())
+        .ok()
+        .and_then(|t| String::from_utf8(t).ok())
+        .expect("the Secret's token is base64 text");
+    let with_token = |args: &[&str]| {
+        let mut all = vec!["-n", ns, "--token", token.as_str()];
+        all.extend_from_slice(args);
+        k.run(&all)
+    };
+    with_token(&["auth", "can-i", "create", "sandboxes.agents.x-k8s.io"])
+        .success()
+        .stdout_is("yes\n");
+    with_token(&["auth", "can-i", "list", "services"])
+        .failure()
+        .stdout_is("no\n");
+    with_token(&["get", "sandboxes"]).success();
+    with_token(&["get", "services"]).failure().stderr_has_line(
+        "Error from server (Forbidden): services is forbidden: User \"system:serviceaccount:sandboxes:live-runner\" cannot list resource \"services\" in API group \"\" in the namespace \"sandboxes\"",
+    );
+    k.run(&["-n", ns, "delete", "secret", "live-runner-token"])
+        .success();
+    // A cold discovery cache: kubectl fails in discovery, with client-go's 401 text.
+    with_token(&["get", "sandboxes"]).failure().stderr_has_line(
+        "error: You must be logged in to the server (the server has asked for the client to provide credentials)",
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // The tests: the core scenarios on every version, the rest on 1.30, 1.33 and the dispatcher.
 // ---------------------------------------------------------------------------------------------
@@ -1432,6 +1619,21 @@ macro_rules! extended_tests {
     };
 }
 
+/// RBAC tests, run on 1.30 to 1.33.
+macro_rules! rbac_tests {
+    ($bin:expr) => {
+        #[test]
+        fn rbac_objects_from_kubectl_create_authorize_a_service_account_token() {
+            crate::rbac_scenario(&$bin);
+        }
+
+        #[test]
+        fn kind_up_rbac_applies_unchanged_and_its_token_secret_is_limited_to_the_seed_role() {
+            crate::kind_up_rbac_scenario(&$bin);
+        }
+    };
+}
+
 /// kubectl 1.27 (apply with `--validate=false`).
 mod kubectl_1_27 {
     core_tests!(crate::sdk_kubectl(27));
@@ -1450,23 +1652,27 @@ mod kubectl_1_29 {
 /// kubectl 1.30, with every scenario.
 mod kubectl_1_30 {
     core_tests!(crate::sdk_kubectl(30));
+    rbac_tests!(crate::sdk_kubectl(30));
     extended_tests!(crate::sdk_kubectl(30));
 }
 
 /// kubectl 1.31.
 mod kubectl_1_31 {
     core_tests!(crate::sdk_kubectl(31));
+    rbac_tests!(crate::sdk_kubectl(31));
 }
 
 /// kubectl 1.32, the first to send protobuf from `kubectl create <generator>`.
 mod kubectl_1_32 {
     core_tests!(crate::sdk_kubectl(32));
+    rbac_tests!(crate::sdk_kubectl(32));
 }
 
 /// kubectl 1.33, with every scenario.
 mod kubectl_1_33 {
     core_tests!(crate::sdk_kubectl(33));
     extended_tests!(crate::sdk_kubectl(33));
+    rbac_tests!(crate::sdk_kubectl(33));
 
     /// `kubectl explain` needs the kind's schema in `/openapi/v3`.
     #[test]

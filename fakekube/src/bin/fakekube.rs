@@ -36,13 +36,25 @@ struct Args {
     /// Make containers of this image crash at start (CrashLoopBackOff); repeatable.
     #[arg(long = "crashing-image", value_name = "IMAGE")]
     crashing_images: Vec<String>,
-    /// Accept the token SECRET limited to exactly the rules of the RBAC Role in ROLE.yaml, in
-    /// that Role's namespace (as a service account bound to it); repeatable.
+    /// Create the RBAC Role in ROLE.yaml (and its namespace), a service account `role-token`
+    /// bound to it, and accept SECRET as that service account's token; repeatable. Sugar for
+    /// applying those objects and reading a token Secret, as ci/kind-up.sh does on kind.
     #[arg(long = "role-token", value_name = "SECRET=ROLE.yaml", value_parser = parse_role_token)]
     role_tokens: Vec<(String, PathBuf)>,
     /// With --role-token: also write a kubeconfig that uses the first role token to this path.
     #[arg(long, value_name = "PATH", requires = "role_tokens")]
     role_kubeconfig: Option<PathBuf>,
+    /// Write a kubeconfig that authenticates with a client certificate signed by the server's
+    /// CA (as kind's own kubeconfig does) to this path.
+    #[arg(long, value_name = "PATH")]
+    client_cert_kubeconfig: Option<PathBuf>,
+    /// The user (Common Name) of --client-cert-kubeconfig's certificate.
+    #[arg(long, value_name = "NAME", default_value = "kubernetes-admin")]
+    client_cert_user: String,
+    /// A group (Organization) of --client-cert-kubeconfig's certificate; repeatable (default
+    /// `system:masters`).
+    #[arg(long = "client-cert-group", value_name = "GROUP")]
+    client_cert_groups: Vec<String>,
     /// Run only the API server: no agent-sandbox controllers and no kubelet (like envtest).
     #[arg(long)]
     api_only: bool,
@@ -78,18 +90,12 @@ async fn main() -> ExitCode {
     for ns in args.namespaces {
         builder = builder.namespace(ns);
     }
-    let mut role_secrets = Vec::new();
+    let mut roles = Vec::new();
     for (secret, path) in &args.role_tokens {
-        match role_rules(path) {
-            Ok((namespace, rules)) => {
-                builder = builder.namespace(namespace.clone()).token(
-                    fakekube::Token::new(
-                        secret.clone(),
-                        format!("system:serviceaccount:{namespace}:role-token"),
-                    )
-                    .with_rules(rules),
-                );
-                role_secrets.push(secret.clone());
+        match read_role(path) {
+            Ok(role) => {
+                builder = builder.namespace(role.namespace.clone());
+                roles.push((secret.clone(), path, role));
             }
             Err(e) => {
                 eprintln!("fakekube: --role-token {}: {e}", path.display());
@@ -104,6 +110,14 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let mut role_secrets = Vec::new();
+    for (secret, path, role) in roles {
+        if let Err(e) = bind_role_token(&kube, &secret, role) {
+            eprintln!("fakekube: --role-token {}: {e}", path.display());
+            return ExitCode::from(2);
+        }
+        role_secrets.push(secret);
+    }
     for image in &args.missing_images {
         kube.images().mark_missing(image);
     }
@@ -116,6 +130,15 @@ async fn main() -> ExitCode {
     }
     if let (Some(path), Some(secret)) = (&args.role_kubeconfig, role_secrets.first()) {
         files.push((path, kube.kubeconfig_with_token(secret)));
+    }
+    if let Some(path) = &args.client_cert_kubeconfig {
+        let groups: Vec<&str> = if args.client_cert_groups.is_empty() {
+            vec!["system:masters"]
+        } else {
+            args.client_cert_groups.iter().map(String::as_str).collect()
+        };
+        let cert = kube.client_certificate(&args.client_cert_user, &groups);
+        files.push((path, kube.kubeconfig_with_client_certificate(&cert)));
     }
     for (path, text) in files {
         if let Err(e) = std::fs::write(path, text) {
@@ -149,49 +172,63 @@ fn parse_role_token(s: &str) -> Result<(String, PathBuf), String> {
     }
 }
 
-/// The namespace and rules of the RBAC Role in a YAML file.
-fn role_rules(path: &std::path::Path) -> Result<(String, Vec<fakekube::Rule>), String> {
+/// An RBAC Role read from a YAML file.
+struct Role {
+    namespace: String,
+    name: String,
+    object: serde_json::Value,
+}
+
+/// The RBAC Role in a YAML file.
+fn read_role(path: &std::path::Path) -> Result<Role, String> {
     let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
-    let role: serde_json::Value =
+    let object: serde_json::Value =
         serde_saphyr::from_str(&text).map_err(|e| format!("not YAML: {e}"))?;
-    if role.get("kind").and_then(serde_json::Value::as_str) != Some("Role") {
+    if object.get("kind").and_then(serde_json::Value::as_str) != Some("Role") {
         return Err("not an RBAC Role".into());
     }
-    let namespace = role
-        .pointer("/metadata/namespace")
-        .and_then(serde_json::Value::as_str)
-        .ok_or("the Role has no metadata.namespace")?
-        .to_string();
-    let strings = |rule: &serde_json::Value, key: &str| -> Vec<String> {
-        rule.get(key)
-            .and_then(serde_json::Value::as_array)
-            .map(|l| {
-                l.iter()
-                    .filter_map(|v| v.as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default()
+    let meta = |key: &str| {
+        object
+            .pointer(&format!("/metadata/{key}"))
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_string)
+            .ok_or(format!("the Role has no metadata.{key}"))
     };
-    let mut rules = Vec::new();
-    for rule in role
-        .get("rules")
-        .and_then(serde_json::Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let mut r = fakekube::Rule::new(
-            strings(rule, "apiGroups"),
-            strings(rule, "resources"),
-            strings(rule, "verbs"),
-        )
-        .in_namespaces([namespace.clone()]);
-        let names = strings(rule, "resourceNames");
-        if !names.is_empty() {
-            r = r.with_names(names);
-        }
-        rules.push(r);
-    }
-    Ok((namespace, rules))
+    Ok(Role {
+        namespace: meta("namespace")?,
+        name: meta("name")?,
+        object,
+    })
+}
+
+/// Creates `role`, the service account `role-token` in its namespace and a RoleBinding
+/// between them, and accepts `secret` as that account's token.
+fn bind_role_token(kube: &fakekube::FakeKube, secret: &str, role: Role) -> Result<(), String> {
+    let ns = role.namespace;
+    let created = |what: &str, r: Result<serde_json::Value, fakekube::StatusError>| match r {
+        Ok(_) => Ok(()),
+        Err(e) if e.code == 409 => Ok(()),
+        Err(e) => Err(format!("creating {what}: {}", e.message)),
+    };
+    created("the Role", kube.create(role.object))?;
+    created(
+        "the service account",
+        kube.create(serde_json::json!({
+            "apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": { "name": "role-token", "namespace": ns },
+        })),
+    )?;
+    created(
+        "the RoleBinding",
+        kube.create(serde_json::json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": { "name": format!("role-token-{}", role.name), "namespace": ns },
+            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role.name },
+            "subjects": [ { "kind": "ServiceAccount", "name": "role-token", "namespace": ns } ],
+        })),
+    )?;
+    kube.add_token(fakekube::Token::service_account(secret, &ns, "role-token"));
+    Ok(())
 }
 
 fn error_chain(e: &dyn std::error::Error) -> String {

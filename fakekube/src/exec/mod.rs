@@ -47,7 +47,8 @@ pub(crate) mod codec;
 pub(crate) mod session;
 pub(crate) mod ws;
 
-use crate::auth::{Attributes, Caller};
+use crate::authz::Caller;
+use crate::rbac::Attributes;
 use crate::route::ResourcePath;
 use crate::state::Shared;
 use crate::status::{ApiError, Target};

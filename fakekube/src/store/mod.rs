@@ -181,6 +181,9 @@ struct Inner {
     log_floor: u64,
     /// How many compactions there were: continue tokens from an earlier epoch are expired.
     epoch: u64,
+    /// The resourceVersion of the last write to each type, so that readers caching what they
+    /// derive from one kind (the RBAC authorizer) know when to derive it again.
+    type_rv: HashMap<TypeKey, u64>,
     settings: StoreSettings,
 }
 
@@ -250,6 +253,7 @@ impl Store {
                 log: VecDeque::new(),
                 log_floor: 0,
                 epoch: 0,
+                type_rv: HashMap::new(),
                 settings,
             }),
             changed,
@@ -275,6 +279,16 @@ impl Store {
     /// The current cluster-wide resourceVersion.
     pub(crate) fn resource_version(&self) -> u64 {
         self.lock().map(|i| i.rv).unwrap_or(0)
+    }
+
+    /// The resourceVersion of the last write to any object of these types (0: none yet).
+    pub(crate) fn last_write(&self, types: &[Arc<ResourceType>]) -> u64 {
+        let Ok(inner) = self.lock() else { return 0 };
+        types
+            .iter()
+            .filter_map(|rt| inner.type_rv.get(&type_key(rt)).copied())
+            .max()
+            .unwrap_or(0)
     }
 
     /// Expires every continue token and every watch position issued so far.
@@ -591,6 +605,7 @@ impl Inner {
         prev: Option<Arc<Value>>,
     ) {
         let rv = self.rv;
+        self.type_rv.insert(type_key(rt), rv);
         self.log.push_back(Event {
             rv,
             rt: Arc::clone(rt),
@@ -724,9 +739,19 @@ impl Inner {
             }
             md.insert("name".into(), json!(name));
         }
-        let label_names =
-            rt.group.is_empty() && matches!(rt.plural.as_str(), "namespaces" | "services");
-        if let Some(c) = meta::validate_name(&name, label_names) {
+        let name_problem = if rt.group == crate::rbac::GROUP {
+            // RBAC objects are named by path segments (`system:basic-user`).
+            crate::rbac::path_segment_problem(&name).map(|why| Cause {
+                reason: "FieldValueInvalid".into(),
+                message: format!("Invalid value: \"{name}\": {why}"),
+                field: Some("metadata.name".into()),
+            })
+        } else {
+            let label_names =
+                rt.group.is_empty() && matches!(rt.plural.as_str(), "namespaces" | "services");
+            meta::validate_name(&name, label_names)
+        };
+        if let Some(c) = name_problem {
             return Err(ApiError::invalid(target(rt, &name), vec![c]));
         }
         if rt.namespaced {
