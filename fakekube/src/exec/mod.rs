@@ -428,6 +428,7 @@ async fn run_exec(
         fs: target.fs,
         programs: target.commands,
         cancel,
+        network: target.network,
     };
     tokio::select! {
         status = fakekube_runtime::exec(spec, io) => status,

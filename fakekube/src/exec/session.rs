@@ -585,6 +585,7 @@ mod tests {
             fs: programs.pod_fs(vec![]),
             programs,
             cancel: config.cancel.clone(),
+            network: Default::default(),
         };
         let server = tokio::spawn(run(server_io, config, move |io| {
             fakekube_runtime::exec(spec, io)
@@ -978,6 +979,7 @@ mod tests {
             fs: Programs::new().pod_fs(vec![]),
             programs: Programs::new(),
             cancel: c.cancel.clone(),
+            network: Default::default(),
         };
         let server = tokio::spawn(run(server_io, c, move |io| {
             fakekube_runtime::exec(spec, io)

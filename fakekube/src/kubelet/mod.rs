@@ -65,7 +65,7 @@ pub use images::Images;
 use crate::status::{ApiError, Target};
 use crate::store::Store;
 use bytes::Bytes;
-use fakekube_runtime::{PodFs, Programs};
+use fakekube_runtime::{PodFs, PodNetwork, Programs};
 use http::StatusCode;
 use pod::{CState, PodRun};
 use serde_json::Value;
@@ -89,6 +89,8 @@ pub(crate) struct ExecTarget {
     pub(crate) cwd: String,
     /// Fires when the pod is deleted or the container stops: running execs end.
     pub(crate) cancel: CancellationToken,
+    /// The pod's network, shared with its containers.
+    pub(crate) network: PodNetwork,
 }
 
 /// Where an attach connects: the main process of a running container.
@@ -193,16 +195,7 @@ impl Kubelet {
         pod: &str,
         container: &str,
     ) -> Result<(Arc<Value>, String), ApiError> {
-        let rt = crate::resources::find("", "v1", "pods")
-            .ok_or_else(|| ApiError::internal("pods are not served"))?;
-        let obj = self.store.get_opt(rt, ns, pod).ok_or_else(|| {
-            ApiError::not_found(Target {
-                group: "",
-                resource: "pods",
-                kind: "Pod",
-                name: pod,
-            })
-        })?;
+        let obj = self.pod(ns, pod)?;
         let names = |key: &str| -> Vec<String> {
             obj.get("spec")
                 .and_then(|s| s.get(key))
@@ -241,17 +234,22 @@ impl Kubelet {
                 "container {container} is not valid for pod {pod}"
             )));
         };
-        let node = obj
-            .get("spec")
-            .and_then(|s| s.get("nodeName"))
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        if node.is_empty() {
-            return Err(ApiError::bad_request(format!(
-                "pod {pod} does not have a host assigned"
-            )));
-        }
+        require_node(&obj, pod)?;
         Ok((obj, chosen))
+    }
+
+    /// Pod `ns/pod` from the store, or the API server's 404.
+    fn pod(&self, ns: &str, pod: &str) -> Result<Arc<Value>, ApiError> {
+        let rt = crate::resources::find("", "v1", "pods")
+            .ok_or_else(|| ApiError::internal("pods are not served"))?;
+        self.store.get_opt(rt, ns, pod).ok_or_else(|| {
+            ApiError::not_found(Target {
+                group: "",
+                resource: "pods",
+                kind: "Pod",
+                name: pod,
+            })
+        })
     }
 
     /// The running container `container` of pod `ns/pod`, or the Status the API server answers
@@ -275,14 +273,15 @@ impl Kubelet {
         let st = self.lock();
         st.pods
             .get(uid)
-            .and_then(|p| p.containers.iter().find(|c| c.name == name))
-            .and_then(|c| match &c.state {
+            .and_then(|p| p.containers.iter().find(|c| c.name == name).map(|c| (p, c)))
+            .and_then(|(p, c)| match &c.state {
                 CState::Running(r) => Some(ExecTarget {
                     fs: r.fs.clone(),
                     commands: self.commands.clone(),
                     env: r.env.clone(),
                     cwd: r.cwd.clone(),
                     cancel: r.cancel.clone(),
+                    network: p.network.clone(),
                 }),
                 _ => None,
             })
@@ -356,6 +355,21 @@ impl Kubelet {
             }
         }
     }
+}
+
+/// The API server's 400 for a pod not bound to a node.
+fn require_node(obj: &Value, pod: &str) -> Result<(), ApiError> {
+    let node = obj
+        .get("spec")
+        .and_then(|s| s.get("nodeName"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if node.is_empty() {
+        return Err(ApiError::bad_request(format!(
+            "pod {pod} does not have a host assigned"
+        )));
+    }
+    Ok(())
 }
 
 /// What the kubelet answers for a container that is not running.
