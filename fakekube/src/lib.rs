@@ -26,8 +26,10 @@
 //! (`python3 ci/module-cycles.py fakekube/src` finds any cycle).
 //!
 //! - Transport: `server` (the TLS listener: a task per connection, HTTP/1.1 and HTTP/2,
-//!   upgrades, graceful shutdown; it serves any router and imports nothing of the crate) and
-//!   `tls` (the CA and serving certificate made at start).
+//!   upgrades, graceful shutdown; it serves any router and imports nothing of the crate),
+//!   `tls` (the CA and serving certificate made at start), and the protocols upgraded
+//!   connections speak, which import nothing of the crate either: `websocket` (RFC 6455
+//!   server framing).
 //! - Dispatch: `api`, the router and the one handler every request reaches: it routes the path,
 //!   applies the request faults, authenticates, checks the kind, scope and verb, authorizes, and
 //!   hands the request to a handler. It only dispatches.
@@ -93,6 +95,7 @@ mod store;
 mod subresources;
 mod tls;
 mod watch;
+mod websocket;
 
 // The public interface is:
 pub use auth::{Rule, Token};

@@ -67,16 +67,32 @@ impl Protocol {
         matches!(self, Protocol::V4Base64 | Protocol::Base64)
     }
 
-    /// Whether the error channel carries a JSON `Status`, always sent (v4 and v5), rather than
-    /// the v1 failure text.
-    pub(crate) fn has_status(self) -> bool {
-        matches!(self, Protocol::V5 | Protocol::V4 | Protocol::V4Base64)
+    /// How the status is written on the error channel under this subprotocol.
+    pub(crate) fn status_style(self) -> StatusStyle {
+        match self {
+            Protocol::V5 => StatusStyle::Translated,
+            Protocol::V4 | Protocol::V4Base64 => StatusStyle::Json,
+            Protocol::Channel | Protocol::Base64 | Protocol::Unnamed => StatusStyle::Text,
+        }
     }
 
     /// Whether the client may half-close a channel with `[255, ch]` (v5 only).
     pub(crate) fn has_close(self) -> bool {
         self == Protocol::V5
     }
+}
+
+/// How a session reports the process's end on the error channel, whatever carries it
+/// (a WebSocket subprotocol, or a SPDY stream protocol).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StatusStyle {
+    /// v5 over WebSocket, answered by the API server's stream translator: the JSON `Status`,
+    /// always sent, with the translator's wording of a non-zero exit.
+    Translated,
+    /// v4 (WebSocket or SPDY), answered by the kubelet: the JSON `Status`, always sent.
+    Json,
+    /// v1 to v3: nothing on success, the failure's message text otherwise.
+    Text,
 }
 
 /// Why no subprotocol could be chosen.
@@ -329,9 +345,9 @@ pub(crate) fn status_success() -> Value {
 }
 
 /// The message of a non-zero exit: what the API server's v5 translator writes, or what the
-/// kubelet writes for the v4 and v1 protocols (naming the command).
-pub(crate) fn exit_message(protocol: Protocol, code: i32, argv: &[String]) -> String {
-    if protocol == Protocol::V5 {
+/// kubelet writes for the v4 and older protocols (naming the command).
+pub(crate) fn exit_message(style: StatusStyle, code: i32, argv: &[String]) -> String {
+    if style == StatusStyle::Translated {
         format!(
             "command terminated with non-zero exit code: command terminated with exit code {code}"
         )
@@ -366,10 +382,10 @@ pub(crate) fn status_internal(cause: &str) -> Value {
     })
 }
 
-/// The error-channel payload for `status` in `protocol`: the JSON Status for v4 and v5; for the
-/// v1 protocols nothing on success and the message text on failure.
-pub(crate) fn error_channel_payload(protocol: Protocol, status: &Value) -> Option<Vec<u8>> {
-    if protocol.has_status() {
+/// The error-channel payload for `status`: the JSON Status for v4 and v5; for the older
+/// protocols nothing on success and the message text on failure.
+pub(crate) fn error_channel_payload(style: StatusStyle, status: &Value) -> Option<Vec<u8>> {
+    if style != StatusStyle::Text {
         return Some(serde_json::to_vec(status).unwrap_or_default());
     }
     if status.get("status").and_then(Value::as_str) == Some("Success") {
@@ -581,7 +597,11 @@ mod tests {
             serde_json::to_string(&status_success()).ok(),
             Some(r#"{"metadata":{},"status":"Success"}"#.to_string())
         );
-        let msg = exit_message(Protocol::V5, 3, &strings(&["sh", "-c", "exit 3"]));
+        let msg = exit_message(
+            StatusStyle::Translated,
+            3,
+            &strings(&["sh", "-c", "exit 3"]),
+        );
         assert_eq!(
             serde_json::to_string(&status_exit(&msg, 3)).ok(),
             Some(
@@ -590,7 +610,7 @@ mod tests {
             )
         );
         assert_eq!(
-            exit_message(Protocol::V4, 3, &strings(&["sh", "-c", "exit 3"])),
+            exit_message(StatusStyle::Json, 3, &strings(&["sh", "-c", "exit 3"])),
             "command terminated with non-zero exit code: error executing command [sh -c exit 3], exit code 3"
         );
         assert_eq!(
@@ -605,14 +625,17 @@ mod tests {
     #[test]
     fn v1_error_channel_is_silent_on_success_and_text_on_failure() {
         assert_eq!(
-            error_channel_payload(Protocol::Channel, &status_success()),
+            error_channel_payload(Protocol::Channel.status_style(), &status_success()),
             None
         );
         assert_eq!(
-            error_channel_payload(Protocol::Base64, &status_exit("it failed", 2)),
+            error_channel_payload(
+                Protocol::Base64.status_style(),
+                &status_exit("it failed", 2)
+            ),
             Some(b"it failed".to_vec())
         );
-        assert!(error_channel_payload(Protocol::V4, &status_success()).is_some());
+        assert!(error_channel_payload(Protocol::V4.status_style(), &status_success()).is_some());
     }
 
     fn any_protocol() -> impl Strategy<Value = Protocol> {

@@ -45,7 +45,7 @@
 
 pub(crate) mod codec;
 pub(crate) mod session;
-pub(crate) mod ws;
+pub(crate) mod transport;
 
 use crate::auth::{Attributes, Caller};
 use crate::route::ResourcePath;
@@ -282,7 +282,7 @@ pub(crate) async fn serve(
     );
     let cancel = CancellationToken::new();
     let config = session::Config {
-        protocol,
+        status: protocol.status_style(),
         streams,
         argv: options.command.clone(),
         exec_id,
@@ -308,7 +308,7 @@ pub(crate) async fn serve(
                 return;
             }
         };
-        let io = TokioIo::new(upgraded);
+        let io = transport::websocket::WebSocket::new(TokioIo::new(upgraded), protocol, streams);
         let watch_shutdown = {
             let cancel = cancel.clone();
             tokio::spawn(async move {
