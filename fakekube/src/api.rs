@@ -197,7 +197,7 @@ async fn resource(
         (verb, "scale") => subresources::scale(store, rt, rp, verb, headers, query, body).await,
         ("create", "token") => subresources::token_request(shared, ns, name, headers, body).await,
         (_, "exec" | "attach") => Err(ApiError::bad_request(
-            "Upgrade request required: pods/exec and pods/attach are served over WebSocket",
+            "Upgrade request required: pods/exec and pods/attach are served over WebSocket and SPDY",
         )),
         (_, "log") => Err(ApiError::bad_request("pods/log is not served by fakekube")),
         (verb, sub) => Err(ApiError::method_not_allowed(

@@ -29,13 +29,15 @@
 //!   upgrades, graceful shutdown; it serves any router and imports nothing of the crate),
 //!   `tls` (the CA and serving certificate made at start), and the protocols upgraded
 //!   connections speak, which import nothing of the crate either: `websocket` (RFC 6455
-//!   server framing).
+//!   server framing) and `spdy` (SPDY/3.1 framing, header compression, streams and flow
+//!   control).
 //! - Dispatch: `api`, the router and the one handler every request reaches: it routes the path,
 //!   applies the request faults, authenticates, checks the kind, scope and verb, authorizes, and
 //!   hands the request to a handler. It only dispatches.
 //! - Handlers: `objects` (get, list, create, update, patch, delete, deletecollection), `watch`
 //!   (watch streams), `subresources` (`scale`, `serviceaccounts/token`), `reviews` (self-subject
-//!   access and rules reviews) and `exec` (`pods/exec` and `pods/attach` over WebSocket).
+//!   access and rules reviews) and `exec` (`pods/exec` and `pods/attach` over WebSocket and
+//!   SPDY), with `upgrade` (recognising upgrade requests, the SPDY handshake, 101 replies).
 //! - Request and response: `route` (a path as a `Route`), `request` (query parameters,
 //!   each verb's options, bodies read and decoded), `response` (JSON, warnings, every error as
 //!   a `metav1.Status`) and `state` (what the handlers share: store, tokens, faults, kubelet).
@@ -89,11 +91,13 @@ mod route;
 mod schema;
 mod selector;
 mod server;
+mod spdy;
 mod state;
 mod status;
 mod store;
 mod subresources;
 mod tls;
+mod upgrade;
 mod watch;
 mod websocket;
 

@@ -82,6 +82,55 @@ impl Protocol {
     }
 }
 
+/// A remote-command protocol over SPDY, chosen at the upgrade with `X-Stream-Protocol-Version`
+/// (one SPDY stream per channel, named by its `streamtype` header).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StreamProtocol {
+    /// `v4.channel.k8s.io`: JSON `Status` on the error stream.
+    V4,
+    /// `v3.channel.k8s.io`: adds the resize stream.
+    V3,
+    /// `v2.channel.k8s.io`.
+    V2,
+    /// `channel.k8s.io` (also what a client that offers nothing gets).
+    V1,
+}
+
+impl StreamProtocol {
+    /// The names the server speaks, in the order it prefers them (the client's order decides).
+    pub(crate) const NAMES: [&'static str; 4] = [
+        "v4.channel.k8s.io",
+        "v3.channel.k8s.io",
+        "v2.channel.k8s.io",
+        "channel.k8s.io",
+    ];
+
+    /// The protocol of a negotiated name (`None`, nothing negotiated: v1, as the kubelet
+    /// falls back).
+    pub(crate) fn from_name(name: Option<&str>) -> Self {
+        match name {
+            Some("v4.channel.k8s.io") => StreamProtocol::V4,
+            Some("v3.channel.k8s.io") => StreamProtocol::V3,
+            Some("v2.channel.k8s.io") => StreamProtocol::V2,
+            _ => StreamProtocol::V1,
+        }
+    }
+
+    /// How the status is written on the error stream.
+    pub(crate) fn status_style(self) -> StatusStyle {
+        if self == StreamProtocol::V4 {
+            StatusStyle::Json
+        } else {
+            StatusStyle::Text
+        }
+    }
+
+    /// Whether a terminal's resize stream exists (v3 and later).
+    pub(crate) fn has_resize(self) -> bool {
+        matches!(self, StreamProtocol::V4 | StreamProtocol::V3)
+    }
+}
+
 /// How a session reports the process's end on the error channel, whatever carries it
 /// (a WebSocket subprotocol, or a SPDY stream protocol).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -408,6 +457,23 @@ mod tests {
 
     fn strings(list: &[&str]) -> Vec<String> {
         list.iter().map(|s| (*s).to_string()).collect()
+    }
+
+    #[test]
+    fn spdy_stream_protocols_map_to_their_status_style_and_resize() {
+        let v4 = StreamProtocol::from_name(Some("v4.channel.k8s.io"));
+        assert_eq!(v4.status_style(), StatusStyle::Json);
+        assert!(v4.has_resize());
+        let v2 = StreamProtocol::from_name(Some("v2.channel.k8s.io"));
+        assert_eq!(v2.status_style(), StatusStyle::Text);
+        assert!(!v2.has_resize());
+        assert_eq!(StreamProtocol::from_name(None), StreamProtocol::V1);
+        for name in StreamProtocol::NAMES {
+            assert_ne!(
+                StreamProtocol::from_name(Some(name)) == StreamProtocol::V1,
+                name != "channel.k8s.io"
+            );
+        }
     }
 
     #[test]

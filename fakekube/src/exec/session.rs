@@ -58,7 +58,7 @@ pub(crate) struct Config {
     pub(crate) argv: Vec<String>,
     /// The exec id containerd would have used, for the cannot-start message.
     pub(crate) exec_id: String,
-    /// A pause after the transport started, before any output (kubectl ≤ 1.31's WebSocket
+    /// A pause after the transport started, before any output (kubectl ≤ 1.32's WebSocket
     /// race).
     pub(crate) early_frame_delay: Duration,
     /// The fault, read at every output chunk so that switching it on also cuts sessions already

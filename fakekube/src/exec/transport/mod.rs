@@ -2,4 +2,5 @@
 //! [`websocket`] (the channel-prefixed messages of the `channel.k8s.io` family) and [`spdy`]
 //! (one SPDY stream per channel).
 
+pub(crate) mod spdy;
 pub(crate) mod websocket;
