@@ -1,10 +1,12 @@
 //! The dispatcher: the one handler every request reaches. It routes the path, applies the
 //! request-level faults, authenticates the caller, and hands the request to what serves its
-//! route: discovery, health and version here; `pods/exec` and `pods/attach` to [`exec`]; for
+//! route: discovery, health and version here; `pods/exec` and `pods/attach` to [`exec`],
+//! `pods/portforward` to [`portforward`]; for
 //! resources, after the kind, scope and verb checks and authorization, the verb's handler in
 //! [`objects`], [`watch`], [`subresources`] or [`reviews`].
 //!
 //! [`exec`]: crate::exec
+//! [`portforward`]: crate::portforward
 //! [`objects`]: crate::objects
 //! [`watch`]: crate::watch
 //! [`subresources`]: crate::subresources
@@ -18,7 +20,7 @@ use crate::route::{ResourcePath, Route, route};
 use crate::state::Shared;
 use crate::status::ApiError;
 use crate::store::Part;
-use crate::{discovery, exec, objects, reviews, subresources, watch};
+use crate::{discovery, exec, objects, portforward, reviews, subresources, watch};
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -68,6 +70,9 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
         (_, None) => Err(ApiError::unauthorized()),
         (Route::Resource(rp), Some(caller)) if let Some(kind) = exec::kind_of(rp) => {
             exec::serve(&shared, &caller, parts, rp, kind).await
+        }
+        (Route::Resource(rp), Some(caller)) if portforward::is_portforward(rp) => {
+            portforward::serve(&shared, &caller, parts, rp).await
         }
         (Route::Resource(rp), Some(caller)) => {
             resource(

@@ -140,6 +140,7 @@ pub(crate) fn resource_list(group: &str, version: &str) -> Option<Value> {
             let (kind, gv) = match *sub {
                 "exec" => ("PodExecOptions", None),
                 "attach" => ("PodAttachOptions", None),
+                "portforward" => ("PodPortForwardOptions", None),
                 "log" => ("Pod", None),
                 "token" => ("TokenRequest", Some(("authentication.k8s.io", "v1"))),
                 _ => (r.kind, None),
@@ -192,6 +193,7 @@ pub(crate) fn aggregated(core: bool, api_version: &str) -> Value {
                     let rk = match *sub {
                         "exec" => kind("PodExecOptions", "", "v1"),
                         "attach" => kind("PodAttachOptions", "", "v1"),
+                        "portforward" => kind("PodPortForwardOptions", "", "v1"),
                         "token" => kind("TokenRequest", "authentication.k8s.io", "v1"),
                         _ => kind(r.kind, g, v),
                     };

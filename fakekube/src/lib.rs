@@ -36,8 +36,10 @@
 //!   hands the request to a handler. It only dispatches.
 //! - Handlers: `objects` (get, list, create, update, patch, delete, deletecollection), `watch`
 //!   (watch streams), `subresources` (`scale`, `serviceaccounts/token`), `reviews` (self-subject
-//!   access and rules reviews) and `exec` (`pods/exec` and `pods/attach` over WebSocket and
-//!   SPDY), with `upgrade` (recognising upgrade requests, the SPDY handshake, 101 replies).
+//!   access and rules reviews), `exec` (`pods/exec` and `pods/attach` over WebSocket and SPDY)
+//!   and `portforward` (`pods/portforward` over SPDY, SPDY tunnelled in WebSocket, and
+//!   WebSocket channels, into the pod's network), with `upgrade` (recognising upgrade
+//!   requests, the SPDY handshake, 101 replies).
 //! - Request and response: `route` (a path as a `Route`), `request` (query parameters,
 //!   each verb's options, bodies read and decoded), `response` (JSON, warnings, every error as
 //!   a `metav1.Status`) and `state` (what the handlers share: store, tokens, faults, kubelet).
@@ -82,6 +84,7 @@ mod kubelet;
 mod meta;
 mod objects;
 mod patch;
+mod portforward;
 mod protobuf;
 mod request;
 mod resources;

@@ -140,6 +140,7 @@ pub(crate) static RESOURCES: &[ResourceType] = &[
         extra_subresources: &[
             ("exec", &["create", "get"]),
             ("attach", &["create", "get"]),
+            ("portforward", &["create", "get"]),
             ("log", &["get"]),
         ],
         extra_fields: &["status.phase", "spec.nodeName", "spec.serviceAccountName"],

@@ -86,6 +86,9 @@
 //! - The shell has no job control, aliases, `getopts` or `$'…'` quoting; `local` is not scoped;
 //!   traps other than `EXIT` are accepted and never fire (cancellation just stops the shell).
 //! - Programs take the options the adapter and common scripts use, not every GNU option.
+//! - A pod's network is one loopback: TCP only (no UDP, no DNS), no addresses but the pod's
+//!   own (`nc 10.0.0.1 80` is unreachable), no socket options; `httpd` has no CGI,
+//!   configuration file or authentication.
 
 mod exec;
 mod fs;

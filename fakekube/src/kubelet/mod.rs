@@ -93,6 +93,19 @@ pub(crate) struct ExecTarget {
     pub(crate) network: PodNetwork,
 }
 
+/// Where a port-forward connects: the network of a pod whose sandbox runs.
+#[derive(Debug, Clone)]
+pub(crate) struct PortForwardTarget {
+    /// The pod's network.
+    pub(crate) network: PodNetwork,
+    /// The sandbox id containerd would report (64 hex digits), for error messages.
+    pub(crate) sandbox_id: String,
+    /// The sandbox's network namespace path (`/var/run/netns/cni-…`), for error messages.
+    pub(crate) netns: String,
+    /// Fires when the pod stops: forwarded connections end.
+    pub(crate) cancel: CancellationToken,
+}
+
 /// Where an attach connects: the main process of a running container.
 #[derive(Debug)]
 pub(crate) struct AttachTarget {
@@ -286,6 +299,47 @@ impl Kubelet {
                 _ => None,
             })
             .ok_or_else(|| container_not_found(&name))
+    }
+
+    /// The network of pod `ns/pod`, for `pods/portforward`, with the API server's errors (404
+    /// for a missing pod, 400 `pod x does not have a host assigned`) and the kubelet's for a
+    /// pod whose sandbox is not running (not created yet, or the pod finished or is being
+    /// deleted): HTTP 500 `pod not found ("x_ns")`.
+    pub(crate) fn portforward_target(
+        &self,
+        ns: &str,
+        pod: &str,
+    ) -> Result<PortForwardTarget, ApiError> {
+        let obj = self.pod(ns, pod)?;
+        require_node(&obj, pod)?;
+        let uid = crate::meta::meta_str(&obj, "uid").unwrap_or("");
+        let st = self.lock();
+        st.pods
+            .get(uid)
+            .filter(|p| p.ip.is_some() && !p.terminal && !p.deleting)
+            .map(|p| {
+                let netns = images::hex64(&format!("netns{uid}"));
+                PortForwardTarget {
+                    network: p.network.clone(),
+                    sandbox_id: images::hex64(&format!("sandbox{uid}")),
+                    netns: format!(
+                        "/var/run/netns/cni-{}-{}-{}-{}-{}",
+                        &netns[0..8],
+                        &netns[8..12],
+                        &netns[12..16],
+                        &netns[16..20],
+                        &netns[20..32]
+                    ),
+                    cancel: p.cancel.clone(),
+                }
+            })
+            .ok_or_else(|| {
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "InternalError",
+                    format!("pod not found (\"{pod}_{ns}\")"),
+                )
+            })
     }
 
     /// The main process of the running container, for `pods/attach`; errors as for

@@ -24,6 +24,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -233,6 +234,11 @@ impl Stream {
     /// The headers the client opened it with.
     pub(crate) fn headers(&self) -> &Headers {
         &self.headers
+    }
+
+    /// A handle on its writing half (the stream keeps its own).
+    pub(crate) fn writer(&self) -> StreamWriter {
+        self.writer.clone()
     }
 
     /// Its two halves.
@@ -445,6 +451,18 @@ impl Connection {
     /// end of the connection; what it still sends is read and dropped).
     pub(crate) async fn shutdown(&self) {
         let _ = self.shared.ordered.send(Ordered::Shutdown).await;
+    }
+
+    /// Ends the connection cleanly: GOAWAY after everything queued, the write side shut down,
+    /// then up to `wait` for the client to close its side (reading and dropping what it still
+    /// sends, so that closing does not reset data it has not read yet).
+    pub(crate) async fn finish(mut self, wait: Duration) {
+        let handle = self.handle();
+        handle.go_away(GoAwayStatus::OK).await;
+        self.shutdown().await;
+        let writer = &mut self.writer;
+        let _ = tokio::time::timeout(wait, writer).await;
+        let _ = tokio::time::timeout(wait, handle.gone()).await;
     }
 }
 

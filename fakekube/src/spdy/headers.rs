@@ -1,5 +1,5 @@
 //! SPDY/3 name/value header blocks: their layout ([`encode_block`], [`decode_block`]) and their
-//! compression, zlib with the draft's preset [`DICTIONARY`](super::dictionary::DICTIONARY) and
+//! compression, zlib with the draft's preset [`DICTIONARY`] and
 //! one running context per direction for the whole connection ([`Compressor`],
 //! [`Decompressor`]): each block ends in a zlib sync flush and the next one continues the same
 //! stream, so blocks must be compressed and decompressed in the order their frames travel.

@@ -104,4 +104,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Client<S> {
             }
         }
     }
+
+    /// Shuts the client's write side down.
+    pub(crate) async fn shutdown(&mut self) {
+        let _ = self.io.shutdown().await;
+    }
 }

@@ -3,7 +3,6 @@
 use super::*;
 use crate::spdy::frame::Setting;
 use crate::spdy::testing::{Client, Seen};
-use std::time::Duration;
 use tokio::io::DuplexStream;
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -198,6 +197,25 @@ async fn a_client_that_ignores_windows_loses_nothing_when_the_reader_is_slow() {
     }
     assert_eq!(got, data);
     assert!(feeder.await.is_ok());
+}
+
+#[tokio::test]
+async fn finishing_sends_goaway_and_closes_after_the_client() {
+    let (mut client, mut conn) = start(accept_all());
+    client.open(1, &[], true).await;
+    let _stream = accepted(&mut conn).await;
+    let finished = tokio::spawn(conn.finish(WAIT));
+    assert_eq!(next(&mut client).await, Some(Seen::Reply(1)));
+    assert_eq!(
+        next(&mut client).await,
+        Some(Seen::Other(Frame::GoAway {
+            last_good: 1,
+            status: GoAwayStatus::OK
+        }))
+    );
+    assert_eq!(next(&mut client).await, None);
+    client.shutdown().await;
+    assert!(tokio::time::timeout(WAIT, finished).await.is_ok());
 }
 
 #[tokio::test]
