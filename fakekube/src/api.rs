@@ -1,11 +1,12 @@
 //! The dispatcher: the one handler every request reaches. It routes the path, applies the
 //! request-level faults, authenticates the caller (and applies impersonation), and hands the
 //! request to what serves its route: discovery, health and version here, once the path is
-//! authorized; `pods/exec` and `pods/attach` to [`exec`]; for resources, after the kind, scope
-//! and verb checks and authorization, the verb's handler in [`objects`], [`watch`],
-//! [`subresources`] or [`reviews`].
+//! authorized; `pods/exec` and `pods/attach` to [`exec`], `pods/portforward` to
+//! [`portforward`]; for resources, after the kind, scope and verb checks and authorization, the
+//! verb's handler in [`objects`], [`watch`], [`subresources`] or [`reviews`].
 //!
 //! [`exec`]: crate::exec
+//! [`portforward`]: crate::portforward
 //! [`objects`]: crate::objects
 //! [`watch`]: crate::watch
 //! [`subresources`]: crate::subresources
@@ -21,7 +22,9 @@ use crate::server::PeerCertificate;
 use crate::state::Shared;
 use crate::status::ApiError;
 use crate::store::Part;
-use crate::{discovery, exec, impersonation, objects, openapi, reviews, subresources, watch};
+use crate::{
+    discovery, exec, impersonation, objects, openapi, portforward, reviews, subresources, watch,
+};
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -55,6 +58,9 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     let result = match &route {
         Route::Resource(rp) if let Some(kind) = exec::kind_of(rp) => {
             exec::serve(&shared, &caller, parts, rp, kind).await
+        }
+        Route::Resource(rp) if portforward::is_portforward(rp) => {
+            portforward::serve(&shared, &caller, parts, rp).await
         }
         Route::Resource(rp) => {
             let deprecated = shared
@@ -307,7 +313,7 @@ async fn resource(
         (verb, "scale") => subresources::scale(store, rt, rp, verb, headers, query, body).await,
         ("create", "token") => subresources::token_request(shared, ns, name, headers, body).await,
         (_, "exec" | "attach") => Err(ApiError::bad_request(
-            "Upgrade request required: pods/exec and pods/attach are served over WebSocket",
+            "Upgrade request required: pods/exec and pods/attach are served over WebSocket and SPDY",
         )),
         (_, "log") => Err(ApiError::bad_request("pods/log is not served by fakekube")),
         (verb, sub) => Err(ApiError::method_not_allowed(

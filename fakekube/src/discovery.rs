@@ -110,6 +110,7 @@ fn subresource_kind<'a>(r: &'a ResourceType, sub: &str) -> (&'a str, &'a str, &'
     match sub {
         "exec" => ("PodExecOptions", "", "v1"),
         "attach" => ("PodAttachOptions", "", "v1"),
+        "portforward" => ("PodPortForwardOptions", "", "v1"),
         "log" => ("Pod", "", "v1"),
         "token" => ("TokenRequest", "authentication.k8s.io", "v1"),
         "scale" => ("Scale", "autoscaling", "v1"),

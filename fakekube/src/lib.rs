@@ -37,15 +37,20 @@
 //!
 //! - Transport: `server` (the TLS listener: a task per connection, HTTP/1.1 and HTTP/2,
 //!   upgrades, graceful shutdown; it serves any router and imports nothing of the crate; it
-//!   hands each request its connection's verified client certificate) and `tls` (the CA, the
-//!   serving certificate made at start, client certificates).
+//!   hands each request its connection's verified client certificate), `tls` (the CA, the
+//!   serving certificate made at start, client certificates), and the protocols upgraded
+//!   connections speak, which import nothing of the crate either: `websocket` (RFC 6455
+//!   server framing) and `spdy` (SPDY/3.1 framing, header compression, streams and flow
+//!   control).
 //! - Dispatch: `api`, the router and the one handler every request reaches: it routes the path,
 //!   applies the request faults, authenticates (and impersonates), checks the kind, scope and
 //!   verb, authorizes, and hands the request to a handler. It only dispatches.
 //! - Handlers: `objects` (get, list, create, update, patch, delete, deletecollection), `watch`
 //!   (watch streams), `subresources` (`scale`, `serviceaccounts/token`), `reviews` (access,
-//!   rules, token and self-subject reviews) and `exec` (`pods/exec` and `pods/attach` over
-//!   WebSocket).
+//!   rules, token and self-subject reviews), `exec` (`pods/exec` and `pods/attach` over
+//!   WebSocket and SPDY) and `portforward` (`pods/portforward` over SPDY, SPDY tunnelled in
+//!   WebSocket, and WebSocket channels, into the pod's network), with `upgrade` (recognising
+//!   upgrade requests, the SPDY handshake, 101 replies).
 //! - Request and response: `route` (a path as a `Route`), `request` (query parameters,
 //!   each verb's options, bodies read and decoded), `response` (JSON, warnings, every error as
 //!   a `metav1.Status`) and `state` (what the handlers share: store, tokens, faults, kubelet).
@@ -118,6 +123,7 @@ mod meta;
 mod objects;
 mod openapi;
 mod patch;
+mod portforward;
 mod protobuf;
 mod rbac;
 mod registry;
@@ -129,12 +135,15 @@ mod route;
 mod schema;
 mod selector;
 mod server;
+mod spdy;
 mod state;
 mod status;
 mod store;
 mod subresources;
 mod tls;
+mod upgrade;
 mod watch;
+mod websocket;
 
 // The public interface is:
 pub use authn::Token;

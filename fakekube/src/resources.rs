@@ -111,6 +111,7 @@ pub(crate) static BUILT_IN: &[BuiltIn] = &[
         extra_subresources: &[
             ("exec", &["create", "get"]),
             ("attach", &["create", "get"]),
+            ("portforward", &["create", "get"]),
             ("log", &["get"]),
         ],
         extra_fields: &["status.phase", "spec.nodeName", "spec.serviceAccountName"],

@@ -2,7 +2,8 @@
 //! feature) against an in-process fakekube, under v5 and, with the `v4_only_exec` fault, under
 //! v4; then the handshake's edges through a bare WebSocket client (tokio-tungstenite over TLS):
 //! negotiation in client order, 403 when nothing matches, the bearer-token subprotocol, RBAC,
-//! the SPDY and non-upgrade 400s, Pings, and the connection-drop fault.
+//! the SPDY handshake's 101 and 403 and the non-upgrade 400, Pings, and the connection-drop
+//! fault.
 
 mod support;
 
@@ -536,6 +537,17 @@ async fn raw_request(
     path: &str,
     headers: &[(&str, &str)],
 ) -> (StatusCode, Value) {
+    let (status, _, body) = raw_request_with_headers(kube, method, path, headers).await;
+    (status, body)
+}
+
+/// Like [`raw_request`], with the response headers.
+async fn raw_request_with_headers(
+    kube: &fakekube::FakeKube,
+    method: Method,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> (StatusCode, http::HeaderMap, Value) {
     let (tls, _) = support::Client::new(kube).connect().await;
     let (mut send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
         .await
@@ -554,32 +566,68 @@ async fn raw_request(
         .await
         .expect("a response");
     let status = resp.status();
+    let headers = resp.headers().clone();
+    if status == StatusCode::SWITCHING_PROTOCOLS {
+        return (status, headers, Value::Null);
+    }
     let body = resp.into_body().collect().await.expect("a body").to_bytes();
-    (status, serde_json::from_slice(&body).unwrap_or(Value::Null))
+    (
+        status,
+        headers,
+        serde_json::from_slice(&body).unwrap_or(Value::Null),
+    )
 }
 
 #[tokio::test]
-async fn a_spdy_post_is_told_to_use_websocket_and_a_plain_get_that_an_upgrade_is_required() {
+async fn a_spdy_post_is_upgraded_with_the_protocol_it_offers_or_refused_with_403() {
     let (kube, _) = server_with_pod(&[]).await;
     let path = exec_path(&["true"]);
-    let (status, body) = raw_request(
+    let spdy = |offer: &'static str| {
+        [
+            ("connection", "Upgrade"),
+            ("upgrade", "SPDY/3.1"),
+            ("x-stream-protocol-version", offer),
+            ("x-stream-protocol-version", "channel.k8s.io"),
+        ]
+    };
+    let (status, headers, _) =
+        raw_request_with_headers(&kube, Method::POST, &path, &spdy("v4.channel.k8s.io")).await;
+    assert_eq!(status, StatusCode::SWITCHING_PROTOCOLS);
+    assert_eq!(
+        headers.get("upgrade").and_then(|v| v.to_str().ok()),
+        Some("SPDY/3.1")
+    );
+    assert_eq!(
+        headers
+            .get("x-stream-protocol-version")
+            .and_then(|v| v.to_str().ok()),
+        Some("v4.channel.k8s.io")
+    );
+    let (status, headers, body) = raw_request_with_headers(
         &kube,
         Method::POST,
         &path,
         &[
             ("connection", "Upgrade"),
             ("upgrade", "SPDY/3.1"),
-            ("x-stream-protocol-version", "v4.channel.k8s.io"),
+            ("x-stream-protocol-version", "v9.channel.k8s.io"),
         ],
     )
     .await;
-    assert_eq!(status, StatusCode::BAD_REQUEST);
-    assert_eq!(body["reason"], "BadRequest");
+    assert_eq!(status, StatusCode::FORBIDDEN);
     let message = body["message"].as_str().unwrap_or_default();
-    assert!(message.contains("WebSocket"), "{message}");
     assert!(
-        message.contains("KUBECTL_REMOTE_COMMAND_WEBSOCKETS=true"),
+        message.starts_with(
+            "unable to upgrade: unable to negotiate protocol: client supports [v9.channel.k8s.io]"
+        ),
         "{message}"
+    );
+    assert_eq!(
+        headers
+            .get_all("x-accepted-stream-protocol-versions")
+            .iter()
+            .count(),
+        4
     );
     let (status, body) = raw_request(&kube, Method::GET, &path, &[]).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);

@@ -1,9 +1,9 @@
-//! `kubectl exec` from the installed kubectl binaries against the `fakekube` binary: 1.30 to
-//! 1.33 (WebSocket v5 by default), 1.29 with `KUBECTL_REMOTE_COMMAND_WEBSOCKETS=true`, the SPDY
-//! fallback's message for kubectl that only speaks SPDY, `-i` with stdin and its end, `-t`
-//! through a pseudo-terminal (`script`), and `kubectl wait --for=condition=Ready sandbox/NAME`.
-//! The fault tests (v4-only negotiation, a dropped connection) run fakekube in process, since
-//! faults are switched through the library.
+//! `kubectl exec` and `kubectl attach` from the installed kubectl binaries against the
+//! `fakekube` binary: 1.30 to 1.33 (WebSocket v5 by default), 1.29 with
+//! `KUBECTL_REMOTE_COMMAND_WEBSOCKETS=true`, 1.27 to 1.29 over SPDY (their default), `-i` with
+//! stdin and its end, `-t` through a pseudo-terminal (`script`), and `kubectl wait
+//! --for=condition=Ready sandbox/NAME`. The fault tests (v4-only negotiation, a dropped
+//! connection) run fakekube in process, since faults are switched through the library.
 //!
 //! Each test starts its own fakekube; every kubectl call gets a fresh `HOME`, so no discovery
 //! cache is shared. A kubectl binary that is not installed makes its part print
@@ -25,6 +25,8 @@ const SDK: &str = "/usr/lib/google-cloud-sdk/bin";
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
 /// The kubectl versions that exec over WebSocket by default.
 const WEBSOCKET_DEFAULT: [u32; 4] = [30, 31, 32, 33];
+/// The kubectl versions that exec over SPDY by default.
+const SPDY_DEFAULT: [u32; 3] = [27, 28, 29];
 
 /// The path of `kubectl.1.<minor>` when it is installed.
 fn kubectl(minor: u32) -> Option<String> {
@@ -314,40 +316,156 @@ fn kubectl_1_31_execs_reliably_after_the_early_frame_pause() {
 }
 
 #[test]
-fn kubectl_1_29_execs_over_websocket_only_with_the_variable() {
+fn kubectl_1_29_execs_over_websocket_with_the_variable_and_over_spdy_without() {
     let server = server_with_pod();
     let Some(bin) = kubectl(29) else { return };
-    run(
-        &server.kubeconfig,
-        &bin,
-        &["exec", "-i", "box", "--", "sh", "-c", "cat; exit 2"],
-        &[("KUBECTL_REMOTE_COMMAND_WEBSOCKETS", "true")],
-        Some(b"from 1.29\n"),
-    )
-    .code(2)
-    .stdout_is("from 1.29\n")
-    .stderr_has("command terminated with exit code 2");
-    run(&server.kubeconfig, &bin, &["exec", "box", "--", "true"], &[], None)
-        .code(1)
-        .stdout_is("")
-        .stderr_has("Error from server (BadRequest): fakekube serves pods/exec and pods/attach over WebSocket only")
-        .stderr_has("KUBECTL_REMOTE_COMMAND_WEBSOCKETS=true");
+    for env in [&[("KUBECTL_REMOTE_COMMAND_WEBSOCKETS", "true")][..], &[]] {
+        run(
+            &server.kubeconfig,
+            &bin,
+            &["exec", "-i", "box", "--", "sh", "-c", "cat; exit 2"],
+            env,
+            Some(b"from 1.29\n"),
+        )
+        .code(2)
+        .stdout_is("from 1.29\n")
+        .stderr_has("command terminated with exit code 2");
+    }
 }
 
 #[test]
-fn kubectl_1_27_and_1_28_speak_only_spdy_and_are_told_why_exec_fails() {
+fn kubectl_1_27_to_1_29_exec_over_spdy_prints_stdout_and_stderr_and_exits_with_the_command_code() {
     let server = server_with_pod();
-    for minor in [27, 28] {
+    for minor in SPDY_DEFAULT {
+        let Some(bin) = kubectl(minor) else { continue };
+        let k = |args: &[&str]| run(&server.kubeconfig, &bin, args, &[], None);
+        k(&[
+            "exec",
+            "box",
+            "--",
+            "sh",
+            "-c",
+            "echo out; echo err >&2; exit 3",
+        ])
+        .code(3)
+        .stdout_is("out\n")
+        .stderr_has("err\n")
+        .stderr_has("command terminated with exit code 3");
+        k(&["exec", "box", "--", "echo", "hello", "world"])
+            .code(0)
+            .stdout_is("hello world\n")
+            .stderr_empty();
+        k(&["exec", "box", "--", "head", "-c", "1000000", "/dev/zero"])
+            .code(0)
+            .stderr_empty();
+        k(&["exec", "box", "--", "no-such-program"])
+            .code(1)
+            .stderr_has("error: Internal error occurred: error executing command in container: failed to exec in container: failed to start exec \"")
+            .stderr_has("executable file not found in $PATH: unknown");
+    }
+}
+
+#[test]
+fn kubectl_1_27_to_1_29_exec_i_over_spdy_feeds_stdin_until_its_end() {
+    let server = server_with_pod();
+    for minor in SPDY_DEFAULT {
         let Some(bin) = kubectl(minor) else { continue };
         run(
             &server.kubeconfig,
             &bin,
-            &["exec", "box", "--", "true"],
+            &["exec", "-i", "box", "--", "sh", "-c", "cat; echo done"],
             &[],
+            Some(b"line one\nline two\n"),
+        )
+        .code(0)
+        .stdout_is("line one\nline two\ndone\n")
+        .stderr_empty();
+        let big: Vec<u8> = (0..300_000u32).map(|i| b'a' + (i % 26) as u8).collect();
+        run(
+            &server.kubeconfig,
+            &bin,
+            &["exec", "-i", "box", "--", "wc", "-c"],
+            &[],
+            Some(&big),
+        )
+        .code(0)
+        .stdout_is("300000\n");
+    }
+}
+
+#[test]
+fn kubectl_1_27_exec_t_over_spdy_runs_under_a_terminal() {
+    if !Path::new("/usr/bin/script").exists() {
+        println!("skipping: /usr/bin/script (util-linux) not installed");
+        return;
+    }
+    let server = server_with_pod();
+    let Some(bin) = kubectl(27) else { return };
+    let inner = format!(
+        "KUBECONFIG={} {bin} exec -it box -- sh -c 'read line; echo \"got=$line\"; echo to-stderr >&2; exit 7'",
+        server.kubeconfig.display()
+    );
+    let mut typist = Command::new("sh")
+        .arg("-c")
+        .arg("sleep 1; printf 'typed\\r'; sleep 2")
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("sh starts");
+    let home = tempfile::tempdir().expect("a temporary HOME");
+    let out = Command::new("script")
+        .args(["-qec", &inner, "/dev/null"])
+        .env("HOME", home.path())
+        .stdin(typist.stdout.take().expect("piped"))
+        .output()
+        .expect("script runs");
+    let _ = typist.kill();
+    let _ = typist.wait();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(7), "{stdout}");
+    assert!(stdout.contains("got=typed\r\n"), "{stdout:?}");
+    assert!(stdout.contains("to-stderr\r\n"), "{stdout:?}");
+}
+
+#[test]
+fn kubectl_1_27_to_1_29_attach_over_spdy_feeds_the_main_process_and_reads_its_output() {
+    let server = Server::start(&[]);
+    for minor in SPDY_DEFAULT {
+        let Some(bin) = kubectl(minor) else { continue };
+        // The process lingers after its answer so that the answer reaches the attach before
+        // the process's end closes it.
+        let name = format!("echo-{minor}");
+        let manifest = format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\nspec:\n  restartPolicy: Never\n  containers:\n  - name: main\n    image: busybox\n    stdin: true\n    command: [\"sh\", \"-c\", \"read l; echo got $l; sleep 1\"]\n"
+        );
+        kubectl_run(
+            &server.kubeconfig,
+            &["apply", "-f", "-"],
+            Some(manifest.as_bytes()),
+        )
+        .code(0);
+        kubectl_run(
+            &server.kubeconfig,
+            &[
+                "wait",
+                "--for=condition=Ready",
+                &format!("pod/{name}"),
+                "--timeout=30s",
+            ],
             None,
         )
-        .code(1)
-        .stderr_has("fakekube serves pods/exec and pods/attach over WebSocket only");
+        .code(0);
+        let out = run(
+            &server.kubeconfig,
+            &bin,
+            &["attach", "-i", &name],
+            &[],
+            Some(format!("hello {minor}\n").as_bytes()),
+        )
+        .code(0);
+        assert!(
+            out.stdout.contains(&format!("got hello {minor}\n")),
+            "{out}"
+        );
     }
 }
 
@@ -418,13 +536,19 @@ fn with_in_process_server(f: impl FnOnce(&fakekube::FakeKube, &Path)) {
 }
 
 #[test]
-fn kubectl_against_a_v4_only_server_falls_back_to_spdy_and_shows_why() {
+fn kubectl_1_33_against_a_v4_only_server_falls_back_to_spdy_and_still_execs() {
     let Some(bin) = kubectl(33) else { return };
     with_in_process_server(|kube, kubeconfig| {
         kube.faults().v4_only_exec(true);
-        run(kubeconfig, &bin, &["exec", "box", "--", "true"], &[], None)
-            .code(1)
-            .stderr_has("fakekube serves pods/exec and pods/attach over WebSocket only");
+        run(
+            kubeconfig,
+            &bin,
+            &["exec", "box", "--", "sh", "-c", "echo via spdy; exit 5"],
+            &[],
+            None,
+        )
+        .code(5)
+        .stdout_is("via spdy\n");
         kube.faults().v4_only_exec(false);
         run(kubeconfig, &bin, &["exec", "box", "--", "true"], &[], None).code(0);
     });

@@ -7,6 +7,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::fs::{self, NodeKind, PodFs};
 use crate::io::{Input, Output, Stdio};
+use crate::net::PodNetwork;
 use crate::process::{DEFAULT_PATH, Process, Programs, SpawnError, resolve};
 
 /// What to run, where and as what.
@@ -25,6 +26,9 @@ pub struct ExecSpec {
     pub programs: Programs,
     /// Fires when the exec must end (client gone, pod deleted).
     pub cancel: CancellationToken,
+    /// The pod's network, shared by its containers and execs (`PodNetwork::new()` for a pod of
+    /// its own).
+    pub network: PodNetwork,
 }
 
 /// The process's streams.
@@ -105,7 +109,8 @@ pub async fn exec(spec: ExecSpec, io: ExecIo) -> ExitStatus {
         spec.programs,
         stdio,
         spec.cancel.clone(),
-    );
+    )
+    .with_network(spec.network);
     tokio::select! {
         biased;
         _ = spec.cancel.cancelled() => ExitStatus::Killed,

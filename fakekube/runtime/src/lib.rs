@@ -1,8 +1,9 @@
 //! fakekube's hermetic container runtime: what runs behind `pods/exec` and a pod's main
 //! process, entirely in memory. Each container gets its own filesystem ([`PodFs`]) and runs
 //! programs from a registry ([`Programs`]): BusyBox-like tools (`cat`, `ls`, `stat`, `printf`,
-//! `timeout`, ...) and `sh`, a small POSIX shell. Nothing touches the host: no files, no
-//! processes, no network.
+//! `timeout`, `nc`, `httpd`, ...) and `sh`, a small POSIX shell. Each pod has a network of its
+//! own ([`PodNetwork`]: ports its processes listen on and connect to). Nothing touches the host:
+//! no files, no processes, no sockets.
 //!
 //! ```
 //! use fakekube_runtime::{ExecIo, ExecSpec, ExitStatus, Programs, exec};
@@ -18,6 +19,7 @@
 //!     fs: programs.pod_fs(vec![]),
 //!     programs,
 //!     cancel: Default::default(),
+//!     network: Default::default(),
 //! };
 //! let (stdout, mut out) = mpsc::channel(8);
 //! let (stderr, _err) = mpsc::channel(8);
@@ -52,6 +54,8 @@
 //!
 //! - `fs`: the in-memory filesystem: [`PodFs`], [`Volume`], [`FsError`];
 //! - `io`: bounded, chunked standard streams: [`Input`], [`Output`], [`Stdio`];
+//! - [`net`]: a pod's network, in memory: [`PodNetwork`] (listening ports shared by the pod's
+//!   containers and execs), [`Listener`], [`Connection`], [`NetError`];
 //! - `process`: what a program gets ([`Process`]), the registry ([`Programs`]) holding the
 //!   program table and run-time registrations, and `execvp`'s resolution of a name or path
 //!   (`PATH`, `/bin` entries, `#!` scripts);
@@ -82,10 +86,14 @@
 //! - The shell has no job control, aliases, `getopts` or `$'…'` quoting; `local` is not scoped;
 //!   traps other than `EXIT` are accepted and never fire (cancellation just stops the shell).
 //! - Programs take the options the adapter and common scripts use, not every GNU option.
+//! - A pod's network is one loopback: TCP only (no UDP, no DNS), no addresses but the pod's
+//!   own (`nc 10.0.0.1 80` is unreachable), no socket options; `httpd` has no CGI,
+//!   configuration file or authentication.
 
 mod exec;
 mod fs;
 mod io;
+pub mod net;
 mod process;
 mod programs;
 mod shell;
@@ -94,6 +102,7 @@ mod shell;
 pub use exec::{ExecIo, ExecSpec, ExitStatus, exec};
 pub use fs::{FsError, PodFs, Volume};
 pub use io::{CHUNK, Input, Output, Stdio, WriteError};
+pub use net::{Connection, Listener, NetError, PodNetwork};
 pub use process::{DEFAULT_PATH, Process, Programs};
 
 #[cfg(test)]

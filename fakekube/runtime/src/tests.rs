@@ -62,6 +62,7 @@ async fn run_full(
         fs: fs.clone(),
         programs: programs.clone(),
         cancel: cancel.clone(),
+        network: PodNetwork::new(),
     };
     let io = ExecIo {
         stdin,
@@ -528,6 +529,7 @@ async fn producer_blocked_by_a_full_channel_does_not_run_ahead() {
         fs: Programs::new().pod_fs(vec![]),
         programs: Programs::new(),
         cancel: cancel.clone(),
+        network: PodNetwork::new(),
     };
     let task = tokio::spawn(exec(
         spec,

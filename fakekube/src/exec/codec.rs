@@ -67,16 +67,81 @@ impl Protocol {
         matches!(self, Protocol::V4Base64 | Protocol::Base64)
     }
 
-    /// Whether the error channel carries a JSON `Status`, always sent (v4 and v5), rather than
-    /// the v1 failure text.
-    pub(crate) fn has_status(self) -> bool {
-        matches!(self, Protocol::V5 | Protocol::V4 | Protocol::V4Base64)
+    /// How the status is written on the error channel under this subprotocol.
+    pub(crate) fn status_style(self) -> StatusStyle {
+        match self {
+            Protocol::V5 => StatusStyle::Translated,
+            Protocol::V4 | Protocol::V4Base64 => StatusStyle::Json,
+            Protocol::Channel | Protocol::Base64 | Protocol::Unnamed => StatusStyle::Text,
+        }
     }
 
     /// Whether the client may half-close a channel with `[255, ch]` (v5 only).
     pub(crate) fn has_close(self) -> bool {
         self == Protocol::V5
     }
+}
+
+/// A remote-command protocol over SPDY, chosen at the upgrade with `X-Stream-Protocol-Version`
+/// (one SPDY stream per channel, named by its `streamtype` header).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StreamProtocol {
+    /// `v4.channel.k8s.io`: JSON `Status` on the error stream.
+    V4,
+    /// `v3.channel.k8s.io`: adds the resize stream.
+    V3,
+    /// `v2.channel.k8s.io`.
+    V2,
+    /// `channel.k8s.io` (also what a client that offers nothing gets).
+    V1,
+}
+
+impl StreamProtocol {
+    /// The names the server speaks, in the order it prefers them (the client's order decides).
+    pub(crate) const NAMES: [&'static str; 4] = [
+        "v4.channel.k8s.io",
+        "v3.channel.k8s.io",
+        "v2.channel.k8s.io",
+        "channel.k8s.io",
+    ];
+
+    /// The protocol of a negotiated name (`None`, nothing negotiated: v1, as the kubelet
+    /// falls back).
+    pub(crate) fn from_name(name: Option<&str>) -> Self {
+        match name {
+            Some("v4.channel.k8s.io") => StreamProtocol::V4,
+            Some("v3.channel.k8s.io") => StreamProtocol::V3,
+            Some("v2.channel.k8s.io") => StreamProtocol::V2,
+            _ => StreamProtocol::V1,
+        }
+    }
+
+    /// How the status is written on the error stream.
+    pub(crate) fn status_style(self) -> StatusStyle {
+        if self == StreamProtocol::V4 {
+            StatusStyle::Json
+        } else {
+            StatusStyle::Text
+        }
+    }
+
+    /// Whether a terminal's resize stream exists (v3 and later).
+    pub(crate) fn has_resize(self) -> bool {
+        matches!(self, StreamProtocol::V4 | StreamProtocol::V3)
+    }
+}
+
+/// How a session reports the process's end on the error channel, whatever carries it
+/// (a WebSocket subprotocol, or a SPDY stream protocol).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StatusStyle {
+    /// v5 over WebSocket, answered by the API server's stream translator: the JSON `Status`,
+    /// always sent, with the translator's wording of a non-zero exit.
+    Translated,
+    /// v4 (WebSocket or SPDY), answered by the kubelet: the JSON `Status`, always sent.
+    Json,
+    /// v1 to v3: nothing on success, the failure's message text otherwise.
+    Text,
 }
 
 /// Why no subprotocol could be chosen.
@@ -329,9 +394,9 @@ pub(crate) fn status_success() -> Value {
 }
 
 /// The message of a non-zero exit: what the API server's v5 translator writes, or what the
-/// kubelet writes for the v4 and v1 protocols (naming the command).
-pub(crate) fn exit_message(protocol: Protocol, code: i32, argv: &[String]) -> String {
-    if protocol == Protocol::V5 {
+/// kubelet writes for the v4 and older protocols (naming the command).
+pub(crate) fn exit_message(style: StatusStyle, code: i32, argv: &[String]) -> String {
+    if style == StatusStyle::Translated {
         format!(
             "command terminated with non-zero exit code: command terminated with exit code {code}"
         )
@@ -366,10 +431,10 @@ pub(crate) fn status_internal(cause: &str) -> Value {
     })
 }
 
-/// The error-channel payload for `status` in `protocol`: the JSON Status for v4 and v5; for the
-/// v1 protocols nothing on success and the message text on failure.
-pub(crate) fn error_channel_payload(protocol: Protocol, status: &Value) -> Option<Vec<u8>> {
-    if protocol.has_status() {
+/// The error-channel payload for `status`: the JSON Status for v4 and v5; for the older
+/// protocols nothing on success and the message text on failure.
+pub(crate) fn error_channel_payload(style: StatusStyle, status: &Value) -> Option<Vec<u8>> {
+    if style != StatusStyle::Text {
         return Some(serde_json::to_vec(status).unwrap_or_default());
     }
     if status.get("status").and_then(Value::as_str) == Some("Success") {
@@ -392,6 +457,23 @@ mod tests {
 
     fn strings(list: &[&str]) -> Vec<String> {
         list.iter().map(|s| (*s).to_string()).collect()
+    }
+
+    #[test]
+    fn spdy_stream_protocols_map_to_their_status_style_and_resize() {
+        let v4 = StreamProtocol::from_name(Some("v4.channel.k8s.io"));
+        assert_eq!(v4.status_style(), StatusStyle::Json);
+        assert!(v4.has_resize());
+        let v2 = StreamProtocol::from_name(Some("v2.channel.k8s.io"));
+        assert_eq!(v2.status_style(), StatusStyle::Text);
+        assert!(!v2.has_resize());
+        assert_eq!(StreamProtocol::from_name(None), StreamProtocol::V1);
+        for name in StreamProtocol::NAMES {
+            assert_ne!(
+                StreamProtocol::from_name(Some(name)) == StreamProtocol::V1,
+                name != "channel.k8s.io"
+            );
+        }
     }
 
     #[test]
@@ -581,7 +663,11 @@ mod tests {
             serde_json::to_string(&status_success()).ok(),
             Some(r#"{"metadata":{},"status":"Success"}"#.to_string())
         );
-        let msg = exit_message(Protocol::V5, 3, &strings(&["sh", "-c", "exit 3"]));
+        let msg = exit_message(
+            StatusStyle::Translated,
+            3,
+            &strings(&["sh", "-c", "exit 3"]),
+        );
         assert_eq!(
             serde_json::to_string(&status_exit(&msg, 3)).ok(),
             Some(
@@ -590,7 +676,7 @@ mod tests {
             )
         );
         assert_eq!(
-            exit_message(Protocol::V4, 3, &strings(&["sh", "-c", "exit 3"])),
+            exit_message(StatusStyle::Json, 3, &strings(&["sh", "-c", "exit 3"])),
             "command terminated with non-zero exit code: error executing command [sh -c exit 3], exit code 3"
         );
         assert_eq!(
@@ -605,14 +691,17 @@ mod tests {
     #[test]
     fn v1_error_channel_is_silent_on_success_and_text_on_failure() {
         assert_eq!(
-            error_channel_payload(Protocol::Channel, &status_success()),
+            error_channel_payload(Protocol::Channel.status_style(), &status_success()),
             None
         );
         assert_eq!(
-            error_channel_payload(Protocol::Base64, &status_exit("it failed", 2)),
+            error_channel_payload(
+                Protocol::Base64.status_style(),
+                &status_exit("it failed", 2)
+            ),
             Some(b"it failed".to_vec())
         );
-        assert!(error_channel_payload(Protocol::V4, &status_success()).is_some());
+        assert!(error_channel_payload(Protocol::V4.status_style(), &status_success()).is_some());
     }
 
     fn any_protocol() -> impl Strategy<Value = Protocol> {

@@ -1,77 +1,86 @@
-//! `pods/exec` and `pods/attach` over WebSocket, as `docs/exec-protocol.md` describes the API
-//! server and kubelet: the subprotocol chosen in the client's order from `v5.channel.k8s.io`,
-//! `v4.channel.k8s.io`, `v4.base64.channel.k8s.io`, `channel.k8s.io` and
-//! `base64.channel.k8s.io` (403 with an empty body when none matches), the bearer token also
-//! accepted from a `base64url.bearer.authorization.k8s.io.` subprotocol entry, then a
-//! [`session`] per connection.
+//! `pods/exec` and `pods/attach` over WebSocket and over SPDY/3.1, as `docs/exec-protocol.md`
+//! describes the API server and kubelet.
+//!
+//! - WebSocket (`GET`, `Upgrade: websocket`): the subprotocol chosen in the client's order from
+//!   `v5.channel.k8s.io`, `v4.channel.k8s.io`, `v4.base64.channel.k8s.io`, `channel.k8s.io` and
+//!   `base64.channel.k8s.io` (403 with an empty body when none matches), the bearer token also
+//!   accepted from a `base64url.bearer.authorization.k8s.io.` subprotocol entry.
+//! - SPDY (`POST`, `Upgrade: SPDY/3.1`: kubectl 1.27 and 1.28, 1.29 without
+//!   `KUBECTL_REMOTE_COMMAND_WEBSOCKETS=true`, every kubectl's fallback after a refused
+//!   WebSocket, and client-go's `NewSPDYExecutor`): the stream protocol chosen in the client's
+//!   order from `v4.channel.k8s.io`, `v3.channel.k8s.io`, `v2.channel.k8s.io` and
+//!   `channel.k8s.io` (a client that offers none gets v1; 403 with
+//!   `X-Accepted-Stream-Protocol-Versions` when none matches; kubectl 1.29's `v5` is not
+//!   served over SPDY, as client-go treats it as v4 anyway), then one stream per channel.
+//!
+//! Either way the request is authorized (`get` for a WebSocket `GET`, `create` for a SPDY
+//! `POST`, as RBAC sees them) and the pod and container checked before the upgrade, then one
+//! [`session`] runs per connection.
 //!
 //! # Layout
 //!
 //! - [`codec`]: negotiation, channel frames, v5 CLOSE, resize stream, status payloads (pure).
-//! - [`ws`]: RFC 6455 server framing (pure header codec, reader, writer).
-//! - [`session`]: one connection's tasks: read, write, pump output, finish.
+//! - [`session`]: one session, whatever carries it: pump output, feed stdin, one status, end.
+//! - [`transport`]: what carries it: WebSocket messages or SPDY streams.
 //!
 //! # Behaviour worth knowing
 //!
-//! - A SPDY `POST` (kubectl ≤ 1.28, 1.29 without `KUBECTL_REMOTE_COMMAND_WEBSOCKETS=true`, and
-//!   every kubectl's fallback after a refused WebSocket) gets a 400 Status saying to use a
-//!   WebSocket client, after the same pod and container checks as the WebSocket path, so a
-//!   missing pod still reads as a 404 through kubectl's fallback.
-//! - kubectl older than 1.32 sometimes drops frames that arrive right after the handshake
-//!   (fixed upstream in kubernetes PR #131203). For a `User-Agent` of such a kubectl only, the
-//!   session waits [`EARLY_FRAME_DELAY`] after the initial empty frame; others pay nothing.
+//! - kubectl older than 1.33 sometimes drops WebSocket frames that arrive right after the
+//!   handshake (fixed upstream in kubernetes PR #131203; seen here with 1.31.9 and 1.32.5:
+//!   `Unknown stream id 1, discarding message`). For a `User-Agent` of such a kubectl only, the session waits [`EARLY_FRAME_DELAY`] after the initial empty frame; others (and
+//!   SPDY, which has no such race) pay nothing.
 //! - attach connects to the main process's output from now on (stdout and stderr interleaved,
 //!   on channel 1) and to its stdin when the container has `stdin: true`; it ends with Success
 //!   when the process ends, and leaves the process running when the client goes.
-//! - Faults: [`Faults::v4_only_exec`](crate::Faults::v4_only_exec) ignores v5 in negotiation
-//!   (an API server older than 1.30); [`Faults::drop_exec_after_bytes`](crate::Faults::drop_exec_after_bytes)
-//!   drops the TCP connection after that much output, with no status and no Close.
+//! - Faults: [`Faults::v4_only_exec`](crate::Faults::v4_only_exec) ignores v5 in WebSocket
+//!   negotiation (an API server older than 1.30; kubectl 1.30+ then falls back to SPDY);
+//!   [`Faults::drop_exec_after_bytes`](crate::Faults::drop_exec_after_bytes) drops the
+//!   connection after that much output, with no status and no end, on either transport.
 //!
 //! # Known limitations
 //!
-//! - No SPDY (see above). WebSocket over HTTP/2 (extended CONNECT) is not served either; every
-//!   client known to exec upgrades over HTTP/1.1.
+//! - WebSocket over HTTP/2 (extended CONNECT) is not served; every client known to exec
+//!   upgrades over HTTP/1.1.
 //! - A tty translates `\n` to `\r\n` on output and `\r` to `\n` on input, and nothing else: no
 //!   echo, no line editing, no signals; terminal sizes are read but change nothing.
 //! - When the process does not read its stdin and the client keeps sending, the reader waits
 //!   once [`session`]'s stdin buffer is full, and Pings wait with it (as a full pipe stalls the
 //!   kubelet's copy).
 //! - A client that goes away ends the exec'd process (a real runtime may leave it running).
-//! - After its Close the server waits [`CLOSE_WAIT`] for the client's, not the 15 minutes of
-//!   newer API servers.
+//! - After its end the server waits [`CLOSE_WAIT`] for the client to close, not the 15 minutes
+//!   of newer API servers.
 //! - The InternalError message of a command that cannot start has one `Internal error
 //!   occurred: ` prefix under every subprotocol (through the real v5 translator it is read to
 //!   get a second one).
 
 pub(crate) mod codec;
 pub(crate) mod session;
-pub(crate) mod ws;
+pub(crate) mod transport;
 
 use crate::authz::Caller;
 use crate::rbac::Attributes;
 use crate::route::ResourcePath;
 use crate::state::Shared;
 use crate::status::{ApiError, Target};
+use crate::upgrade;
 use axum::body::Body;
 use axum::response::Response;
 use bytes::Bytes;
+use codec::StreamProtocol;
 use fakekube_runtime::{ExecIo, ExitStatus};
-use http::{HeaderMap, HeaderValue, Method, StatusCode, header, request::Parts};
+use http::{HeaderMap, Method, StatusCode, header, request::Parts};
 use hyper_util::rt::TokioIo;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
-/// The pause after the initial empty frame for kubectl older than 1.32 (0 failures in 60 runs
+/// The pause after the initial empty frame for kubectl older than 1.33 (0 failures in 60 runs
 /// with it, 1 in 30 without, in the observations of `exec-protocol.md`).
 pub(crate) const EARLY_FRAME_DELAY: Duration = Duration::from_millis(100);
 
 /// How long a finished session waits for the client's Close after sending its own.
 pub(crate) const CLOSE_WAIT: Duration = Duration::from_secs(5);
-
-/// What the SPDY fallback is told.
-const SPDY_MESSAGE: &str = "fakekube serves pods/exec and pods/attach over WebSocket only (subprotocols v5.channel.k8s.io, v4.channel.k8s.io and the older channel.k8s.io family), not over SPDY: use a WebSocket client such as kubectl 1.30 or newer, or set KUBECTL_REMOTE_COMMAND_WEBSOCKETS=true with kubectl 1.29";
 
 /// Which subresource a request is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,7 +116,7 @@ pub(crate) fn kind_of(rp: &ResourcePath) -> Option<Kind> {
 /// The bearer token carried in a `base64url.bearer.authorization.k8s.io.` subprotocol entry of
 /// a WebSocket upgrade request, when there is a valid one alongside a real subprotocol.
 pub(crate) fn protocol_token(headers: &HeaderMap) -> Option<String> {
-    if !is_websocket_upgrade(headers) {
+    if !upgrade::is_websocket(headers) {
         return None;
     }
     codec::offered(&protocol_lines(headers)).token
@@ -120,22 +129,6 @@ fn protocol_lines(headers: &HeaderMap) -> Vec<&str> {
         .iter()
         .filter_map(|v| v.to_str().ok())
         .collect()
-}
-
-/// Whether `name`'s comma-separated values include `token` (case-insensitive).
-fn header_has_token(headers: &HeaderMap, name: header::HeaderName, token: &str) -> bool {
-    headers
-        .get_all(name)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|t| t.trim().eq_ignore_ascii_case(token))
-}
-
-/// Whether the request asks to upgrade to WebSocket.
-fn is_websocket_upgrade(headers: &HeaderMap) -> bool {
-    header_has_token(headers, header::CONNECTION, "upgrade")
-        && header_has_token(headers, header::UPGRADE, "websocket")
 }
 
 /// The exec query (`PodExecOptions` / `PodAttachOptions`).
@@ -196,8 +189,8 @@ pub(crate) fn kubectl_minor(user_agent: &str) -> Option<u32> {
     digits.parse().ok()
 }
 
-/// Serves a `pods/exec` or `pods/attach` request: authorization, the pod checks, then either
-/// the WebSocket upgrade or the Status that explains why not.
+/// Serves a `pods/exec` or `pods/attach` request: authorization, the pod checks, then the
+/// WebSocket or SPDY upgrade, or the Status that explains why not.
 pub(crate) async fn serve(
     shared: &Arc<Shared>,
     caller: &Caller,
@@ -220,35 +213,10 @@ pub(crate) async fn serve(
     })?;
     let options = parse_options(parts.uri.query());
     let target = resolve(shared, rp, &options.container, kind)?;
-    let upgrade = parts
-        .headers
-        .get(header::UPGRADE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    if parts.method == Method::POST && upgrade.to_ascii_lowercase().starts_with("spdy") {
-        return Err(ApiError::bad_request(SPDY_MESSAGE));
-    }
-    if parts.method != Method::GET || !is_websocket_upgrade(&parts.headers) {
+    let spdy = parts.method == Method::POST && upgrade::is_spdy(&parts.headers);
+    if !spdy && (parts.method != Method::GET || !upgrade::is_websocket(&parts.headers)) {
         return Err(ApiError::bad_request("Upgrade request required"));
     }
-    let key = parts
-        .headers
-        .get(header::SEC_WEBSOCKET_KEY)
-        .map(|k| k.as_bytes().to_vec())
-        .ok_or_else(|| ApiError::bad_request("Upgrade request required"))?;
-    if parts
-        .headers
-        .get(header::SEC_WEBSOCKET_VERSION)
-        .is_none_or(|v| v.as_bytes() != b"13")
-    {
-        return Err(ApiError::bad_request(
-            "websocket: unsupported version: 13 not found in 'Sec-Websocket-Version' header",
-        ));
-    }
-    let on_upgrade = parts
-        .extensions
-        .remove::<hyper::upgrade::OnUpgrade>()
-        .ok_or_else(|| ApiError::bad_request("Upgrade request required"))?;
     let mut streams = options.streams;
     if let Endpoint::Attach(a) = &target
         && a.stdin.is_none()
@@ -260,6 +228,67 @@ pub(crate) async fn serve(
             "you must specify at least 1 of stdin, stdout, stderr",
         ));
     }
+    let exec_id = format!(
+        "{}{}",
+        uuid::Uuid::new_v4().simple(),
+        uuid::Uuid::new_v4().simple()
+    );
+    let mut config = session::Config {
+        status: codec::StatusStyle::Json,
+        streams,
+        argv: options.command.clone(),
+        exec_id,
+        early_frame_delay: Duration::ZERO,
+        drop_after_bytes: {
+            let faults = shared.faults.clone();
+            session::DropAfter(Arc::new(move || faults.exec_drop_after()))
+        },
+        close_wait: CLOSE_WAIT,
+        cancel: CancellationToken::new(),
+    };
+    let shutdown = shared.shutdown.clone();
+    let argv = options.command;
+    if spdy {
+        let offered = upgrade::offered_stream_protocols(&parts.headers);
+        let name = match upgrade::negotiate_stream_protocol(&offered, &StreamProtocol::NAMES) {
+            Ok(name) => name,
+            Err(refused) => return Ok(*refused),
+        };
+        let protocol = StreamProtocol::from_name(name);
+        let on_upgrade = upgrade::take(&mut parts)?;
+        config.status = protocol.status_style();
+        let asked = options.streams;
+        tokio::spawn(async move {
+            let upgraded = match on_upgrade.await {
+                Ok(u) => u,
+                Err(e) => {
+                    tracing::debug!(error = %e, "exec: the upgrade failed");
+                    return;
+                }
+            };
+            let mut conn =
+                crate::spdy::Connection::start(TokioIo::new(upgraded), Box::new(|_| true));
+            let streams = match transport::spdy::accept_streams(
+                &mut conn,
+                asked,
+                protocol.has_resize(),
+                transport::spdy::STREAM_CREATION_TIMEOUT,
+            )
+            .await
+            {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::debug!(error = %e, "exec: SPDY streams");
+                    return;
+                }
+            };
+            let io = transport::spdy::Spdy::new(conn, streams);
+            run_session(io, config, target, argv, shutdown).await;
+        });
+        return Ok(upgrade::spdy_switch(name));
+    }
+    let key = upgrade::websocket_key(&parts.headers)?;
+    let on_upgrade = upgrade::take(&mut parts)?;
     let offered = codec::offered(&protocol_lines(&parts.headers));
     let protocol = match codec::negotiate(&offered.protocols, !shared.faults.exec_v4_only()) {
         Ok(p) => p,
@@ -275,32 +304,11 @@ pub(crate) async fn serve(
         .get(header::USER_AGENT)
         .and_then(|v| v.to_str().ok())
         .and_then(kubectl_minor)
-        .is_some_and(|m| m < 32);
-    let exec_id = format!(
-        "{}{}",
-        uuid::Uuid::new_v4().simple(),
-        uuid::Uuid::new_v4().simple()
-    );
-    let cancel = CancellationToken::new();
-    let config = session::Config {
-        protocol,
-        streams,
-        argv: options.command.clone(),
-        exec_id,
-        early_frame_delay: if early {
-            EARLY_FRAME_DELAY
-        } else {
-            Duration::ZERO
-        },
-        drop_after_bytes: {
-            let faults = shared.faults.clone();
-            session::DropAfter(Arc::new(move || faults.exec_drop_after()))
-        },
-        close_wait: CLOSE_WAIT,
-        cancel: cancel.clone(),
-    };
-    let shutdown = shared.shutdown.clone();
-    let argv = options.command;
+        .is_some_and(|m| m < 33);
+    config.status = protocol.status_style();
+    if early {
+        config.early_frame_delay = EARLY_FRAME_DELAY;
+    }
     tokio::spawn(async move {
         let upgraded = match on_upgrade.await {
             Ok(u) => u,
@@ -309,47 +317,43 @@ pub(crate) async fn serve(
                 return;
             }
         };
-        let io = TokioIo::new(upgraded);
-        let watch_shutdown = {
-            let cancel = cancel.clone();
-            tokio::spawn(async move {
-                tokio::select! {
-                    () = shutdown.cancelled() => cancel.cancel(),
-                    () = cancel.cancelled() => {}
-                }
-            })
-        };
-        let report = match target {
-            Endpoint::Exec(t) => {
-                let token = cancel.clone();
-                session::run(io, config, move |exec_io| run_exec(t, argv, token, exec_io)).await
-            }
-            Endpoint::Attach(a) => {
-                let token = cancel.clone();
-                session::run(io, config, move |exec_io| run_attach(a, token, exec_io)).await
-            }
-        };
-        cancel.cancel();
-        watch_shutdown.abort();
-        tracing::debug!(?report.end, ?report.exit, bytes = report.output_bytes, "exec: session ended");
+        let io = transport::websocket::WebSocket::new(TokioIo::new(upgraded), protocol, streams);
+        run_session(io, config, target, argv, shutdown).await;
     });
-    let mut resp = Response::new(Body::empty());
-    *resp.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
-    let h = resp.headers_mut();
-    h.insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
-    h.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
-    if let Ok(v) =
-        HeaderValue::from_str(&tokio_tungstenite::tungstenite::handshake::derive_accept_key(&key))
-    {
-        h.insert(header::SEC_WEBSOCKET_ACCEPT, v);
-    }
-    if protocol != codec::Protocol::Unnamed {
-        h.insert(
-            header::SEC_WEBSOCKET_PROTOCOL,
-            HeaderValue::from_static(protocol.as_str()),
-        );
-    }
-    Ok(resp)
+    Ok(upgrade::websocket_switch(&key, Some(protocol.as_str())))
+}
+
+/// Runs the session of an upgraded connection; the server's shutdown ends it too.
+async fn run_session<T: session::Transport>(
+    transport: T,
+    config: session::Config,
+    target: Endpoint,
+    argv: Vec<String>,
+    shutdown: CancellationToken,
+) {
+    let cancel = config.cancel.clone();
+    let watch_shutdown = {
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                () = shutdown.cancelled() => cancel.cancel(),
+                () = cancel.cancelled() => {}
+            }
+        })
+    };
+    let report = match target {
+        Endpoint::Exec(t) => {
+            let token = cancel.clone();
+            session::run(transport, config, move |io| run_exec(t, argv, token, io)).await
+        }
+        Endpoint::Attach(a) => {
+            let token = cancel.clone();
+            session::run(transport, config, move |io| run_attach(a, token, io)).await
+        }
+    };
+    cancel.cancel();
+    watch_shutdown.abort();
+    tracing::debug!(?report.end, ?report.exit, bytes = report.output_bytes, "exec: session ended");
 }
 
 /// What a request connects to.
@@ -432,6 +436,7 @@ async fn run_exec(
         fs: target.fs,
         programs: target.commands,
         cancel,
+        network: target.network,
     };
     tokio::select! {
         status = fakekube_runtime::exec(spec, io) => status,
@@ -500,6 +505,7 @@ pub(crate) fn bearer_entry(token: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use http::HeaderValue;
 
     #[test]
     fn query_flags_parse_as_apimachinery_and_commands_keep_their_order() {

@@ -1,31 +1,32 @@
-//! One exec session over an upgraded connection: the initial empty frame, the process's output,
-//! the client's stdin, resize and CLOSE messages, then exactly one status, Close 1000, and a
-//! bounded wait for the client's Close.
+//! One exec session, whatever carries it: the process's output, the client's stdin, resize
+//! and end of input, then exactly one status on the error channel, the transport's end, and a
+//! bounded wait for the client to go.
 //!
-//! Three tasks share the connection. The reader reads the socket at all times, so Pings are
-//! answered even while output is blocked, and feeds stdin (a bounded channel: a process that
-//! does not read its stdin eventually stops the reader, as a full pipe stops the kubelet's
-//! copy). The writer owns the write half and sends Pongs ahead of data. The session itself
-//! pumps the process's bounded stdout and stderr channels into the writer, so a slow client
-//! slows the process.
+//! A [`Transport`] (WebSocket or SPDY, in [`super::transport`]) starts two tasks on its
+//! connection: a reader that delivers what the client sends to a [`FromClient`] (reading at
+//! all times, so keep-alives are answered even while output is blocked; stdin is a bounded
+//! channel, so a process that does not read its stdin eventually stops the reader, as a full
+//! pipe stops the kubelet's copy), and a writer that sends what the session produces, as
+//! [`Out`] items, in order. The session itself pumps the process's bounded stdout and stderr
+//! channels into the writer, so a slow client slows the process.
 
-use super::codec::{self, Inbound, Protocol, ResizeDecoder, TermSize};
-use super::ws::{self, Message, Reader, Writer};
+use super::codec::{self, ResizeDecoder, StatusStyle, TermSize};
 use bytes::Bytes;
 use fakekube_runtime::{ExecIo, ExitStatus};
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-/// Chunks of stdout (or stderr) buffered between the process and the socket.
+/// Chunks of stdout (or stderr) buffered between the process and the connection.
 const OUTPUT_CHUNKS: usize = 8;
-/// Chunks of stdin buffered between the socket and the process.
+/// Chunks of stdin buffered between the connection and the process.
 const STDIN_CHUNKS: usize = 16;
-/// Frames queued for the writer.
-const WRITER_FRAMES: usize = 8;
+/// Items queued for a transport's writer.
+pub(crate) const WRITER_ITEMS: usize = 8;
 /// The most resize events a session remembers (for its report).
 const SIZES_KEPT: usize = 64;
 /// How long a tty session that is done waits for the client's first resize before closing.
@@ -49,20 +50,21 @@ pub(crate) struct Streams {
 /// How one session runs.
 #[derive(Debug, Clone)]
 pub(crate) struct Config {
-    /// The negotiated subprotocol.
-    pub(crate) protocol: Protocol,
+    /// How the status is written on the error channel.
+    pub(crate) status: StatusStyle,
     /// The streams asked for.
     pub(crate) streams: Streams,
     /// The command, for the kubelet-worded exit message.
     pub(crate) argv: Vec<String>,
     /// The exec id containerd would have used, for the cannot-start message.
     pub(crate) exec_id: String,
-    /// A pause after the initial empty frame, before any output (kubectl ≤ 1.31's race).
+    /// A pause after the transport started, before any output (kubectl ≤ 1.32's WebSocket
+    /// race).
     pub(crate) early_frame_delay: Duration,
     /// The fault, read at every output chunk so that switching it on also cuts sessions already
-    /// running: after this many output bytes, drop the connection without status or Close.
+    /// running: after this many output bytes, drop the connection without status or end.
     pub(crate) drop_after_bytes: DropAfter,
-    /// How long to wait for the client's Close after sending ours.
+    /// How long to wait for the client to go after the transport's end.
     pub(crate) close_wait: Duration,
     /// Fired by the session when the client goes away; the process must end when it fires.
     pub(crate) cancel: CancellationToken,
@@ -94,9 +96,10 @@ impl std::fmt::Debug for DropAfter {
 /// How a session ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum End {
-    /// The status and Close were sent.
+    /// The status and the transport's end were sent.
     Completed,
-    /// The client went away first (TCP closed or a write failed); the process was cancelled.
+    /// The client went away first (the connection closed or a write failed); the process was
+    /// cancelled.
     ClientGone,
     /// The `drop_exec_after_bytes` fault cut the connection.
     Dropped,
@@ -119,42 +122,127 @@ pub(crate) struct Report {
 
 /// What the client's side of the connection has done.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Peer {
+pub(crate) enum Peer {
     /// Still open.
     Open,
-    /// It sent a Close frame (the TCP connection may still be open).
+    /// It said it sends nothing more (a WebSocket Close; the connection may still be open).
     Closed,
     /// The connection ended or broke.
     Gone,
 }
 
-/// What the writer is asked to do.
+/// What the session asks a transport's writer to send, in order.
 #[derive(Debug)]
-enum Out {
-    /// Send one data frame.
-    Frame(codec::Encoded),
-    /// Send Close with this code, then stop.
-    Close(u16),
-    /// Flush and stop without a Close (the drop fault).
+pub(crate) enum Out {
+    /// Bytes on a channel ([`codec::STDOUT`], [`codec::STDERR`] or [`codec::ERROR`]).
+    Data(u8, Vec<u8>),
+    /// The protocol's end after the status (WebSocket: Close 1000; SPDY: each stream finished,
+    /// then GOAWAY); the writer returns once it is written.
+    End,
+    /// Flush and stop with no end at all (the drop fault).
     Drop,
 }
 
-/// Runs a session on `io`; `start` runs the process with the given streams and returns how
-/// it ended. The connection is closed when this returns.
-pub(crate) async fn run<S, F, Fut>(io: S, config: Config, start: F) -> Report
+/// Shuts a transport's write side down, last of all.
+pub(crate) type Closer = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// A started transport.
+pub(crate) struct Link {
+    /// Where the session's output goes.
+    pub(crate) out: mpsc::Sender<Out>,
+    /// The writer: returns what shuts the connection down once [`Out::End`] was written, or
+    /// `None` when the connection failed or was dropped.
+    pub(crate) writer: JoinHandle<Option<Closer>>,
+    /// The reader (aborted when the session is over).
+    pub(crate) reader: JoinHandle<()>,
+}
+
+/// A connection an exec session can run over.
+pub(crate) trait Transport {
+    /// Starts the reader (delivering to `client`) and the writer.
+    fn start(self, client: FromClient) -> Link;
+}
+
+/// Where a transport's reader delivers what the client sends; dropping it says the client is
+/// gone.
+#[derive(Debug)]
+pub(crate) struct FromClient {
+    /// The process's stdin (`None` once ended, or when not asked for).
+    stdin: Option<mpsc::Sender<Bytes>>,
+    /// Whether a terminal was asked for.
+    tty: bool,
+    /// The resize stream's decoder.
+    resize: ResizeDecoder,
+    /// Set once a terminal size arrived.
+    resized: watch::Sender<bool>,
+    /// The sizes received, for the report.
+    sizes: Arc<Mutex<Vec<TermSize>>>,
+    /// What the client's side has done.
+    peer: watch::Sender<Peer>,
+}
+
+impl FromClient {
+    /// Stdin data (read as a terminal reads it under `tty`); dropped when stdin was not asked
+    /// for or has ended. Waits while the process's stdin buffer is full.
+    pub(crate) async fn stdin(&mut self, data: Vec<u8>) {
+        let Some(tx) = self.stdin.as_ref() else {
+            return;
+        };
+        if data.is_empty() {
+            return;
+        }
+        let data = if self.tty { icrnl(data) } else { data };
+        if tx.send(Bytes::from(data)).await.is_err() {
+            // The process stopped reading for good; later stdin is discarded.
+            self.stdin = None;
+        }
+    }
+
+    /// The end of stdin.
+    pub(crate) fn end_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    /// Bytes of the resize stream (ignored without a terminal).
+    pub(crate) fn resize(&mut self, data: &[u8]) {
+        if !self.tty {
+            return;
+        }
+        let got = self.resize.push(data);
+        if !got.is_empty() {
+            self.resized.send_replace(true);
+        }
+        if let Ok(mut kept) = self.sizes.lock() {
+            for s in got {
+                if kept.len() < SIZES_KEPT {
+                    kept.push(s);
+                }
+            }
+        }
+    }
+
+    /// The client said it sends nothing more (stdin ends; output and the status still go).
+    pub(crate) fn closed(&mut self) {
+        self.stdin = None;
+        self.peer.send_replace(Peer::Closed);
+    }
+}
+
+impl Drop for FromClient {
+    fn drop(&mut self) {
+        self.peer.send_replace(Peer::Gone);
+    }
+}
+
+/// Runs a session over `transport`; `start` runs the process with the given streams and
+/// returns how it ended. The connection is closed when this returns.
+pub(crate) async fn run<T, F, Fut>(transport: T, config: Config, start: F) -> Report
 where
-    S: AsyncRead + AsyncWrite + Send + 'static,
+    T: Transport,
     F: FnOnce(ExecIo) -> Fut,
     Fut: Future<Output = ExitStatus> + Send,
 {
-    let (rd, wr) = tokio::io::split(io);
     let streams = config.streams;
-    let protocol = config.protocol;
-
-    let (pong_tx, pong_rx) = mpsc::channel::<Vec<u8>>(4);
-    let (out_tx, out_rx) = mpsc::channel::<Out>(WRITER_FRAMES);
-    let writer = tokio::spawn(write_loop(Writer::new(wr), pong_rx, out_rx));
-
     let (stdin_tx, stdin_rx) = if streams.stdin {
         let (tx, rx) = mpsc::channel::<Bytes>(STDIN_CHUNKS);
         (Some(tx), Some(rx))
@@ -164,18 +252,18 @@ where
     let (peer_tx, mut peer_rx) = watch::channel(Peer::Open);
     let (resized_tx, mut resized_rx) = watch::channel(false);
     let sizes = Arc::new(Mutex::new(Vec::new()));
-    let reader = tokio::spawn(read_loop(
-        Reader::new(rd),
-        protocol,
-        streams,
-        ReadSinks {
-            stdin: stdin_tx,
-            pong: pong_tx,
-            peer: peer_tx,
-            resized: resized_tx,
-            sizes: sizes.clone(),
-        },
-    ));
+    let Link {
+        out: out_tx,
+        writer,
+        reader,
+    } = transport.start(FromClient {
+        stdin: stdin_tx,
+        tty: streams.tty,
+        resize: ResizeDecoder::default(),
+        resized: resized_tx,
+        sizes: sizes.clone(),
+        peer: peer_tx,
+    });
 
     let mut report = Report {
         end: End::Completed,
@@ -184,18 +272,7 @@ where
         sizes: Vec::new(),
         output_bytes: 0,
     };
-    let first = if streams.stdout {
-        codec::STDOUT
-    } else if streams.stderr {
-        codec::STDERR
-    } else {
-        codec::ERROR
-    };
-    let mut ok = out_tx
-        .send(Out::Frame(codec::encode(protocol, first, &[])))
-        .await
-        .is_ok();
-    if ok && !config.early_frame_delay.is_zero() {
+    if !config.early_frame_delay.is_zero() {
         tokio::time::sleep(config.early_frame_delay).await;
     }
 
@@ -213,6 +290,7 @@ where
     tokio::pin!(process);
     let (mut out_open, mut err_open) = (true, !streams.tty);
     let mut exit: Option<ExitStatus> = None;
+    let mut ok = true;
     while ok && (exit.is_none() || out_open || err_open) {
         let (channel, chunk) = tokio::select! {
             biased;
@@ -251,9 +329,7 @@ where
                 payload.truncate(room);
                 report.output_bytes += payload.len();
                 if !payload.is_empty() {
-                    let _ = out_tx
-                        .send(Out::Frame(codec::encode(protocol, channel, &payload)))
-                        .await;
+                    let _ = out_tx.send(Out::Data(channel, payload)).await;
                 }
                 let _ = out_tx.send(Out::Drop).await;
                 drop(out_tx);
@@ -267,10 +343,7 @@ where
             }
         }
         report.output_bytes += payload.len();
-        ok = out_tx
-            .send(Out::Frame(codec::encode(protocol, channel, &payload)))
-            .await
-            .is_ok();
+        ok = out_tx.send(Out::Data(channel, payload)).await.is_ok();
     }
     report.exit = exit.clone();
     let Some(exit) = exit.filter(|_| ok) else {
@@ -298,15 +371,13 @@ where
         }
     }
     let status = status_for(&config, &exit);
-    if let Some(payload) = codec::error_channel_payload(protocol, &status) {
-        let _ = out_tx
-            .send(Out::Frame(codec::encode(protocol, codec::ERROR, &payload)))
-            .await;
+    if let Some(payload) = codec::error_channel_payload(config.status, &status) {
+        let _ = out_tx.send(Out::Data(codec::ERROR, payload)).await;
     }
     report.status = Some(status);
-    let _ = out_tx.send(Out::Close(1000)).await;
+    let _ = out_tx.send(Out::End).await;
     drop(out_tx);
-    let mut writer_half = writer.await.ok().flatten();
+    let closer = writer.await.ok().flatten();
     let waited = tokio::time::timeout(config.close_wait, async {
         while *peer_rx.borrow_and_update() == Peer::Open {
             if peer_rx.changed().await.is_err() {
@@ -319,8 +390,8 @@ where
         tracing::debug!("exec: the client did not close within the wait");
     }
     reader.abort();
-    if let Some(w) = writer_half.as_mut() {
-        let _ = w.shutdown().await;
+    if let Some(close) = closer {
+        close.await;
     }
     report.sizes = take_sizes(&sizes);
     report
@@ -341,7 +412,7 @@ fn status_for(config: &Config, exit: &ExitStatus) -> serde_json::Value {
         }
     };
     codec::status_exit(
-        &codec::exit_message(config.protocol, code, &config.argv),
+        &codec::exit_message(config.status, code, &config.argv),
         code,
     )
 }
@@ -389,150 +460,10 @@ fn icrnl(mut data: Vec<u8>) -> Vec<u8> {
     data
 }
 
-/// Where the reader delivers what the client sends.
-struct ReadSinks {
-    /// The process's stdin (`None` once closed or not asked for).
-    stdin: Option<mpsc::Sender<Bytes>>,
-    /// Pings' payloads, for the writer's Pongs.
-    pong: mpsc::Sender<Vec<u8>>,
-    /// What the client's side has done.
-    peer: watch::Sender<Peer>,
-    /// Set once a terminal size arrived.
-    resized: watch::Sender<bool>,
-    /// The sizes received, for the report.
-    sizes: Arc<Mutex<Vec<TermSize>>>,
-}
-
-/// Reads the socket until the client goes: answers Pings, feeds stdin and resize, handles CLOSE.
-async fn read_loop<R: AsyncRead + Unpin>(
-    mut reader: Reader<R>,
-    protocol: Protocol,
-    streams: Streams,
-    sinks: ReadSinks,
-) {
-    let ReadSinks {
-        mut stdin,
-        pong,
-        peer,
-        resized,
-        sizes,
-    } = sinks;
-    let mut resize = ResizeDecoder::default();
-    let mut closed = false;
-    loop {
-        let message = match reader.next().await {
-            Ok(Some(m)) => m,
-            Ok(None) => break,
-            Err(e) => {
-                tracing::debug!(error = %e, "exec: reading the client");
-                break;
-            }
-        };
-        let data = match message {
-            Message::Ping(p) => {
-                if !closed {
-                    let _ = pong.try_send(p);
-                }
-                continue;
-            }
-            Message::Pong => continue,
-            Message::Close(code) => {
-                tracing::debug!(?code, "exec: the client sent Close");
-                // kube-rs under v4 closes on stdin EOF and keeps reading: treat it as stdin
-                // EOF and keep sending output and the status.
-                stdin = None;
-                closed = true;
-                let _ = peer.send(Peer::Closed);
-                continue;
-            }
-            Message::Text(d) | Message::Binary(d) => d,
-        };
-        if closed {
-            continue;
-        }
-        match codec::decode(protocol, &data) {
-            Ok(Inbound::Data {
-                channel: codec::STDIN,
-                payload,
-            }) => {
-                let Some(tx) = stdin.as_ref() else { continue };
-                if payload.is_empty() {
-                    continue;
-                }
-                let payload = if streams.tty { icrnl(payload) } else { payload };
-                if tx.send(Bytes::from(payload)).await.is_err() {
-                    // The process stopped reading for good; later stdin is discarded.
-                    stdin = None;
-                }
-            }
-            Ok(Inbound::Data {
-                channel: codec::RESIZE,
-                payload,
-            }) if streams.tty => {
-                let got = resize.push(&payload);
-                if !got.is_empty() {
-                    resized.send_replace(true);
-                }
-                if let Ok(mut kept) = sizes.lock() {
-                    for s in got {
-                        if kept.len() < SIZES_KEPT {
-                            kept.push(s);
-                        }
-                    }
-                }
-            }
-            Ok(Inbound::Close(codec::STDIN)) => stdin = None,
-            Ok(_) => {}
-            Err(e) => tracing::debug!(error = %e, "exec: undecodable client message dropped"),
-        }
-    }
-    let _ = peer.send(Peer::Gone);
-}
-
-/// Writes Pongs (first) and the session's frames; returns the write half once a Close or Drop
-/// was written, or `None` when the socket failed.
-async fn write_loop<W: AsyncWrite + Unpin>(
-    mut writer: Writer<W>,
-    mut pongs: mpsc::Receiver<Vec<u8>>,
-    mut frames: mpsc::Receiver<Out>,
-) -> Option<Writer<W>> {
-    let mut pongs_open = true;
-    loop {
-        let result = tokio::select! {
-            biased;
-            p = pongs.recv(), if pongs_open => match p {
-                Some(p) => writer.send(ws::OP_PONG, &p).await,
-                None => { pongs_open = false; continue; }
-            },
-            f = frames.recv() => match f {
-                Some(Out::Frame(e)) => {
-                    let op = if e.text { ws::OP_TEXT } else { ws::OP_BINARY };
-                    writer.send(op, &e.data).await
-                }
-                Some(Out::Close(code)) => {
-                    let r = match writer.close(code).await {
-                        Ok(()) => writer.flush().await,
-                        Err(e) => Err(e),
-                    };
-                    return r.ok().map(|()| writer);
-                }
-                Some(Out::Drop) | None => {
-                    let _ = writer.flush().await;
-                    return None;
-                }
-            },
-        };
-        if result.is_err() {
-            return None;
-        }
-        if pongs.is_empty() && frames.is_empty() && writer.flush().await.is_err() {
-            return None;
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::codec::Protocol;
+    use super::super::transport::websocket::WebSocket;
     use super::*;
     use fakekube_runtime::{ExecSpec, Programs};
     use futures_util::{SinkExt, StreamExt};
@@ -564,7 +495,7 @@ mod tests {
 
     fn config(protocol: Protocol, streams: Streams, argv: &[&str]) -> Config {
         Config {
-            protocol,
+            status: protocol.status_style(),
             streams,
             argv: argv.iter().map(|s| (*s).to_string()).collect(),
             exec_id: "0123abcd".into(),
@@ -576,7 +507,11 @@ mod tests {
     }
 
     /// Starts a session running `config.argv` in an empty pod, and its client.
-    async fn start_with(config: Config, programs: Programs) -> (Client, JoinHandle<Report>) {
+    async fn start_with(
+        protocol: Protocol,
+        config: Config,
+        programs: Programs,
+    ) -> (Client, JoinHandle<Report>) {
         let (server_io, client_io) = tokio::io::duplex(64 * 1024);
         let spec = ExecSpec {
             argv: config.argv.clone(),
@@ -585,8 +520,10 @@ mod tests {
             fs: programs.pod_fs(vec![]),
             programs,
             cancel: config.cancel.clone(),
+            network: Default::default(),
         };
-        let server = tokio::spawn(run(server_io, config, move |io| {
+        let transport = WebSocket::new(server_io, protocol, config.streams);
+        let server = tokio::spawn(run(transport, config, move |io| {
             fakekube_runtime::exec(spec, io)
         }));
         let client = WebSocketStream::from_raw_socket(client_io, Role::Client, None).await;
@@ -598,7 +535,7 @@ mod tests {
         streams: Streams,
         argv: &[&str],
     ) -> (Client, JoinHandle<Report>) {
-        start_with(config(protocol, streams, argv), Programs::new()).await
+        start_with(protocol, config(protocol, streams, argv), Programs::new()).await
     }
 
     /// Everything the client saw until the server's Close (or the end of the connection).
@@ -887,7 +824,7 @@ mod tests {
         );
         c.drop_after_bytes = DropAfter(std::sync::Arc::new(|| Some(1000)));
         let cancel = c.cancel.clone();
-        let (mut client, server) = start_with(c, Programs::new()).await;
+        let (mut client, server) = start_with(Protocol::V5, c, Programs::new()).await;
         let seen = read_all(&mut client).await;
         assert_eq!(seen.channel(codec::STDOUT).len(), 1000);
         assert_eq!(seen.count(codec::ERROR), 0);
@@ -901,7 +838,7 @@ mod tests {
     async fn a_client_that_goes_away_cancels_the_process() {
         let c = config(Protocol::V5, OUT_ERR, &["sleep", "100"]);
         let cancel = c.cancel.clone();
-        let (client, server) = start_with(c, Programs::new()).await;
+        let (client, server) = start_with(Protocol::V5, c, Programs::new()).await;
         tokio::time::sleep(Duration::from_millis(50)).await;
         drop(client);
         let r = report(server).await;
@@ -956,7 +893,7 @@ mod tests {
     async fn the_early_frame_delay_holds_output_back_after_the_empty_frame() {
         let mut c = config(Protocol::V5, OUT_ERR, &["echo", "x"]);
         c.early_frame_delay = Duration::from_millis(150);
-        let (mut client, server) = start_with(c, Programs::new()).await;
+        let (mut client, server) = start_with(Protocol::V5, c, Programs::new()).await;
         let first = client.next().await.and_then(Result::ok);
         let at_first = tokio::time::Instant::now();
         assert_eq!(first, Some(WsMessage::binary(vec![1u8])));
@@ -978,8 +915,10 @@ mod tests {
             fs: Programs::new().pod_fs(vec![]),
             programs: Programs::new(),
             cancel: c.cancel.clone(),
+            network: Default::default(),
         };
-        let server = tokio::spawn(run(server_io, c, move |io| {
+        let transport = WebSocket::new(server_io, Protocol::V5, c.streams);
+        let server = tokio::spawn(run(transport, c, move |io| {
             fakekube_runtime::exec(spec, io)
         }));
         let _ = client_io

@@ -65,7 +65,7 @@ pub use images::Images;
 use crate::status::{ApiError, Target};
 use crate::store::Store;
 use bytes::Bytes;
-use fakekube_runtime::{PodFs, Programs};
+use fakekube_runtime::{PodFs, PodNetwork, Programs};
 use http::StatusCode;
 use pod::{CState, PodRun};
 use serde_json::Value;
@@ -88,6 +88,21 @@ pub(crate) struct ExecTarget {
     /// The container's `workingDir`, or `/`.
     pub(crate) cwd: String,
     /// Fires when the pod is deleted or the container stops: running execs end.
+    pub(crate) cancel: CancellationToken,
+    /// The pod's network, shared with its containers.
+    pub(crate) network: PodNetwork,
+}
+
+/// Where a port-forward connects: the network of a pod whose sandbox runs.
+#[derive(Debug, Clone)]
+pub(crate) struct PortForwardTarget {
+    /// The pod's network.
+    pub(crate) network: PodNetwork,
+    /// The sandbox id containerd would report (64 hex digits), for error messages.
+    pub(crate) sandbox_id: String,
+    /// The sandbox's network namespace path (`/var/run/netns/cni-…`), for error messages.
+    pub(crate) netns: String,
+    /// Fires when the pod stops: forwarded connections end.
     pub(crate) cancel: CancellationToken,
 }
 
@@ -193,19 +208,7 @@ impl Kubelet {
         pod: &str,
         container: &str,
     ) -> Result<(Arc<Value>, String), ApiError> {
-        let rt = self
-            .store
-            .registry()
-            .find("", "v1", "pods")
-            .ok_or_else(|| ApiError::internal("pods are not served"))?;
-        let obj = self.store.get_opt(&rt, ns, pod).ok_or_else(|| {
-            ApiError::not_found(Target {
-                group: "",
-                resource: "pods",
-                kind: "Pod",
-                name: pod,
-            })
-        })?;
+        let obj = self.pod(ns, pod)?;
         let names = |key: &str| -> Vec<String> {
             obj.get("spec")
                 .and_then(|s| s.get(key))
@@ -244,17 +247,25 @@ impl Kubelet {
                 "container {container} is not valid for pod {pod}"
             )));
         };
-        let node = obj
-            .get("spec")
-            .and_then(|s| s.get("nodeName"))
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        if node.is_empty() {
-            return Err(ApiError::bad_request(format!(
-                "pod {pod} does not have a host assigned"
-            )));
-        }
+        require_node(&obj, pod)?;
         Ok((obj, chosen))
+    }
+
+    /// Pod `ns/pod` from the store, or the API server's 404.
+    fn pod(&self, ns: &str, pod: &str) -> Result<Arc<Value>, ApiError> {
+        let rt = self
+            .store
+            .registry()
+            .find("", "v1", "pods")
+            .ok_or_else(|| ApiError::internal("pods are not served"))?;
+        self.store.get_opt(&rt, ns, pod).ok_or_else(|| {
+            ApiError::not_found(Target {
+                group: "",
+                resource: "pods",
+                kind: "Pod",
+                name: pod,
+            })
+        })
     }
 
     /// The running container `container` of pod `ns/pod`, or the Status the API server answers
@@ -278,18 +289,60 @@ impl Kubelet {
         let st = self.lock();
         st.pods
             .get(uid)
-            .and_then(|p| p.containers.iter().find(|c| c.name == name))
-            .and_then(|c| match &c.state {
+            .and_then(|p| p.containers.iter().find(|c| c.name == name).map(|c| (p, c)))
+            .and_then(|(p, c)| match &c.state {
                 CState::Running(r) => Some(ExecTarget {
                     fs: r.fs.clone(),
                     commands: self.commands.clone(),
                     env: r.env.clone(),
                     cwd: r.cwd.clone(),
                     cancel: r.cancel.clone(),
+                    network: p.network.clone(),
                 }),
                 _ => None,
             })
             .ok_or_else(|| container_not_found(&name))
+    }
+
+    /// The network of pod `ns/pod`, for `pods/portforward`, with the API server's errors (404
+    /// for a missing pod, 400 `pod x does not have a host assigned`) and the kubelet's for a
+    /// pod whose sandbox is not running (not created yet, or the pod finished or is being
+    /// deleted): HTTP 500 `pod not found ("x_ns")`.
+    pub(crate) fn portforward_target(
+        &self,
+        ns: &str,
+        pod: &str,
+    ) -> Result<PortForwardTarget, ApiError> {
+        let obj = self.pod(ns, pod)?;
+        require_node(&obj, pod)?;
+        let uid = crate::meta::meta_str(&obj, "uid").unwrap_or("");
+        let st = self.lock();
+        st.pods
+            .get(uid)
+            .filter(|p| p.ip.is_some() && !p.terminal && !p.deleting)
+            .map(|p| {
+                let netns = images::hex64(&format!("netns{uid}"));
+                PortForwardTarget {
+                    network: p.network.clone(),
+                    sandbox_id: images::hex64(&format!("sandbox{uid}")),
+                    netns: format!(
+                        "/var/run/netns/cni-{}-{}-{}-{}-{}",
+                        &netns[0..8],
+                        &netns[8..12],
+                        &netns[12..16],
+                        &netns[16..20],
+                        &netns[20..32]
+                    ),
+                    cancel: p.cancel.clone(),
+                }
+            })
+            .ok_or_else(|| {
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "InternalError",
+                    format!("pod not found (\"{pod}_{ns}\")"),
+                )
+            })
     }
 
     /// The main process of the running container, for `pods/attach`; errors as for
@@ -359,6 +412,21 @@ impl Kubelet {
             }
         }
     }
+}
+
+/// The API server's 400 for a pod not bound to a node.
+fn require_node(obj: &Value, pod: &str) -> Result<(), ApiError> {
+    let node = obj
+        .get("spec")
+        .and_then(|s| s.get("nodeName"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if node.is_empty() {
+        return Err(ApiError::bad_request(format!(
+            "pod {pod} does not have a host assigned"
+        )));
+    }
+    Ok(())
 }
 
 /// What the kubelet answers for a container that is not running.

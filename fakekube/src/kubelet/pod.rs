@@ -4,7 +4,7 @@
 use super::images;
 use super::output::OutputLog;
 use bytes::Bytes;
-use fakekube_runtime::{PodFs, Volume};
+use fakekube_runtime::{PodFs, PodNetwork, Volume};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -315,6 +315,8 @@ pub(crate) struct PodRun {
     pub(crate) start_at: Option<Instant>,
     /// The pod's IP, once the sandbox exists.
     pub(crate) ip: Option<String>,
+    /// The sandbox's network: the ports its containers and execs listen on.
+    pub(crate) network: PodNetwork,
     /// `startTime`.
     pub(crate) start_time: String,
     /// The containers, in spec order.
@@ -362,6 +364,7 @@ impl PodRun {
             cancel,
             start_at: Some(start_at),
             ip: None,
+            network: PodNetwork::new(),
             start_time: now.to_string(),
             containers,
             volumes: HashMap::new(),

@@ -741,6 +741,7 @@ impl Kubelet {
             fs: fs.clone(),
             programs: self.commands.clone(),
             cancel: cancel.clone(),
+            network: run.network.clone(),
         };
         let io = ExecIo {
             stdin: stdin_rx,

@@ -107,6 +107,7 @@ async fn sh(target: &ExecTarget, script: &str) -> (ExitStatus, String) {
         fs: target.fs.clone(),
         programs: target.commands.clone(),
         cancel: target.cancel.child_token(),
+        network: target.network.clone(),
     };
     let io = ExecIo {
         stdin: None,
@@ -490,6 +491,41 @@ async fn containers_of_a_pod_share_an_empty_dir_and_see_secret_files() {
     assert_eq!(sh(&b, "cat /shared/f").await.1, "from-a\n");
     assert_eq!(sh(&b, "cat /etc/sec/token").await.1, "tok");
     assert_eq!(sh(&b, "test -e /tmp/p").await.0, ExitStatus::Code(1));
+}
+
+#[tokio::test]
+async fn the_containers_and_execs_of_a_pod_share_its_network_and_other_pods_do_not() {
+    let e = env(true);
+    e.create(
+        "pods",
+        json!({
+            "metadata": { "name": "web" },
+            "spec": { "containers": [
+                { "name": "server", "image": "busybox",
+                  "command": ["sh", "-c", "echo hello from server | nc -l -p 9000"] },
+                { "name": "side", "image": "busybox" },
+            ] },
+        }),
+    );
+    e.create(
+        "pods",
+        pod("other", json!([{ "name": "c", "image": "busybox" }])),
+    );
+    e.wait_running("web").await;
+    e.wait_running("other").await;
+    let side = target(&e, "web", "side");
+    let listening = async {
+        while !side.network.listening().contains(&9000) {
+            tokio::task::yield_now().await;
+        }
+    };
+    assert!(tokio::time::timeout(WAIT, listening).await.is_ok());
+    let (status, out) = sh(&side, "nc 127.0.0.1 9000").await;
+    assert_eq!(status, ExitStatus::Code(0));
+    assert_eq!(out, "hello from server\n");
+    let other = target(&e, "other", "c");
+    let (status, _) = sh(&other, "nc 127.0.0.1 9000").await;
+    assert_eq!(status, ExitStatus::Code(1));
 }
 
 #[tokio::test]

@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::fs::{self, PodFs};
 use crate::io::{Input, Output, Stdio, WriteError};
+use crate::net::PodNetwork;
 
 /// A boxed, sendable future (what handlers return).
 pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -63,6 +64,8 @@ pub struct Process {
     pub(crate) stderr: Output,
     /// Fires when the process is killed (exec cancelled, pod deleted, `timeout` expired).
     pub(crate) cancel: CancellationToken,
+    /// The pod's network (its listening ports).
+    pub(crate) network: PodNetwork,
     /// How deeply this process is nested in shells and functions (see [`MAX_NESTING`]).
     pub(crate) depth: usize,
 }
@@ -98,8 +101,16 @@ impl Process {
             stdout: stdio.stdout,
             stderr: stdio.stderr,
             cancel,
+            network: PodNetwork::new(),
             depth: 0,
         }
+    }
+
+    /// The same process in the pod network `network` ([`Process::new`] gives it a network of
+    /// its own).
+    pub fn with_network(mut self, network: PodNetwork) -> Self {
+        self.network = network;
+        self
     }
 
     /// The whole command line, `argv[0]` first.
@@ -120,6 +131,11 @@ impl Process {
     /// The container's filesystem.
     pub fn fs(&self) -> &PodFs {
         &self.fs
+    }
+
+    /// The pod's network: the ports its processes listen on.
+    pub fn network(&self) -> &PodNetwork {
+        &self.network
     }
 
     /// Standard input.

@@ -14,6 +14,7 @@
 //! - [`env`]: `env`, `printenv`, `pwd`;
 //! - [`timing`]: `sleep`, `timeout`;
 //! - [`system`]: `uname`, `id`, `whoami`, `hostname`;
+//! - [`net`]: `nc`, `httpd`, over the pod's [`PodNetwork`](crate::PodNetwork);
 //! - `true` and `false`, in the table itself; `sh`, in [`crate::shell`].
 //!
 //! [`cli`] holds what they share: GNU-style options, usage errors, writing to stdout. Messages
@@ -25,6 +26,7 @@ mod content;
 mod env;
 mod files;
 mod listing;
+mod net;
 mod paths;
 mod print;
 mod sequence;
@@ -80,6 +82,9 @@ pub(crate) static TABLE: &[Program] = &[
     Program::new("id", |p| Box::pin(system::id(p))),
     Program::new("whoami", |p| Box::pin(system::whoami(p))),
     Program::new("hostname", |p| Box::pin(system::hostname(p))),
+    // net
+    Program::new("nc", |p| Box::pin(net::nc::nc(p))),
+    Program::new("httpd", |p| Box::pin(net::httpd::httpd(p))),
 ];
 
 // Defined here, beside the table, so that the registry (crate::process) never names a program:

@@ -200,7 +200,8 @@ impl Shell {
                         self.programs.clone(),
                         io,
                         self.cancel.clone(),
-                    );
+                    )
+                    .with_network(self.network.clone());
                     proc.depth = self.depth + PROGRAM_NESTING;
                     handler(proc).await & 0xff
                 }

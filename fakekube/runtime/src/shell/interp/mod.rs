@@ -31,6 +31,7 @@ use super::ast::Command;
 use super::parser;
 use crate::fs::PodFs;
 use crate::io::Stdio;
+use crate::net::PodNetwork;
 use crate::process::{BoxFuture, Process, Programs};
 
 /// Longest value a single word may expand to; beyond it the expansion fails (memory bound).
@@ -128,6 +129,8 @@ pub(crate) struct Shell {
     fs: PodFs,
     /// Programs.
     programs: Programs,
+    /// The pod's network, for the programs it starts.
+    network: PodNetwork,
     /// Kills this shell.
     cancel: CancellationToken,
     /// Nesting, against [`MAX_NESTING`](crate::process::MAX_NESTING).
@@ -172,6 +175,7 @@ impl Shell {
             pid: next_pid(),
             fs: proc.fs,
             programs: proc.programs,
+            network: proc.network,
             cancel: proc.cancel,
             depth: proc.depth,
             in_condition: 0,
@@ -197,6 +201,7 @@ impl Shell {
             pid: self.pid,
             fs: self.fs.clone(),
             programs: self.programs.clone(),
+            network: self.network.clone(),
             cancel: self.cancel.clone(),
             depth: self.depth + 1,
             in_condition: self.in_condition,

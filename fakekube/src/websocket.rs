@@ -2,9 +2,12 @@
 //! the exec session needs one thing tungstenite forbids: to keep sending output and the status
 //! after the client's Close frame (kube-rs under v4 sends Close on stdin EOF and keeps reading),
 //! and only then answer with its own Close. Header parsing and encoding are pure functions; a
-//! [`Reader`] reassembles messages from any `AsyncRead`, a [`Writer`] writes unmasked frames.
+//! [`Reader`] reassembles messages from any `AsyncRead`, a [`Writer`] writes unmasked frames,
+//! and [`tunnel`] turns a connection's binary messages into a plain byte stream (SPDY tunnelled
+//! in WebSocket, as port-forwarding does since kubectl 1.30).
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, DuplexStream};
+use tokio::sync::mpsc;
 
 /// Continuation frame.
 pub(crate) const OP_CONTINUATION: u8 = 0x0;
@@ -310,6 +313,70 @@ impl<W: AsyncWrite + Unpin> Writer<W> {
     }
 }
 
+/// Bytes buffered each way between a tunnel and its user.
+const TUNNEL_BUFFER: usize = 64 * 1024;
+
+/// A byte stream carried by a WebSocket connection's binary messages: each message's payload
+/// is read as the next bytes and each write goes out as one binary message (what client-go's
+/// `TunnelingConnection` does on the other end). Pings are answered. The client's Close, a
+/// text message or the end of the connection is the end of what the stream reads; shutting
+/// the stream down (or dropping it) sends Close 1000.
+pub(crate) fn tunnel<S>(io: S) -> DuplexStream
+where
+    S: AsyncRead + AsyncWrite + Send + 'static,
+{
+    let (near, far) = tokio::io::duplex(TUNNEL_BUFFER);
+    let (mut far_rd, mut far_wr) = tokio::io::split(far);
+    let (rd, wr) = tokio::io::split(io);
+    let (pong_tx, mut pong_rx) = mpsc::channel::<Vec<u8>>(4);
+    tokio::spawn(async move {
+        let mut reader = Reader::new(rd);
+        loop {
+            match reader.next().await {
+                Ok(Some(Message::Binary(data))) => {
+                    if far_wr.write_all(&data).await.is_err() {
+                        break;
+                    }
+                }
+                Ok(Some(Message::Ping(p))) => {
+                    let _ = pong_tx.try_send(p);
+                }
+                Ok(Some(Message::Pong)) => {}
+                Ok(Some(Message::Text(_) | Message::Close(_)) | None) | Err(_) => break,
+            }
+        }
+        let _ = far_wr.shutdown().await;
+    });
+    tokio::spawn(async move {
+        let mut writer = Writer::new(wr);
+        let mut buf = vec![0u8; 32 * 1024];
+        let mut pongs_open = true;
+        loop {
+            let sent = tokio::select! {
+                biased;
+                p = pong_rx.recv(), if pongs_open => match p {
+                    Some(p) => writer.send(OP_PONG, &p).await,
+                    None => { pongs_open = false; continue; }
+                },
+                n = far_rd.read(&mut buf) => match n {
+                    Ok(0) | Err(_) => {
+                        if writer.close(1000).await.is_ok() {
+                            let _ = writer.flush().await;
+                        }
+                        let _ = writer.shutdown().await;
+                        return;
+                    }
+                    Ok(n) => writer.send(OP_BINARY, &buf[..n]).await,
+                },
+            };
+            if sent.is_err() || writer.flush().await.is_err() {
+                return;
+            }
+        }
+    });
+    near
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -421,6 +488,34 @@ mod tests {
         let cut = bytes.get(..bytes.len() - 2).unwrap_or_default();
         let mut r = Reader::new(cut);
         assert!(matches!(r.next().await, Err(ReadError::Io(_))));
+    }
+
+    #[tokio::test]
+    async fn a_tunnel_reads_binary_payloads_as_a_stream_and_writes_binary_messages() {
+        let (server, mut client) = tokio::io::duplex(64 * 1024);
+        let mut stream = tunnel(server);
+        let key = [7, 7, 7, 7];
+        let mut bytes = client_frame(true, OP_BINARY, b"hel", key);
+        bytes.extend(client_frame(true, OP_PING, b"p", key));
+        bytes.extend(client_frame(true, OP_BINARY, b"lo", key));
+        bytes.extend(client_frame(true, OP_CLOSE, &1000u16.to_be_bytes(), key));
+        assert!(client.write_all(&bytes).await.is_ok());
+        let mut got = Vec::new();
+        assert!(stream.read_to_end(&mut got).await.is_ok());
+        assert_eq!(got, b"hello");
+        assert!(stream.write_all(b"back").await.is_ok());
+        assert!(stream.shutdown().await.is_ok());
+        let mut r = Reader::new(client);
+        let mut seen = Vec::new();
+        while let Ok(Some(m)) = r.next().await {
+            seen.push(m);
+        }
+        assert!(seen.contains(&Message::Pong), "{seen:?}");
+        assert!(
+            seen.contains(&Message::Binary(b"back".to_vec())),
+            "{seen:?}"
+        );
+        assert_eq!(seen.last(), Some(&Message::Close(Some(1000))));
     }
 
     proptest! {

@@ -1,0 +1,205 @@
+//! Programs that use the pod's network: `nc` ([`nc`]) and `httpd` ([`httpd`]), as BusyBox has
+//! them. What they share is here: which names and addresses are the pod itself (the only
+//! reachable host: nothing leaves the pod), service names of ports, and pumps between a
+//! connection and standard streams (`nc -e`, `httpd -i`).
+
+pub(crate) mod httpd;
+pub(crate) mod nc;
+
+#[cfg(test)]
+mod end_to_end;
+
+use std::net::IpAddr;
+
+use bytes::Bytes;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, DuplexStream};
+use tokio::sync::mpsc;
+
+use crate::io::{CHUNK, Input, Output, PIPE_CHUNKS};
+use crate::process::Process;
+
+/// Where a host name or address leads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Host {
+    /// The pod itself (loopback, its own name, the any-address), with the address to print.
+    Local(String),
+    /// Another address: unreachable, since a pod's network holds the pod alone.
+    Remote(String),
+}
+
+/// Resolves a host as `nc` would: a numeric address, `localhost`, or the pod's own name
+/// (`$HOSTNAME`, which `/etc/hosts` maps to the pod); `None` for a name that does not resolve
+/// (there is no DNS in the pod).
+pub(crate) fn resolve(proc: &Process, name: &str) -> Option<Host> {
+    if let Ok(ip) = name.parse::<IpAddr>() {
+        let local = ip.is_loopback() || ip.is_unspecified();
+        let dotted = ip.to_string();
+        return Some(if local {
+            Host::Local(dotted)
+        } else {
+            Host::Remote(dotted)
+        });
+    }
+    let own = proc.var("HOSTNAME").filter(|h| !h.is_empty());
+    if name.eq_ignore_ascii_case("localhost")
+        || name.eq_ignore_ascii_case("localhost.localdomain")
+        || own.is_some_and(|h| h.eq_ignore_ascii_case(name))
+    {
+        return Some(Host::Local("127.0.0.1".into()));
+    }
+    None
+}
+
+/// A port as BusyBox's `bb_lookup_port` reads it: a decimal number up to 65535, or a service
+/// name from `/etc/services`; `None` for anything else.
+pub(crate) fn lookup_port(text: &str) -> Option<u16> {
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+        return text.parse().ok();
+    }
+    let port = match text {
+        "echo" => 7,
+        "discard" => 9,
+        "ftp" => 21,
+        "ssh" => 22,
+        "telnet" => 23,
+        "smtp" => 25,
+        "domain" => 53,
+        "http" | "www" => 80,
+        "pop3" => 110,
+        "imap" => 143,
+        "https" => 443,
+        "mysql" => 3306,
+        "postgresql" => 5432,
+        "http-alt" | "webcache" => 8080,
+        _ => return None,
+    };
+    Some(port)
+}
+
+/// Standard streams that read from and write to `io` (what `nc -e PROG` gives PROG): the
+/// input ends at the connection's end of file; when every clone of the output is gone, the
+/// connection's write side is shut down.
+pub(crate) fn stdio_over<S>(io: S) -> (Input, Output)
+where
+    S: AsyncRead + AsyncWrite + Send + 'static,
+{
+    let (mut rd, mut wr) = tokio::io::split(io);
+    let (in_tx, in_rx) = mpsc::channel::<Bytes>(PIPE_CHUNKS);
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; CHUNK];
+        loop {
+            match rd.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    if in_tx.send(Bytes::copy_from_slice(&buf[..n])).await.is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+    });
+    let (out_tx, mut out_rx) = mpsc::channel::<Bytes>(PIPE_CHUNKS);
+    tokio::spawn(async move {
+        while let Some(chunk) = out_rx.recv().await {
+            if wr.write_all(&chunk).await.is_err() {
+                return;
+            }
+        }
+        let _ = wr.shutdown().await;
+    });
+    (Input::channel(in_rx), Output::channel(out_tx))
+}
+
+/// A byte stream fed by `stdin` whose writes go to `stdout` (what `httpd -i` serves: inetd
+/// passes the connection as the standard streams). Both pumps end with the stream.
+pub(crate) fn stream_over(stdin: Input, stdout: Output) -> DuplexStream {
+    let (near, far) = tokio::io::duplex(2 * CHUNK);
+    let (mut rd, mut wr) = tokio::io::split(far);
+    tokio::spawn(async move {
+        while let Some(chunk) = stdin.read().await {
+            if wr.write_all(&chunk).await.is_err() {
+                return;
+            }
+        }
+        let _ = wr.shutdown().await;
+    });
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; CHUNK];
+        loop {
+            match rd.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    if stdout
+                        .write(Bytes::copy_from_slice(&buf[..n]))
+                        .await
+                        .is_err()
+                    {
+                        break;
+                    }
+                }
+            }
+        }
+    });
+    near
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::PodFs;
+    use crate::io::Stdio;
+    use crate::process::Programs;
+    use tokio_util::sync::CancellationToken;
+
+    fn process(hostname: &str) -> Process {
+        Process::new(
+            vec!["nc".into()],
+            vec![("HOSTNAME".into(), hostname.into())],
+            "/".into(),
+            PodFs::new(vec![]),
+            Programs::new(),
+            Stdio {
+                stdin: Input::empty(),
+                stdout: Output::null(),
+                stderr: Output::null(),
+            },
+            CancellationToken::new(),
+        )
+    }
+
+    #[test]
+    fn loopback_any_and_the_pods_own_name_are_local_and_nothing_else_is() {
+        let p = process("web-0");
+        assert_eq!(
+            resolve(&p, "127.0.0.1"),
+            Some(Host::Local("127.0.0.1".into()))
+        );
+        assert_eq!(
+            resolve(&p, "127.1.2.3"),
+            Some(Host::Local("127.1.2.3".into()))
+        );
+        assert_eq!(resolve(&p, "::1"), Some(Host::Local("::1".into())));
+        assert_eq!(resolve(&p, "0.0.0.0"), Some(Host::Local("0.0.0.0".into())));
+        assert_eq!(
+            resolve(&p, "localhost"),
+            Some(Host::Local("127.0.0.1".into()))
+        );
+        assert_eq!(resolve(&p, "WEB-0"), Some(Host::Local("127.0.0.1".into())));
+        assert_eq!(
+            resolve(&p, "10.244.0.7"),
+            Some(Host::Remote("10.244.0.7".into()))
+        );
+        assert_eq!(resolve(&p, "example.com"), None);
+    }
+
+    #[test]
+    fn ports_are_numbers_up_to_65535_or_service_names() {
+        assert_eq!(lookup_port("8080"), Some(8080));
+        assert_eq!(lookup_port("0"), Some(0));
+        assert_eq!(lookup_port("65536"), None);
+        assert_eq!(lookup_port("http"), Some(80));
+        assert_eq!(lookup_port("-1"), None);
+        assert_eq!(lookup_port(""), None);
+        assert_eq!(lookup_port("nope"), None);
+    }
+}
