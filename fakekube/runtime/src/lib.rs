@@ -5,7 +5,7 @@
 //! processes, no network.
 //!
 //! ```
-//! use fakekube_runtime::{ExecIo, ExecSpec, ExitStatus, Programs, exec};
+//! use fakekube_runtime::{ExecIo, ExecSpec, ExitStatus, ProcessTable, Programs, exec};
 //! use tokio::sync::mpsc;
 //!
 //! # fn main() -> std::io::Result<()> {
@@ -17,11 +17,12 @@
 //!     cwd: "/".into(),
 //!     fs: programs.pod_fs(vec![]),
 //!     programs,
+//!     processes: ProcessTable::new(),
 //!     cancel: Default::default(),
 //! };
 //! let (stdout, mut out) = mpsc::channel(8);
 //! let (stderr, _err) = mpsc::channel(8);
-//! let status = exec(spec, ExecIo { stdin: None, stdout, stderr }).await;
+//! let status = exec(spec, ExecIo { stdin: None, stdout, stderr, tty: None }).await;
 //! assert_eq!(status, ExitStatus::Code(0));
 //! assert_eq!(out.recv().await.as_deref(), Some(&b"6\n"[..]));
 //! # });
@@ -51,10 +52,13 @@
 //! import cycle forms):
 //!
 //! - `fs`: the in-memory filesystem: [`PodFs`], [`Volume`], [`FsError`];
+//! - `tty`: terminals ([`WindowSize`]): modes, the line discipline (echo, line editing, `^C`,
+//!   `^D`) and output translation;
 //! - `io`: bounded, chunked standard streams: [`Input`], [`Output`], [`Stdio`];
 //! - `process`: what a program gets ([`Process`]), the registry ([`Programs`]) holding the
-//!   program table and run-time registrations, and `execvp`'s resolution of a name or path
-//!   (`PATH`, `/bin` entries, `#!` scripts);
+//!   program table and run-time registrations, `execvp`'s resolution of a name or path
+//!   (`PATH`, `/bin` entries, `#!` scripts), and the container's process table
+//!   ([`ProcessTable`]) with its [`Signal`]s;
 //! - `shell`: `sh`: parser, interpreter (control flow, commands, expansion, redirections,
 //!   builtins), patterns and arithmetic;
 //! - `programs`: the program table (name → handler), from which `/bin` is filled, and the
@@ -89,12 +93,16 @@ mod io;
 mod process;
 mod programs;
 mod shell;
+mod tty;
 
 // The public interface is:
 pub use exec::{ExecIo, ExecSpec, ExitStatus, exec};
 pub use fs::{FsError, PodFs, Volume};
 pub use io::{CHUNK, Input, Output, Stdio, WriteError};
-pub use process::{DEFAULT_PATH, Process, Programs};
+pub use process::{
+    DEFAULT_PATH, Process, ProcessInfo, ProcessTable, Programs, Signal, SignalError,
+};
+pub use tty::WindowSize;
 
 #[cfg(test)]
 mod tests;

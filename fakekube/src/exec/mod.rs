@@ -427,6 +427,7 @@ async fn run_exec(
         cwd: target.cwd,
         fs: target.fs,
         programs: target.commands,
+        processes: target.processes,
         cancel,
     };
     tokio::select! {

@@ -12,7 +12,7 @@
 use super::codec::{self, Inbound, Protocol, ResizeDecoder, TermSize};
 use super::ws::{self, Message, Reader, Writer};
 use bytes::Bytes;
-use fakekube_runtime::{ExecIo, ExitStatus};
+use fakekube_runtime::{ExecIo, ExitStatus, WindowSize};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -42,7 +42,8 @@ pub(crate) struct Streams {
     pub(crate) stdout: bool,
     /// `stderr=true` (already false when `tty` is set, as the kubelet does).
     pub(crate) stderr: bool,
-    /// `tty=true`: stderr merged into stdout, `\n` written as `\r\n`, `\r` read as `\n`.
+    /// `tty=true`: the process runs on a terminal (the runtime's: echo, line editing, stderr
+    /// merged into stdout, `\n` written as `\r\n`), sized by the resize channel.
     pub(crate) tty: bool,
 }
 
@@ -163,6 +164,7 @@ where
     };
     let (peer_tx, mut peer_rx) = watch::channel(Peer::Open);
     let (resized_tx, mut resized_rx) = watch::channel(false);
+    let (window_tx, window_rx) = watch::channel(WindowSize::default());
     let sizes = Arc::new(Mutex::new(Vec::new()));
     let reader = tokio::spawn(read_loop(
         Reader::new(rd),
@@ -173,6 +175,7 @@ where
             pong: pong_tx,
             peer: peer_tx,
             resized: resized_tx,
+            window: window_tx,
             sizes: sizes.clone(),
         },
     ));
@@ -209,6 +212,7 @@ where
         stdin: stdin_rx,
         stdout: stdout_tx,
         stderr: stderr_tx,
+        tty: streams.tty.then_some(window_rx),
     });
     tokio::pin!(process);
     let (mut out_open, mut err_open) = (true, !streams.tty);
@@ -240,11 +244,7 @@ where
         if !wanted || chunk.is_empty() {
             continue;
         }
-        let mut payload = if streams.tty {
-            onlcr(&chunk)
-        } else {
-            chunk.to_vec()
-        };
+        let mut payload = chunk.to_vec();
         if let Some(limit) = config.drop_after_bytes.limit() {
             let room = limit.saturating_sub(report.output_bytes);
             if payload.len() >= room {
@@ -367,28 +367,6 @@ fn take_sizes(sizes: &Mutex<Vec<TermSize>>) -> Vec<TermSize> {
         .unwrap_or_default()
 }
 
-/// A terminal's output translation: every `\n` goes out as `\r\n`.
-fn onlcr(data: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(data.len() + data.len() / 16);
-    for &b in data {
-        if b == b'\n' {
-            out.push(b'\r');
-        }
-        out.push(b);
-    }
-    out
-}
-
-/// A terminal's input translation: `\r` (the Enter key in raw mode) is read as `\n`.
-fn icrnl(mut data: Vec<u8>) -> Vec<u8> {
-    for b in &mut data {
-        if *b == b'\r' {
-            *b = b'\n';
-        }
-    }
-    data
-}
-
 /// Where the reader delivers what the client sends.
 struct ReadSinks {
     /// The process's stdin (`None` once closed or not asked for).
@@ -399,6 +377,8 @@ struct ReadSinks {
     peer: watch::Sender<Peer>,
     /// Set once a terminal size arrived.
     resized: watch::Sender<bool>,
+    /// The terminal's window size, as the client last sent it.
+    window: watch::Sender<WindowSize>,
     /// The sizes received, for the report.
     sizes: Arc<Mutex<Vec<TermSize>>>,
 }
@@ -415,6 +395,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
         pong,
         peer,
         resized,
+        window,
         sizes,
     } = sinks;
     let mut resize = ResizeDecoder::default();
@@ -459,7 +440,6 @@ async fn read_loop<R: AsyncRead + Unpin>(
                 if payload.is_empty() {
                     continue;
                 }
-                let payload = if streams.tty { icrnl(payload) } else { payload };
                 if tx.send(Bytes::from(payload)).await.is_err() {
                     // The process stopped reading for good; later stdin is discarded.
                     stdin = None;
@@ -470,7 +450,11 @@ async fn read_loop<R: AsyncRead + Unpin>(
                 payload,
             }) if streams.tty => {
                 let got = resize.push(&payload);
-                if !got.is_empty() {
+                if let Some(last) = got.last() {
+                    window.send_replace(WindowSize {
+                        rows: last.height,
+                        cols: last.width,
+                    });
                     resized.send_replace(true);
                 }
                 if let Ok(mut kept) = sizes.lock() {
@@ -584,6 +568,7 @@ mod tests {
             cwd: "/".into(),
             fs: programs.pod_fs(vec![]),
             programs,
+            processes: Default::default(),
             cancel: config.cancel.clone(),
         };
         let server = tokio::spawn(run(server_io, config, move |io| {
@@ -822,7 +807,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn tty_merges_stderr_translates_newlines_and_records_resizes() {
+    async fn tty_echoes_merges_stderr_translates_newlines_and_records_resizes() {
         let streams = Streams {
             stdin: true,
             stdout: true,
@@ -850,7 +835,7 @@ mod tests {
                 .is_ok()
         );
         let seen = read_all(&mut client).await;
-        assert_eq!(seen.channel(codec::STDOUT), b"got hi\r\noops\r\n");
+        assert_eq!(seen.channel(codec::STDOUT), b"hi\r\ngot hi\r\noops\r\n");
         assert_eq!(seen.count(codec::STDERR), 0);
         let r = report(server).await;
         assert_eq!(
@@ -977,6 +962,7 @@ mod tests {
             cwd: "/".into(),
             fs: Programs::new().pod_fs(vec![]),
             programs: Programs::new(),
+            processes: Default::default(),
             cancel: c.cancel.clone(),
         };
         let server = tokio::spawn(run(server_io, c, move |io| {

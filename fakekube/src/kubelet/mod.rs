@@ -65,7 +65,7 @@ pub use images::Images;
 use crate::status::{ApiError, Target};
 use crate::store::Store;
 use bytes::Bytes;
-use fakekube_runtime::{PodFs, Programs};
+use fakekube_runtime::{PodFs, ProcessTable, Programs};
 use http::StatusCode;
 use pod::{CState, PodRun};
 use serde_json::Value;
@@ -89,6 +89,8 @@ pub(crate) struct ExecTarget {
     pub(crate) cwd: String,
     /// Fires when the pod is deleted or the container stops: running execs end.
     pub(crate) cancel: CancellationToken,
+    /// The container's processes: an exec is one more of them.
+    pub(crate) processes: ProcessTable,
 }
 
 /// Where an attach connects: the main process of a running container.
@@ -283,6 +285,7 @@ impl Kubelet {
                     env: r.env.clone(),
                     cwd: r.cwd.clone(),
                     cancel: r.cancel.clone(),
+                    processes: r.processes.clone(),
                 }),
                 _ => None,
             })

@@ -14,6 +14,8 @@
 //! - [`env`]: `env`, `printenv`, `pwd`;
 //! - [`timing`]: `sleep`, `timeout`;
 //! - [`system`]: `uname`, `id`, `whoami`, `hostname`;
+//! - [`processes`]: `ps`, `kill`;
+//! - [`terminal`]: `tty`, `stty`;
 //! - `true` and `false`, in the table itself; `sh`, in [`crate::shell`].
 //!
 //! [`cli`] holds what they share: GNU-style options, usage errors, writing to stdout. Messages
@@ -27,8 +29,10 @@ mod files;
 mod listing;
 mod paths;
 mod print;
+mod processes;
 mod sequence;
 mod system;
+mod terminal;
 mod timing;
 
 use crate::process::{Program, Programs};
@@ -80,6 +84,12 @@ pub(crate) static TABLE: &[Program] = &[
     Program::new("id", |p| Box::pin(system::id(p))),
     Program::new("whoami", |p| Box::pin(system::whoami(p))),
     Program::new("hostname", |p| Box::pin(system::hostname(p))),
+    // processes
+    Program::new("ps", |p| Box::pin(processes::ps(p))),
+    Program::new("kill", |p| Box::pin(processes::kill(p))),
+    // terminal
+    Program::new("tty", |p| Box::pin(terminal::tty(p))),
+    Program::new("stty", |p| Box::pin(terminal::stty(p))),
 ];
 
 // Defined here, beside the table, so that the registry (crate::process) never names a program:

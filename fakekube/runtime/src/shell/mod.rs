@@ -15,6 +15,9 @@ pub(crate) mod interp;
 pub(crate) mod parser;
 pub(crate) mod pattern;
 
+#[cfg(test)]
+mod stream_tests;
+
 use interp::{MAX_SCRIPT, Opts, Shell};
 
 use crate::process::Process;
@@ -26,6 +29,7 @@ pub(crate) async fn sh_main(proc: Process) -> i32 {
     let mut opts = Opts::default();
     let mut command_mode = false;
     let mut from_stdin = false;
+    let mut force_interactive = false;
     let mut i = 0;
     while let Some(a) = args.get(i) {
         if a == "--" || a == "-" {
@@ -53,7 +57,8 @@ pub(crate) async fn sh_main(proc: Process) -> i32 {
                         _ => {}
                     }
                 }
-                'i' | 'l' | 'v' | 'f' | 'm' | 'a' | 'h' | 'C' | 'n' | 'b' => {}
+                'i' => force_interactive = on,
+                'l' | 'v' | 'f' | 'm' | 'a' | 'h' | 'C' | 'n' | 'b' => {}
                 other => {
                     let _ = proc
                         .stderr
@@ -97,8 +102,12 @@ pub(crate) async fn sh_main(proc: Process) -> i32 {
             }
         }
     } else {
-        let bytes = proc.stdin.read_to_end(MAX_SCRIPT).await;
-        (String::from_utf8_lossy(&bytes).into_owned(), argv0, rest)
+        let source = proc.stdin.clone();
+        let on_terminal = source.tty().await.is_some() && proc.stdout.tty().is_some();
+        let mut shell = Shell::new(proc, argv0, rest, opts);
+        return shell
+            .run_stream(source, force_interactive || on_terminal)
+            .await;
     };
     let mut shell = Shell::new(proc, arg0, params, opts);
     shell.run_script(&script).await

@@ -202,7 +202,9 @@ impl Shell {
                         self.cancel.clone(),
                     );
                     proc.depth = self.depth + PROGRAM_NESTING;
-                    handler(proc).await & 0xff
+                    proc.pid = self.pid;
+                    proc.processes = self.processes.clone();
+                    proc.run(handler).await & 0xff
                 }
                 Err(e) => {
                     let msg = match e {
