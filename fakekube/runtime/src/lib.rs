@@ -64,7 +64,8 @@
 //! - `programs`: the program table (name → handler), from which `/bin` is filled, and the
 //!   programs grouped by family;
 //! - `exec`: [`exec`], [`ExecSpec`], [`ExecIo`], [`ExitStatus`]: starting a program as a
-//!   container runtime does.
+//!   container runtime does;
+//! - [`manual`]: the table of every program and builtin with the options it takes.
 //!
 //! # Streams and backpressure
 //!
@@ -90,6 +91,7 @@
 mod exec;
 mod fs;
 mod io;
+pub mod manual;
 mod process;
 mod programs;
 mod shell;

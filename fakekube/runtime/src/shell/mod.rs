@@ -18,6 +18,8 @@ pub(crate) mod pattern;
 #[cfg(test)]
 mod stream_tests;
 
+#[cfg(test)]
+pub(crate) use interp::builtin_names;
 use interp::{MAX_SCRIPT, Opts, Shell};
 
 use crate::process::Process;

@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use super::io::CHUNK;
 use super::*;
 
+mod busybox;
 mod signals;
 mod terminal;
 

@@ -42,6 +42,16 @@ pub(crate) const MAX_SCRIPT: usize = 16 * 1024 * 1024;
 /// Default field separators.
 const DEFAULT_IFS: &str = " \t\n";
 
+/// The names of every shell builtin, special or regular.
+#[cfg(test)]
+pub(crate) fn builtin_names() -> Vec<String> {
+    builtins::SPECIAL_BUILTINS
+        .iter()
+        .chain(builtins::REGULAR_BUILTINS)
+        .map(|s| s.to_string())
+        .collect()
+}
+
 /// Non-local control flow, carried in the error side of results.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Flow {
