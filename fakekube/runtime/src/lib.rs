@@ -81,12 +81,27 @@
 //! Background jobs otherwise outlive the shell that started them (and keep their copies of
 //! stdout/stderr open), as processes outlive `kubectl exec` until the pod dies.
 //!
+//! # Processes, signals and terminals
+//!
+//! Every program started (by [`exec`], a shell or `env`/`timeout`/`xargs`/`find -exec`) and
+//! every background job is a process of [`ExecSpec::processes`] while it runs: `ps` lists
+//! them, `kill` and [`ProcessTable::signal`] signal them. A signal is delivered as
+//! cancellation of the process's token (its children's too), except that a shell runs the
+//! `trap` it set for it between commands (at once in `wait`). With [`ExecIo::tty`] the process
+//! runs on a terminal: see the `tty` module's line discipline; an interactive `sh` on it
+//! prompts, and `^C` interrupts its foreground command instead of the shell.
+//!
 //! # Known limitations
 //!
-//! - No symbolic links, users or signals; file descriptors 0–2 only.
-//! - The shell has no job control, aliases, `getopts` or `$'…'` quoting; `local` is not scoped;
-//!   traps other than `EXIT` are accepted and never fire (cancellation just stops the shell).
-//! - Programs take the options the adapter and common scripts use, not every GNU option.
+//! - No symbolic links or users; file descriptors 0–2 only; no process groups or job
+//!   control (a signal to a shell also ends the programs it is running, as their tokens are
+//!   children of its own); `SIGSTOP`/`SIGCONT` do not exist.
+//! - The shell has no aliases, `getopts` or `$'…'` quoting; `local` is not scoped; a trapped
+//!   signal waits for the foreground program to end, as in dash, except in `wait`.
+//! - Programs take the options the adapter and common scripts use, not every GNU or BusyBox
+//!   option ([`manual`] lists them); `sed` has no back references inside patterns.
+//! - Terminals: one name (`/dev/pts/0`), modes limited to echo, canonical mode, `^C`, ICRNL
+//!   and ONLCR; `stty rows`/`cols` do not resize (the client's resize messages do).
 
 mod exec;
 mod fs;

@@ -5,9 +5,8 @@
 //!   the shell builtins;
 //! - [`pattern`] and [`arith`]: `case`/`${x%pat}`/glob patterns and `$((…))`.
 //!
-//! Known limitations: only file descriptors 0–2; `local` is not scoped; traps other than `EXIT`
-//! are accepted and never fire (signals do not exist here: cancellation just stops the shell);
-//! no job control, aliases, `getopts` or `$'…'` quoting.
+//! Known limitations: only file descriptors 0–2; `local` is not scoped; trapped signals run
+//! between commands (at once in `wait`); no job control, aliases, `getopts` or `$'…'` quoting.
 
 pub(crate) mod arith;
 pub(crate) mod ast;
@@ -25,7 +24,8 @@ use interp::{MAX_SCRIPT, Opts, Shell};
 use crate::process::Process;
 
 /// The `sh` program: `sh [-eux] [-o opt] -c 'script' [name [args…]]`, `sh file [args…]`, or a
-/// script on standard input.
+/// script on standard input (`sh`, `sh -s [args…]`, `sh -i`), run one command at a time as it
+/// is read; interactive with `-i` or when stdin and stdout are a terminal.
 pub(crate) async fn sh_main(proc: Process) -> i32 {
     let args: Vec<String> = proc.args().to_vec();
     let mut opts = Opts::default();

@@ -1333,6 +1333,36 @@ mod tests {
         assert!(parse(&ok).is_ok());
     }
 
+    #[test]
+    fn parse_next_stops_at_the_end_of_the_first_command_line() {
+        let src = "echo a; echo b\nread x\nrest of input\n";
+        let Ok(Next::Complete(list, used)) = parse_next(src, false) else {
+            panic!("a complete first line");
+        };
+        assert_eq!(
+            (list.items.len(), &src[used..]),
+            (2, "read x\nrest of input\n")
+        );
+        assert_eq!(parse_next("if true\n", false), Ok(Next::NeedMore(None)));
+        assert_eq!(parse_next("echo a |\n", false), Ok(Next::NeedMore(None)));
+        assert_eq!(parse_next("echo 'open\n", false), Ok(Next::NeedMore(None)));
+        assert_eq!(
+            parse_next("cat <<-END\n\tbody\n", false),
+            Ok(Next::NeedMore(Some(HereDocEnd {
+                delimiter: "END".into(),
+                strip_tabs: true
+            })))
+        );
+        assert_eq!(
+            parse_next("if true\n", true),
+            Err(ParseError::Expecting("then".into()))
+        );
+        assert_eq!(
+            parse_next("echo a; done\nmore\n", false),
+            Err(ParseError::Unexpected("\"done\"".into()))
+        );
+    }
+
     proptest::proptest! {
         #[test]
         fn arbitrary_input_never_panics_the_parser(src in ".{0,200}") {
