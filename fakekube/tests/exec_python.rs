@@ -178,13 +178,18 @@ fn python_client_drives_an_interactive_sh_with_and_without_a_tty() {
         assert_eq!(
             r["tty"]["lines"],
             serde_json::json!([
-                "# echo first answer\r",
+                "echo first answer\r",
                 "first answer\r",
-                "# echo second >&2; echo third\r",
+                "echo second >&2; echo third\r",
                 "second\r",
                 "third\r"
             ]),
-            "{venv}: the prompt, the echo and the answers, with CR LF: {r:#}"
+            "{venv}: the echo and the answers, with CR LF: {r:#}"
+        );
+        assert_eq!(
+            r["tty"]["prompts"],
+            serde_json::json!(["# ", "# "]),
+            "{venv}: {r:#}"
         );
         assert_eq!(r["tty"]["returncode"], 4, "{venv}: {r:#}");
         assert_eq!(r["tty"]["open"], false, "{venv}: {r:#}");

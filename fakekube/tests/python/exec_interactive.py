@@ -12,6 +12,18 @@ from kubernetes import client, config
 from kubernetes.stream import stream
 
 
+def wait_prompt(resp, prompts):
+    """Reads stdout until the shell's prompt ends it, as a person waits before typing (what is
+    typed sooner is echoed before the prompt, as on any terminal)."""
+    shown = ""
+    for _ in range(20):
+        resp.update(timeout=1)
+        shown += resp.read_stdout(timeout=0) or ""
+        if shown.endswith("# "):
+            break
+    prompts.append(shown)
+
+
 def session(api, ns, pod, tty):
     """One `sh` session: two commands each answered before the next, then `exit 4`."""
     resp = stream(
@@ -26,10 +38,14 @@ def session(api, ns, pod, tty):
         _preload_content=False,
     )
     lines = []
+    prompts = []
+    if tty:
+        wait_prompt(resp, prompts)
     resp.write_stdin("echo first answer\n")
     lines.append(resp.readline_stdout(timeout=10))
     if tty:
         lines.append(resp.readline_stdout(timeout=10))
+        wait_prompt(resp, prompts)
     resp.write_stdin("echo second >&2; echo third\n")
     lines.append(resp.readline_stdout(timeout=10))
     if tty:
@@ -43,7 +59,7 @@ def session(api, ns, pod, tty):
         code = resp.returncode
     except Exception as e:
         code = "raised %s" % type(e).__name__
-    return {"lines": lines, "returncode": code, "open": resp.is_open()}
+    return {"lines": lines, "prompts": prompts, "returncode": code, "open": resp.is_open()}
 
 
 def main():
