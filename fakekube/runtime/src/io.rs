@@ -49,9 +49,10 @@ enum Source {
     },
     /// `/dev/zero`.
     Zero,
-    /// A terminal's input, fed by its line discipline: an empty chunk is end of input for one
-    /// read (`^D`), a closed channel for good.
-    Terminal(mpsc::Receiver<Bytes>, Terminal),
+    /// A terminal's input, fed by its line discipline: each chunk with the terminal's flush
+    /// count when it was typed (older than the terminal's: dropped by `^C`); an empty chunk is
+    /// end of input for one read (`^D`), a closed channel for good.
+    Terminal(mpsc::Receiver<(u64, Bytes)>, Terminal),
 }
 
 /// Shared state of an input stream.
@@ -88,7 +89,7 @@ impl Input {
 
     /// A terminal's input: chunks from its line discipline, an empty one meaning end of input
     /// for one read.
-    pub(crate) fn terminal(rx: mpsc::Receiver<Bytes>, term: Terminal) -> Self {
+    pub(crate) fn terminal(rx: mpsc::Receiver<(u64, Bytes)>, term: Terminal) -> Self {
         Self::from_source(Source::Terminal(rx, term))
     }
 
@@ -145,7 +146,13 @@ impl Input {
                 Some(chunk)
             }
             Source::Zero => Some(Bytes::from_static(&ZEROS)),
-            Source::Terminal(rx, _) => rx.recv().await.filter(|chunk| !chunk.is_empty()),
+            Source::Terminal(rx, term) => loop {
+                let (epoch, chunk) = rx.recv().await?;
+                if epoch < term.flushes() {
+                    continue;
+                }
+                return (!chunk.is_empty()).then_some(chunk);
+            },
         }
     }
 

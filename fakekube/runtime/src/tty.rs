@@ -9,12 +9,14 @@
 //!   character, `^U` the line, `^W` a word; `^D` delivers the line typed so far, or end of
 //!   input on an empty line (the next read goes on: a terminal's end of input is not final);
 //! - echo of what is typed (control characters as `^X`), `\r` read as `\n` (ICRNL);
-//! - `^C` drops the line and interrupts the foreground job (ISIG);
+//! - `^C` drops the line and what was typed ahead but not read yet, and interrupts the
+//!   foreground job (ISIG);
 //! - on output, `\n` is written as `\r\n` (ONLCR); stdout and stderr both go to the terminal.
 //!
 //! `stty raw` / `-icanon` / `-echo` switch canonical mode and echo off, as programs that read
 //! keys one at a time do.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::Bytes;
@@ -74,6 +76,8 @@ struct Shared {
     size: watch::Receiver<WindowSize>,
     /// Modes and foreground.
     state: Mutex<State>,
+    /// Bumped by each `^C`: input typed before it and not read yet is dropped.
+    flushes: AtomicU64,
 }
 
 /// A terminal; clones share it.
@@ -101,6 +105,7 @@ impl Terminal {
                 modes: Modes::default(),
                 foreground: None,
             }),
+            flushes: AtomicU64::new(0),
         }))
     }
 
@@ -129,8 +134,15 @@ impl Terminal {
         std::mem::replace(&mut self.state().foreground, job)
     }
 
-    /// Interrupts the foreground job, if any.
+    /// How many times typed-ahead input was dropped (each `^C`); input delivered under an older
+    /// count is stale.
+    pub(crate) fn flushes(&self) -> u64 {
+        self.0.flushes.load(Ordering::SeqCst)
+    }
+
+    /// Drops typed-ahead input and interrupts the foreground job, if any.
     fn interrupt(&self) {
+        self.0.flushes.fetch_add(1, Ordering::SeqCst);
         let job = self.state().foreground.clone();
         if let Some(job) = job {
             job();
@@ -297,35 +309,56 @@ impl Discipline {
     }
 
     /// The terminal's input path: reads what the client types from `typed` until it ends,
-    /// delivers cooked input on `input` and echoes on `echo`. When `typed` ends, the input
-    /// ends too (the line typed so far is delivered first).
+    /// delivers cooked input on `input` (each chunk with the terminal's flush count, see
+    /// [`Terminal::flushes`]; an empty chunk is `^D`) and echoes on `echo`. When `typed` ends,
+    /// the input ends too (the line typed so far is delivered first).
     pub(crate) async fn run(
         mut self,
         mut typed: mpsc::Receiver<Bytes>,
-        input: mpsc::Sender<Bytes>,
+        input: mpsc::Sender<(u64, Bytes)>,
         echo: mpsc::Sender<Bytes>,
     ) {
         while let Some(chunk) = typed.recv().await {
-            let fed = self.feed(&chunk);
-            if !fed.echo.is_empty() {
-                let _ = echo.send(Bytes::from(fed.echo)).await;
-            }
-            for d in fed.deliver {
-                let chunk = match d {
-                    Delivery::Data(b) => b,
-                    Delivery::Eof => Bytes::new(),
-                };
-                if input.send(chunk).await.is_err() {
-                    return;
+            for (from, to) in split_after_interrupts(&chunk) {
+                let epoch = self.term.flushes();
+                let fed = self.feed(&chunk[from..to]);
+                if !fed.echo.is_empty() {
+                    let _ = echo.send(Bytes::from(fed.echo)).await;
+                }
+                for d in fed.deliver {
+                    let chunk = match d {
+                        Delivery::Data(b) => b,
+                        Delivery::Eof => Bytes::new(),
+                    };
+                    if input.send((epoch, chunk)).await.is_err() {
+                        return;
+                    }
                 }
             }
         }
         if !self.line.is_empty() {
-            let _ = input
-                .send(Bytes::from(std::mem::take(&mut self.line)))
-                .await;
+            let epoch = self.term.flushes();
+            let line = Bytes::from(std::mem::take(&mut self.line));
+            let _ = input.send((epoch, line)).await;
         }
     }
+}
+
+/// Splits typed bytes after each `^C`, so that what is typed after one is stamped with the
+/// flush count it made.
+fn split_after_interrupts(data: &[u8]) -> Vec<(usize, usize)> {
+    let mut parts = Vec::new();
+    let mut from = 0;
+    for (i, b) in data.iter().enumerate() {
+        if *b == VINTR {
+            parts.push((from, i + 1));
+            from = i + 1;
+        }
+    }
+    if from < data.len() {
+        parts.push((from, data.len()));
+    }
+    parts
 }
 
 /// Moves raw-mode input gathered so far into the deliveries.

@@ -188,3 +188,19 @@ async fn ctrl_c_on_a_program_without_a_shell_ends_it_with_130() {
     assert_eq!(t.expect("]\r\n").await, "typed\r\n[typed]\r\n");
     assert_eq!(t.status().await, ExitStatus::Code(0));
 }
+
+#[tokio::test]
+async fn ctrl_c_drops_input_typed_ahead_and_not_yet_read() {
+    let mut t = Tty::start(&["sh"]);
+    t.expect("# ").await;
+    t.press("sleep 30\recho gone\r\x03").await;
+    assert_eq!(
+        t.expect("^C\r\n# ").await,
+        "sleep 30\r\necho gone\r\n^C\r\n# ",
+        "neither line runs"
+    );
+    t.press("echo $?\r").await;
+    assert_eq!(t.expect("# ").await, "echo $?\r\n130\r\n# ");
+    t.press("exit\r").await;
+    assert_eq!(t.status().await, ExitStatus::Code(0));
+}
