@@ -11,7 +11,7 @@ cargo bench -p fakekube --bench api --locked
 echo "== fakekube exec: round trip of true, stdout throughput vs raw TLS copy"
 cargo bench -p fakekube --bench exec --locked
 
-echo "== the adapter: create -> ready, exec round trip, 1,000 sandboxes at once"
+echo "== the adapter: create -> ready, exec round trip, a command through an open shell, 1,000 sandboxes at once"
 # The bench also runs the 1,000 against this binary, to measure the fake's RSS alone.
 cargo build --release -p fakekube --bin fakekube --locked
 cargo bench -p agentsandbox --bench provider --locked

@@ -1,5 +1,6 @@
 //! The adapter against an in-process fakekube, in release: create → ready (direct and warm
-//! pool), exec `true` round trip, and 1,000 sandboxes created, exec'd and deleted at once
+//! pool), exec `true` round trip, one command through an already open shell session next to
+//! a fresh exec of the same command, and 1,000 sandboxes created, exec'd and deleted at once
 //! (nothing lost, nothing left), in this process and then against the fakekube binary, whose
 //! peak RSS is then its own.
 //!
@@ -9,7 +10,7 @@
 
 use agentsandbox::{AgentSandbox, ConnectOptions, PoolConfig};
 use fakekube::FakeKube;
-use sandbox_contract::{CreateRequest, ExecRequest, Provider, SandboxId};
+use sandbox_contract::{CreateRequest, ExecEvent, ExecRequest, Provider, SandboxId};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -30,7 +31,7 @@ fn peak_rss_mib(pid: &str) -> Option<f64> {
     Some(kib / 1024.0)
 }
 
-const DIRECT: &str = "name: direct\ntrust: private\nconfig:\n  namespace: sandboxes\n";
+const DIRECT: &str = "name: direct\ntrust: private\nconfig:\n  namespace: sandboxes\n  features: exec,exec.stream,files,stdin\n";
 
 async fn provider(kube: &FakeKube, yaml: &str) -> AgentSandbox {
     provider_for(&kube.kubeconfig(), yaml).await
@@ -146,6 +147,9 @@ async fn main() {
         execs.push(started.elapsed());
     }
     row("exec `true` round trip", &mut execs);
+    let (mut fresh, mut session) = shell_round_trips(&direct, &id, 500).await;
+    row("exec `sh -c 'echo x'`, fresh exec", &mut fresh);
+    row("`echo x` through an open `sh` session", &mut session);
     direct.delete(&id).await.expect("delete");
 
     // 1,000 sandboxes created, exec'd and deleted concurrently, first against the fake in this
@@ -206,6 +210,52 @@ impl Many {
             println!("first failure: {first}");
         }
     }
+}
+
+/// Round trips of one command: `n` fresh execs of `sh -c 'echo x'`, then `n` writes of
+/// `echo x` to one `sh` kept open (exec_stream with streamed stdin), each timed from the write
+/// to its answer.
+async fn shell_round_trips(
+    p: &AgentSandbox,
+    id: &SandboxId,
+    n: usize,
+) -> (Vec<Duration>, Vec<Duration>) {
+    let mut fresh = Vec::with_capacity(n);
+    for _ in 0..n {
+        let started = Instant::now();
+        let out = p
+            .exec(id, ExecRequest::new(["sh", "-c", "echo x"]))
+            .await
+            .expect("exec");
+        assert_eq!(&out.stdout[..], b"x\n");
+        fresh.push(started.elapsed());
+    }
+    let mut session = p
+        .exec_stream(id, ExecRequest::new(["sh"]).with_streamed_stdin())
+        .await
+        .expect("exec_stream");
+    let mut stdin = session.take_stdin().expect("a stdin handle");
+    let mut open = Vec::with_capacity(n);
+    for _ in 0..n {
+        let started = Instant::now();
+        stdin.send("echo x\n").await.expect("stdin send");
+        let mut got = Vec::new();
+        while got.len() < 2 {
+            match session.next_event().await {
+                Some(Ok(ExecEvent::Stdout(chunk))) => got.extend_from_slice(&chunk),
+                other => panic!("expected the answer, got {other:?}"),
+            }
+        }
+        assert_eq!(got, b"x\n");
+        open.push(started.elapsed());
+    }
+    stdin.send("exit 0\n").await.expect("stdin send");
+    while let Some(event) = session.next_event().await {
+        if matches!(event, Ok(ExecEvent::Exit(_)) | Err(_)) {
+            break;
+        }
+    }
+    (fresh, open)
 }
 
 /// Creates, execs in and deletes `n` sandboxes at once.

@@ -233,7 +233,7 @@ fn trials_lists_every_rule_and_flags_the_skipped_ones() {
     let trials = Suite::new()
         .pool("reference", Arc::new(provider.clone()), provider.fixtures())
         .trials();
-    assert_eq!(trials.len(), 100);
+    assert_eq!(trials.len(), 101);
     let ignored: Vec<&str> = trials
         .iter()
         .filter(|t| t.has_ignored_flag())

@@ -175,6 +175,70 @@ async fn kube_rs_exec_closes_stdin_under_v4_and_output_and_status_still_arrive()
     kube.shutdown().await;
 }
 
+/// Reads `out` until it holds `want`; returns what was read up to the end of it.
+async fn read_until<R: tokio::io::AsyncRead + Unpin>(
+    out: &mut R,
+    seen: &mut String,
+    want: &str,
+) -> String {
+    step(&format!("output {want:?}"), async {
+        loop {
+            if let Some(at) = seen.find(want) {
+                let rest = seen.split_off(at + want.len());
+                return std::mem::replace(seen, rest);
+            }
+            let mut buf = [0u8; 4096];
+            let n = out.read(&mut buf).await.expect("the output reads");
+            assert!(n > 0, "the output ended before {want:?}; read {seen:?}");
+            seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn kube_rs_attached_process_drives_an_interactive_sh_one_command_at_a_time() {
+    let (_kube, pods) = server_with_pod(&[]).await;
+    for tty in [false, true] {
+        let params = AttachParams::default()
+            .stdin(true)
+            .stdout(true)
+            .stderr(!tty)
+            .tty(tty);
+        let mut proc = step("exec", pods.exec("box", ["sh"], &params))
+            .await
+            .expect("exec starts");
+        let mut stdin = proc.stdin().expect("stdin");
+        let mut stdout = proc.stdout().expect("stdout");
+        let mut seen = String::new();
+        if tty {
+            read_until(&mut stdout, &mut seen, "# ").await;
+        }
+        let (one, two) = if tty {
+            (
+                "echo one\r\none\r\n# ",
+                "x=2; echo \"two $x\"\r\ntwo 2\r\n# ",
+            )
+        } else {
+            ("one\n", "two 2\n")
+        };
+        stdin.write_all(b"echo one\n").await.expect("writes");
+        assert_eq!(read_until(&mut stdout, &mut seen, one).await, one);
+        stdin
+            .write_all(b"x=2; echo \"two $x\"\n")
+            .await
+            .expect("writes");
+        assert_eq!(read_until(&mut stdout, &mut seen, two).await, two);
+        stdin.write_all(b"exit 4\n").await.expect("writes");
+        let status = step("the status", proc.take_status().expect("a status channel")).await;
+        assert_eq!(
+            exit_code(&status).as_deref(),
+            Some("4"),
+            "tty={tty}: {status:?}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn kube_rs_attach_reads_the_main_process_and_leaves_it_running() {
     let (kube, pods) =

@@ -578,3 +578,52 @@ fn kubectl_sees_an_abnormal_closure_when_the_connection_is_dropped() {
         .stderr_has("1006");
     });
 }
+
+#[test]
+fn kubectl_exec_it_through_a_pseudo_terminal_prompts_echoes_resizes_and_interrupts() {
+    let server = server_with_pod();
+    let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/pty_kubectl.py");
+    for minor in WEBSOCKET_DEFAULT {
+        let Some(bin) = kubectl(minor) else { continue };
+        let home = tempfile::tempdir().expect("a temporary HOME");
+        let out = Command::new("python3")
+            .arg(&driver)
+            .arg(&bin)
+            .arg(&server.kubeconfig)
+            .arg("box")
+            .env("HOME", home.path())
+            .stdin(Stdio::null())
+            .output()
+            .expect("python3 runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "kubectl 1.{minor}: the driver failed: {stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let r: serde_json::Value = serde_json::from_str(&stdout)
+            .unwrap_or_else(|e| panic!("kubectl 1.{minor}: no JSON ({e}): {stdout}"));
+        let steps = &r["steps"];
+        assert_eq!(steps["prompt"], "# ", "kubectl 1.{minor}: {r:#}");
+        assert_eq!(
+            steps["echo"], "echo hi\r\nhi\r\n# ",
+            "kubectl 1.{minor}: {r:#}"
+        );
+        assert_eq!(
+            steps["size"], "stty size\r\n40 100\r\n# ",
+            "kubectl 1.{minor}: the pty's size reaches stty: {r:#}"
+        );
+        assert_eq!(steps["interrupt"], "^C\r\n# ", "kubectl 1.{minor}: {r:#}");
+        assert_eq!(
+            steps["status"], "echo $?\r\n130\r\n# ",
+            "kubectl 1.{minor}: {r:#}"
+        );
+        assert!(
+            steps["exit"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("exit 3\r\n")),
+            "kubectl 1.{minor}: {r:#}"
+        );
+        assert_eq!(r["code"], 3, "kubectl 1.{minor}: {r:#}");
+    }
+}

@@ -6,7 +6,8 @@
 //! output in preloaded mode, stdout and stderr apart, `returncode` from the status (3, 0),
 //! stdin sent as text and as binary frames, v5's half-close of stdin (current release only), and
 //! the InternalError status of a command that cannot start (on which the client's `returncode`
-//! raises, as against a real cluster).
+//! raises, as against a real cluster); and one interactive `sh` driven a command at a time
+//! (`write_stdin`, `readline_stdout`, `returncode` after `exit 4`) with and without a TTY.
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -74,6 +75,12 @@ fn run(server: &Server, python: &Path, script: &Path, args: &[&str]) -> String {
 
 /// Creates a Running pod and runs the exec script with the client of `venv`.
 fn exec_results(venv: &str) -> Value {
+    script_results(venv, "exec_stream.py")
+}
+
+/// Creates a Running pod and runs `name` (a script of `tests/python/`) with the client of
+/// `venv`, returning the JSON it printed.
+fn script_results(venv: &str, name: &str) -> Value {
     let python = python(venv);
     let server = Server::start(&[]);
     let created = run(
@@ -84,12 +91,7 @@ fn exec_results(venv: &str) -> Value {
     );
     assert_eq!(created.trim(), "Running");
     let deadline = Instant::now() + Duration::from_secs(60);
-    let out = run(
-        &server,
-        &python,
-        &script("exec_stream.py"),
-        &["default", "box"],
-    );
+    let out = run(&server, &python, &script(name), &["default", "box"]);
     assert!(Instant::now() < deadline, "the script took over a minute");
     serde_json::from_str(&out).unwrap_or_else(|e| panic!("the script printed no JSON ({e}): {out}"))
 }
@@ -161,4 +163,35 @@ fn python_client_31_offers_only_v4_and_gets_output_and_returncode() {
         "command terminated with non-zero exit code: error executing command [sh -c echo out; echo err >&2; exit 3], exit code 3",
     );
     assert!(r.get("close_stdin").is_none(), "{r:#}");
+}
+
+#[test]
+fn python_client_drives_an_interactive_sh_with_and_without_a_tty() {
+    for venv in ["py-venv-current", "py-venv-31"] {
+        let r = script_results(venv, "exec_interactive.py");
+        assert_eq!(
+            r["pipe"]["lines"],
+            serde_json::json!(["first answer", "third", "second"]),
+            "{venv}: {r:#}"
+        );
+        assert_eq!(r["pipe"]["returncode"], 4, "{venv}: {r:#}");
+        assert_eq!(
+            r["tty"]["lines"],
+            serde_json::json!([
+                "echo first answer\r",
+                "first answer\r",
+                "echo second >&2; echo third\r",
+                "second\r",
+                "third\r"
+            ]),
+            "{venv}: the echo and the answers, with CR LF: {r:#}"
+        );
+        assert_eq!(
+            r["tty"]["prompts"],
+            serde_json::json!(["# ", "# "]),
+            "{venv}: {r:#}"
+        );
+        assert_eq!(r["tty"]["returncode"], 4, "{venv}: {r:#}");
+        assert_eq!(r["tty"]["open"], false, "{venv}: {r:#}");
+    }
 }

@@ -74,6 +74,7 @@ bugs! {
     StreamedStdinBufferedUntilClose,
     StdinEndNeverDelivered,
     StdinDropDoesNotClose,
+    ShellWaitsForEndOfInput,
     FilesLossyUtf8,
     WriteNeedsParents,
     WriteDoesNotTruncate,
@@ -221,6 +222,7 @@ impl Bug {
             StreamedStdinBufferedUntilClose => "stdin::streamed_input_is_not_held_until_close",
             StdinEndNeverDelivered => "stdin::closing_streamed_stdin_delivers_end_of_input",
             StdinDropDoesNotClose => "stdin::dropping_the_handle_delivers_end_of_input",
+            ShellWaitsForEndOfInput => "stdin::one_session_answers_each_command_before_the_next",
             FilesLossyUtf8 => "files::binary_data_round_trips",
             WriteNeedsParents => "files::write_creates_missing_parents",
             WriteDoesNotTruncate => "files::write_replaces_the_whole_content",
@@ -333,6 +335,9 @@ impl Bug {
             StreamedStdinBufferedUntilClose => "streamed stdin is held until it is closed",
             StdinEndNeverDelivered => "closing streamed stdin never gives end of input",
             StdinDropDoesNotClose => "dropping the stdin handle does not end the input",
+            ShellWaitsForEndOfInput => {
+                "a shell reading its script from stdin runs nothing until end of input"
+            }
             FilesLossyUtf8 => "write_file decodes its data as UTF-8, lossily",
             WriteNeedsParents => "write_file does not create parent directories",
             WriteDoesNotTruncate => "write_file overwrites without truncating",

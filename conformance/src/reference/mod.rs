@@ -475,6 +475,11 @@ impl ReferenceProvider {
                 return;
             }
             let shell = Shell::new(env, cwd, fs_handle, stdin, output);
+            let shell = if bug == Some(Bug::ShellWaitsForEndOfInput) {
+                shell.batch_stdin()
+            } else {
+                shell
+            };
             let code = match timeout {
                 Some(limit) => match tokio::time::timeout(limit, shell.run(argv)).await {
                     Ok(code) => code,

@@ -4,7 +4,8 @@
 //! quotes, `$NAME` and `${NAME}` (expanded, never split), backslash escapes, `exit N`, and the
 //! redirections `>&2`, `1>&2`, `2>&1`, `> FILE` and `2> FILE`. The programs are `cat`, `echo`,
 //! `env`, `false`, `head -c`, `ls`, `mkdir [-p]`, `printf` (`%s`, `%d`, `%%`, backslash and
-//! octal escapes), `pwd`, `sh`, `sleep`, `test` / `[` (`-e`, `-f`, `-d`, `-n`, `-z`, `=`, `!=`),
+//! octal escapes), `pwd`, `sh` (`-c SCRIPT`, or with no arguments or `-s`, a script read from
+//! stdin one line at a time, each line run as soon as it is read), `sleep`, `test` / `[` (`-e`, `-f`, `-d`, `-n`, `-z`, `=`, `!=`),
 //! `true` and `wc -c`. Nothing else exists: any other name exits 127, and a file in the sandbox
 //! given as a program exits 126 (the reference runs no binaries).
 
@@ -151,6 +152,11 @@ pub(crate) struct Shell {
     err: Target,
     /// Output redirected to files, written when the command ends.
     files: BTreeMap<String, BytesMut>,
+    /// Stdin read by `sh` beyond the line it took, for the next reader.
+    pending: Bytes,
+    /// The [`Bug::ShellWaitsForEndOfInput`](super::Bug::ShellWaitsForEndOfInput) mutant: `sh`
+    /// reads its whole script before running any of it.
+    batch_stdin: bool,
 }
 
 impl Shell {
@@ -171,6 +177,40 @@ impl Shell {
             out: Target::Stdout,
             err: Target::Stderr,
             files: BTreeMap::new(),
+            pending: Bytes::new(),
+            batch_stdin: false,
+        }
+    }
+
+    /// Makes `sh` read its whole script from stdin before running any of it (a mutant's bug).
+    pub(crate) fn batch_stdin(mut self) -> Shell {
+        self.batch_stdin = true;
+        self
+    }
+
+    /// The next chunk of stdin: what `sh` left over first.
+    async fn read_stdin(&mut self) -> Option<Bytes> {
+        if !self.pending.is_empty() {
+            return Some(std::mem::take(&mut self.pending));
+        }
+        self.stdin.read().await
+    }
+
+    /// One line of stdin, newline included (the last one may lack it); `None` at its end.
+    async fn read_line(&mut self) -> Option<String> {
+        let mut line = BytesMut::new();
+        loop {
+            let Some(chunk) = self.read_stdin().await else {
+                return (!line.is_empty()).then(|| String::from_utf8_lossy(&line).into_owned());
+            };
+            match chunk.iter().position(|b| *b == b'\n') {
+                Some(at) => {
+                    line.extend_from_slice(&chunk[..=at]);
+                    self.pending = chunk.slice(at + 1..);
+                    return Some(String::from_utf8_lossy(&line).into_owned());
+                }
+                None => line.extend_from_slice(&chunk),
+            }
         }
     }
 
@@ -276,16 +316,48 @@ impl Shell {
         }
     }
 
-    /// `sh -c SCRIPT`: runs each command of the script in turn.
+    /// `sh -c SCRIPT`, or `sh [-s]` reading the script from stdin.
     async fn sh(&mut self, args: &[String]) -> Flow {
-        let script = match args {
-            [flag, script, ..] if flag == "-c" => script.clone(),
+        match args {
+            [flag, script, ..] if flag == "-c" => self.script(script).await,
+            [] => self.stdin_script().await,
+            [flag, ..] if flag == "-s" => self.stdin_script().await,
             _ => {
-                self.complain("sh: only `sh -c SCRIPT` is supported");
-                return Flow::Status(2);
+                self.complain("sh: only `sh -c SCRIPT` and `sh [-s]` are supported");
+                Flow::Status(2)
             }
-        };
-        let commands = match parse(&script, &self.env) {
+        }
+    }
+
+    /// `sh [-s]`: runs each line of stdin as soon as it is read; `exit` ends at once.
+    async fn stdin_script(&mut self) -> Flow {
+        let mut status = 0;
+        let mut lines = Vec::new();
+        if self.batch_stdin {
+            while let Some(line) = self.read_line().await {
+                lines.push(line);
+            }
+            lines.reverse();
+        }
+        loop {
+            let line = if self.batch_stdin {
+                lines.pop()
+            } else {
+                self.read_line().await
+            };
+            let Some(line) = line else {
+                return Flow::Status(status);
+            };
+            match Box::pin(self.script(&line)).await {
+                Flow::Exit(code) => return Flow::Exit(code),
+                Flow::Status(code) => status = code,
+            }
+        }
+    }
+
+    /// Runs each command of a script in turn.
+    async fn script(&mut self, script: &str) -> Flow {
+        let commands = match parse(script, &self.env) {
             Ok(commands) => commands,
             Err(message) => {
                 self.complain(&format!("sh: syntax error: {message}"));
@@ -395,7 +467,7 @@ impl Shell {
         };
         for input in inputs {
             if input == "-" {
-                while let Some(chunk) = self.stdin.read().await {
+                while let Some(chunk) = self.read_stdin().await {
                     self.write(false, chunk);
                 }
                 continue;
@@ -457,7 +529,7 @@ impl Shell {
             None => {
                 let mut left = count;
                 while left > 0 {
-                    let Some(chunk) = self.stdin.read().await else {
+                    let Some(chunk) = self.read_stdin().await else {
                         break;
                     };
                     let take = left.min(chunk.len());
@@ -474,7 +546,7 @@ impl Shell {
         let count = match args {
             [flag] if flag == "-c" => {
                 let mut count = 0usize;
-                while let Some(chunk) = self.stdin.read().await {
+                while let Some(chunk) = self.read_stdin().await {
                     count = count.saturating_add(chunk.len());
                 }
                 count

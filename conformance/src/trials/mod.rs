@@ -357,6 +357,11 @@ pub(crate) fn catalog() -> Vec<Rule> {
             .requires(&[C::ExecStream]),
         promise!(stdin, stdin::dropping_the_handle_delivers_end_of_input)
             .requires(&[C::ExecStream]),
+        promise!(
+            stdin,
+            stdin::one_session_answers_each_command_before_the_next
+        )
+        .requires(&[C::ExecStream]),
         coherence!(C::Stdin, stdin),
         promise!(files, files::binary_data_round_trips),
         promise!(files, files::write_creates_missing_parents),

@@ -152,6 +152,74 @@ pub(super) async fn dropping_the_handle_delivers_end_of_input(scope: TrialScope)
     Ok(())
 }
 
+/// One shell session, driven as agents drive sandboxes: each command written to `sh`'s
+/// stdin is answered before the next is written, and `exit` ends the session with its code
+/// while stdin is still open.
+pub(super) async fn one_session_answers_each_command_before_the_next(
+    scope: TrialScope,
+) -> TrialResult {
+    let sandbox = scope.create().await?;
+    let mut session = scope
+        .stream(&sandbox.id, ExecRequest::new(["sh"]).with_streamed_stdin())
+        .await?;
+    let mut stdin = session
+        .take_stdin()
+        .ok_or_else(|| super::Failure::new("the session has no stdin handle"))?;
+    let wait = scope.fx.op_timeout.min(scope.fx.stream_gap * 20);
+    let steps = [
+        ("echo one", "one\n"),
+        ("cd /tmp; pwd", "/tmp\n"),
+        ("printf '%s-%s\\n' two three", "two-three\n"),
+        ("pwd", "/tmp\n"),
+    ];
+    for (command, answer) in steps {
+        scope
+            .ok("stdin send", stdin.send(format!("{command}\n")))
+            .await?;
+        let mut got = Vec::new();
+        while got.len() < answer.len() {
+            match tokio::time::timeout(wait, session.next_event()).await {
+                Ok(Some(Ok(ExecEvent::Stdout(chunk)))) => got.extend_from_slice(&chunk),
+                Ok(Some(Ok(ExecEvent::Stderr(chunk)))) => {
+                    fail!("`{command}` wrote {} on stderr", show(&chunk))
+                }
+                Ok(other) => fail!("`{command}`: expected its output, got {other:?}"),
+                Err(_) => fail!(
+                    "`{command}` was not answered within {wait:?} (read {}): the shell waits \
+                     for end of input before running commands?",
+                    show(&got)
+                ),
+            }
+        }
+        ensure!(
+            got == answer.as_bytes(),
+            "`{command}` printed {}, expected {}",
+            show(&got),
+            show(answer.as_bytes())
+        );
+    }
+    scope.ok("stdin send", stdin.send("exit 7\n")).await?;
+    let rest = match tokio::time::timeout(scope.fx.op_timeout, scope.drain(&mut session)).await {
+        Ok(rest) => rest?,
+        Err(_) => fail!(
+            "`exit 7` did not end the session within {:?} while stdin was open",
+            scope.fx.op_timeout
+        ),
+    };
+    drop(stdin);
+    ensure!(
+        rest.terminal.as_ref().ok() == Some(&7),
+        "the session ended with {:?} after `exit 7`",
+        rest.terminal
+    );
+    ensure!(
+        rest.stdout().is_empty(),
+        "`exit 7` printed {}",
+        show(&rest.stdout())
+    );
+    Ok(())
+}
+
 /// Reads the session to its exit, failing with a clear message if end of input never came.
 async fn eof_or_fail(
     scope: &TrialScope,

@@ -1,14 +1,17 @@
 //! Starting a program the way a container runtime does: [`exec`] resolves `argv[0]` (through
 //! `PATH` unless it holds a `/`) and runs it with the given streams until it ends or is killed.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::fs::{self, NodeKind, PodFs};
 use crate::io::{Input, Output, Stdio};
 use crate::net::PodNetwork;
-use crate::process::{DEFAULT_PATH, Process, Programs, SpawnError, resolve};
+use crate::process::{DEFAULT_PATH, Process, ProcessTable, Programs, Signal, SpawnError, resolve};
+use crate::tty::{Discipline, Terminal, WindowSize};
 
 /// What to run, where and as what.
 #[derive(Debug)]
@@ -24,6 +27,9 @@ pub struct ExecSpec {
     pub fs: PodFs,
     /// The programs.
     pub programs: Programs,
+    /// The container's process table: the process gets the next pid (1 for the first process
+    /// of a fresh table, as a container's main process).
+    pub processes: ProcessTable,
     /// Fires when the exec must end (client gone, pod deleted).
     pub cancel: CancellationToken,
     /// The pod's network, shared by its containers and execs (`PodNetwork::new()` for a pod of
@@ -40,6 +46,12 @@ pub struct ExecIo {
     pub stdout: mpsc::Sender<Bytes>,
     /// Standard error, likewise.
     pub stderr: mpsc::Sender<Bytes>,
+    /// `Some`: run on a terminal (`tty=true`) whose window size follows this channel. The
+    /// runtime then does what a pseudo-terminal does: `stdin` is what the client types (echoed,
+    /// edited a line at a time, `\r` read as `\n`, `^C` interrupting the foreground job, `^D`
+    /// ending input), and everything the process writes, stderr included, goes to `stdout`
+    /// with `\n` written as `\r\n`; `stderr` stays unused.
+    pub tty: Option<watch::Receiver<WindowSize>>,
 }
 
 /// How a process ended.
@@ -96,12 +108,35 @@ pub async fn exec(spec: ExecSpec, io: ExecIo) -> ExitStatus {
         Ok(found) => found,
         Err(e) => return ExitStatus::CannotStart(SpawnError::containerd_message(e, &argv0)),
     };
-    let stdio = Stdio {
-        stdin: io.stdin.map(Input::channel).unwrap_or_else(Input::empty),
-        stdout: Output::channel(io.stdout),
-        stderr: Output::channel(io.stderr),
+    let (stdio, discipline) = match io.tty {
+        None => (
+            Stdio {
+                stdin: io.stdin.map(Input::channel).unwrap_or_else(Input::empty),
+                stdout: Output::channel(io.stdout),
+                stderr: Output::channel(io.stderr),
+            },
+            None,
+        ),
+        Some(size) => {
+            let term = Terminal::new(size);
+            let output = Output::terminal(io.stdout.clone(), term.clone());
+            let (stdin, discipline) = match io.stdin {
+                Some(typed) => {
+                    let (tx, rx) = mpsc::channel(TTY_INPUT_CHUNKS);
+                    let run = Discipline::new(term.clone()).run(typed, tx, io.stdout);
+                    (Input::terminal(rx, term.clone()), Some(run))
+                }
+                None => (Input::empty(), None),
+            };
+            let stdio = Stdio {
+                stdin,
+                stdout: output.clone(),
+                stderr: output,
+            };
+            (stdio, Some((discipline, term)))
+        }
     };
-    let proc = Process::new(
+    let mut proc = Process::new(
         argv,
         env,
         cwd,
@@ -111,9 +146,36 @@ pub async fn exec(spec: ExecSpec, io: ExecIo) -> ExitStatus {
         spec.cancel.clone(),
     )
     .with_network(spec.network);
+    proc.processes = spec.processes.clone();
+    let slot = spec.processes.start(0, proc.argv.clone(), &spec.cancel);
+    proc.pid = slot.pid;
+    proc.cancel = slot.token.clone();
+    let discipline = match discipline {
+        Some((run, term)) => {
+            let (table, pid) = (spec.processes.clone(), slot.pid);
+            term.set_foreground(Some(Arc::new(move || {
+                let _ = table.signal(pid, Signal::Int);
+            })));
+            run
+        }
+        None => None,
+    };
+    let discipline = async move {
+        if let Some(run) = discipline {
+            run.await;
+        }
+        std::future::pending::<()>().await
+    };
     tokio::select! {
         biased;
         _ = spec.cancel.cancelled() => ExitStatus::Killed,
-        status = handler(proc) => ExitStatus::Code(status & 0xff),
+        _ = slot.token.cancelled() => ExitStatus::Code(slot.killed_status()),
+        // Before the process: a busy process must not starve the terminal (and its ^C) of
+        // the task's cooperative budget.
+        () = discipline => ExitStatus::Killed,
+        status = handler(proc) => ExitStatus::Code(slot.status(status) & 0xff),
     }
 }
+
+/// Chunks of cooked terminal input buffered between the line discipline and the process.
+const TTY_INPUT_CHUNKS: usize = 16;

@@ -11,6 +11,7 @@ use bytes::{Bytes, BytesMut};
 use tokio::sync::mpsc;
 
 use super::fs::{Device, FsError, PodFs, ReadTarget, WriteTarget};
+use super::tty::Terminal;
 
 /// Largest chunk any writer sends at once.
 pub const CHUNK: usize = 32 * 1024;
@@ -48,6 +49,10 @@ enum Source {
     },
     /// `/dev/zero`.
     Zero,
+    /// A terminal's input, fed by its line discipline: each chunk with the terminal's flush
+    /// count when it was typed (older than the terminal's: dropped by `^C`); an empty chunk is
+    /// end of input for one read (`^D`), a closed channel for good.
+    Terminal(mpsc::Receiver<(u64, Bytes)>, Terminal),
 }
 
 /// Shared state of an input stream.
@@ -80,6 +85,20 @@ impl Input {
     /// An input fed by a channel; end of input when every sender is gone.
     pub fn channel(rx: mpsc::Receiver<Bytes>) -> Self {
         Self::from_source(Source::Channel(rx))
+    }
+
+    /// A terminal's input: chunks from its line discipline, an empty one meaning end of input
+    /// for one read.
+    pub(crate) fn terminal(rx: mpsc::Receiver<(u64, Bytes)>, term: Terminal) -> Self {
+        Self::from_source(Source::Terminal(rx, term))
+    }
+
+    /// The terminal this input reads, if it is one (`isatty(0)`).
+    pub(crate) async fn tty(&self) -> Option<Terminal> {
+        match &self.0.lock().await.source {
+            Source::Terminal(_, term) => Some(term.clone()),
+            _ => None,
+        }
     }
 
     /// An input holding fixed bytes (here-documents).
@@ -127,6 +146,13 @@ impl Input {
                 Some(chunk)
             }
             Source::Zero => Some(Bytes::from_static(&ZEROS)),
+            Source::Terminal(rx, term) => loop {
+                let (epoch, chunk) = rx.recv().await?;
+                if epoch < term.flushes() {
+                    continue;
+                }
+                return (!chunk.is_empty()).then_some(chunk);
+            },
         }
     }
 
@@ -222,6 +248,8 @@ enum Sink {
     },
     /// Collects output for `$(...)`, up to [`CAPTURE_LIMIT`].
     Capture(Capture),
+    /// A terminal: output is translated (ONLCR) and sent to the terminal's channel.
+    Terminal(mpsc::Sender<Bytes>, Terminal),
 }
 
 impl Output {
@@ -235,6 +263,19 @@ impl Output {
     /// receiver is gone.
     pub fn channel(tx: mpsc::Sender<Bytes>) -> Self {
         Output(Sink::Channel(tx))
+    }
+
+    /// An output to a terminal, whose channel carries what the terminal shows.
+    pub(crate) fn terminal(tx: mpsc::Sender<Bytes>, term: Terminal) -> Self {
+        Output(Sink::Terminal(tx, term))
+    }
+
+    /// The terminal this output writes to, if it is one (`isatty(1)`).
+    pub(crate) fn tty(&self) -> Option<&Terminal> {
+        match &self.0 {
+            Sink::Terminal(_, term) => Some(term),
+            _ => None,
+        }
     }
 
     /// Opens a path for writing (`> path` truncates, `>> path` appends).
@@ -259,8 +300,17 @@ impl Output {
         let mut rest = data;
         while !rest.is_empty() {
             tokio::task::consume_budget().await;
-            let chunk = rest.split_to(rest.len().min(CHUNK));
+            let limit = if matches!(self.0, Sink::Terminal(..)) {
+                CHUNK / 2
+            } else {
+                CHUNK
+            };
+            let chunk = rest.split_to(rest.len().min(limit));
             match &self.0 {
+                Sink::Terminal(tx, term) => tx
+                    .send(term.translate_output(chunk))
+                    .await
+                    .map_err(|_| WriteError::BrokenPipe)?,
                 Sink::Null => {}
                 Sink::Channel(tx) => tx.send(chunk).await.map_err(|_| WriteError::BrokenPipe)?,
                 Sink::File { fs, path } => fs.append(path, &chunk)?,

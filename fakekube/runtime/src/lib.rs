@@ -6,7 +6,7 @@
 //! no files, no processes, no sockets.
 //!
 //! ```
-//! use fakekube_runtime::{ExecIo, ExecSpec, ExitStatus, Programs, exec};
+//! use fakekube_runtime::{ExecIo, ExecSpec, ExitStatus, ProcessTable, Programs, exec};
 //! use tokio::sync::mpsc;
 //!
 //! # fn main() -> std::io::Result<()> {
@@ -18,12 +18,13 @@
 //!     cwd: "/".into(),
 //!     fs: programs.pod_fs(vec![]),
 //!     programs,
+//!     processes: ProcessTable::new(),
 //!     cancel: Default::default(),
 //!     network: Default::default(),
 //! };
 //! let (stdout, mut out) = mpsc::channel(8);
 //! let (stderr, _err) = mpsc::channel(8);
-//! let status = exec(spec, ExecIo { stdin: None, stdout, stderr }).await;
+//! let status = exec(spec, ExecIo { stdin: None, stdout, stderr, tty: None }).await;
 //! assert_eq!(status, ExitStatus::Code(0));
 //! assert_eq!(out.recv().await.as_deref(), Some(&b"6\n"[..]));
 //! # });
@@ -53,18 +54,22 @@
 //! import cycle forms):
 //!
 //! - `fs`: the in-memory filesystem: [`PodFs`], [`Volume`], [`FsError`];
+//! - `tty`: terminals ([`WindowSize`]): modes, the line discipline (echo, line editing, `^C`,
+//!   `^D`) and output translation;
 //! - `io`: bounded, chunked standard streams: [`Input`], [`Output`], [`Stdio`];
 //! - [`net`]: a pod's network, in memory: [`PodNetwork`] (listening ports shared by the pod's
 //!   containers and execs), [`Listener`], [`Connection`], [`NetError`];
 //! - `process`: what a program gets ([`Process`]), the registry ([`Programs`]) holding the
-//!   program table and run-time registrations, and `execvp`'s resolution of a name or path
-//!   (`PATH`, `/bin` entries, `#!` scripts);
+//!   program table and run-time registrations, `execvp`'s resolution of a name or path
+//!   (`PATH`, `/bin` entries, `#!` scripts), and the container's process table
+//!   ([`ProcessTable`]) with its [`Signal`]s;
 //! - `shell`: `sh`: parser, interpreter (control flow, commands, expansion, redirections,
 //!   builtins), patterns and arithmetic;
 //! - `programs`: the program table (name → handler), from which `/bin` is filled, and the
 //!   programs grouped by family;
 //! - `exec`: [`exec`], [`ExecSpec`], [`ExecIo`], [`ExitStatus`]: starting a program as a
-//!   container runtime does.
+//!   container runtime does;
+//! - [`manual`]: the table of every program and builtin with the options it takes.
 //!
 //! # Streams and backpressure
 //!
@@ -80,12 +85,27 @@
 //! Background jobs otherwise outlive the shell that started them (and keep their copies of
 //! stdout/stderr open), as processes outlive `kubectl exec` until the pod dies.
 //!
+//! # Processes, signals and terminals
+//!
+//! Every program started (by [`exec`], a shell or `env`/`timeout`/`xargs`/`find -exec`) and
+//! every background job is a process of [`ExecSpec::processes`] while it runs: `ps` lists
+//! them, `kill` and [`ProcessTable::signal`] signal them. A signal is delivered as
+//! cancellation of the process's token (its children's too), except that a shell runs the
+//! `trap` it set for it between commands (at once in `wait`). With [`ExecIo::tty`] the process
+//! runs on a terminal: see the `tty` module's line discipline; an interactive `sh` on it
+//! prompts, and `^C` interrupts its foreground command instead of the shell.
+//!
 //! # Known limitations
 //!
-//! - No symbolic links, users or signals; file descriptors 0–2 only.
-//! - The shell has no job control, aliases, `getopts` or `$'…'` quoting; `local` is not scoped;
-//!   traps other than `EXIT` are accepted and never fire (cancellation just stops the shell).
-//! - Programs take the options the adapter and common scripts use, not every GNU option.
+//! - No symbolic links or users; file descriptors 0–2 only; no process groups or job
+//!   control (a signal to a shell also ends the programs it is running, as their tokens are
+//!   children of its own); `SIGSTOP`/`SIGCONT` do not exist.
+//! - The shell has no aliases, `getopts` or `$'…'` quoting; `local` is not scoped; a trapped
+//!   signal waits for the foreground program to end, as in dash, except in `wait`.
+//! - Programs take the options the adapter and common scripts use, not every GNU or BusyBox
+//!   option ([`manual`] lists them); `sed` has no back references inside patterns.
+//! - Terminals: one name (`/dev/pts/0`), modes limited to echo, canonical mode, `^C`, ICRNL
+//!   and ONLCR; `stty rows`/`cols` do not resize (the client's resize messages do).
 //! - A pod's network is one loopback: TCP only (no UDP, no DNS), no addresses but the pod's
 //!   own (`nc 10.0.0.1 80` is unreachable), no socket options; `httpd` has no CGI,
 //!   configuration file or authentication.
@@ -93,17 +113,22 @@
 mod exec;
 mod fs;
 mod io;
+pub mod manual;
 pub mod net;
 mod process;
 mod programs;
 mod shell;
+mod tty;
 
 // The public interface is:
 pub use exec::{ExecIo, ExecSpec, ExitStatus, exec};
 pub use fs::{FsError, PodFs, Volume};
 pub use io::{CHUNK, Input, Output, Stdio, WriteError};
 pub use net::{Connection, Listener, NetError, PodNetwork};
-pub use process::{DEFAULT_PATH, Process, Programs};
+pub use process::{
+    DEFAULT_PATH, Process, ProcessInfo, ProcessTable, Programs, Signal, SignalError,
+};
+pub use tty::WindowSize;
 
 #[cfg(test)]
 mod tests;

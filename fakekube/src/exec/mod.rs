@@ -435,6 +435,7 @@ async fn run_exec(
         cwd: target.cwd,
         fs: target.fs,
         programs: target.commands,
+        processes: target.processes,
         cancel,
         network: target.network,
     };

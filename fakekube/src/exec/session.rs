@@ -12,7 +12,7 @@
 
 use super::codec::{self, ResizeDecoder, StatusStyle, TermSize};
 use bytes::Bytes;
-use fakekube_runtime::{ExecIo, ExitStatus};
+use fakekube_runtime::{ExecIo, ExitStatus, WindowSize};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -43,7 +43,8 @@ pub(crate) struct Streams {
     pub(crate) stdout: bool,
     /// `stderr=true` (already false when `tty` is set, as the kubelet does).
     pub(crate) stderr: bool,
-    /// `tty=true`: stderr merged into stdout, `\n` written as `\r\n`, `\r` read as `\n`.
+    /// `tty=true`: the process runs on a terminal (the runtime's: echo, line editing, stderr
+    /// merged into stdout, `\n` written as `\r\n`), sized by the resize channel.
     pub(crate) tty: bool,
 }
 
@@ -175,6 +176,8 @@ pub(crate) struct FromClient {
     resize: ResizeDecoder,
     /// Set once a terminal size arrived.
     resized: watch::Sender<bool>,
+    /// The terminal's window size, as the client last sent it.
+    window: watch::Sender<WindowSize>,
     /// The sizes received, for the report.
     sizes: Arc<Mutex<Vec<TermSize>>>,
     /// What the client's side has done.
@@ -182,8 +185,8 @@ pub(crate) struct FromClient {
 }
 
 impl FromClient {
-    /// Stdin data (read as a terminal reads it under `tty`); dropped when stdin was not asked
-    /// for or has ended. Waits while the process's stdin buffer is full.
+    /// Stdin data (under `tty`, the runtime's terminal reads it as a terminal does); dropped
+    /// when stdin was not asked for or has ended. Waits while the process's stdin buffer is full.
     pub(crate) async fn stdin(&mut self, data: Vec<u8>) {
         let Some(tx) = self.stdin.as_ref() else {
             return;
@@ -191,7 +194,6 @@ impl FromClient {
         if data.is_empty() {
             return;
         }
-        let data = if self.tty { icrnl(data) } else { data };
         if tx.send(Bytes::from(data)).await.is_err() {
             // The process stopped reading for good; later stdin is discarded.
             self.stdin = None;
@@ -209,7 +211,11 @@ impl FromClient {
             return;
         }
         let got = self.resize.push(data);
-        if !got.is_empty() {
+        if let Some(last) = got.last() {
+            self.window.send_replace(WindowSize {
+                rows: last.height,
+                cols: last.width,
+            });
             self.resized.send_replace(true);
         }
         if let Ok(mut kept) = self.sizes.lock() {
@@ -251,6 +257,7 @@ where
     };
     let (peer_tx, mut peer_rx) = watch::channel(Peer::Open);
     let (resized_tx, mut resized_rx) = watch::channel(false);
+    let (window_tx, window_rx) = watch::channel(WindowSize::default());
     let sizes = Arc::new(Mutex::new(Vec::new()));
     let Link {
         out: out_tx,
@@ -261,6 +268,7 @@ where
         tty: streams.tty,
         resize: ResizeDecoder::default(),
         resized: resized_tx,
+        window: window_tx,
         sizes: sizes.clone(),
         peer: peer_tx,
     });
@@ -286,6 +294,7 @@ where
         stdin: stdin_rx,
         stdout: stdout_tx,
         stderr: stderr_tx,
+        tty: streams.tty.then_some(window_rx),
     });
     tokio::pin!(process);
     let (mut out_open, mut err_open) = (true, !streams.tty);
@@ -318,11 +327,7 @@ where
         if !wanted || chunk.is_empty() {
             continue;
         }
-        let mut payload = if streams.tty {
-            onlcr(&chunk)
-        } else {
-            chunk.to_vec()
-        };
+        let mut payload = chunk.to_vec();
         if let Some(limit) = config.drop_after_bytes.limit() {
             let room = limit.saturating_sub(report.output_bytes);
             if payload.len() >= room {
@@ -438,28 +443,6 @@ fn take_sizes(sizes: &Mutex<Vec<TermSize>>) -> Vec<TermSize> {
         .unwrap_or_default()
 }
 
-/// A terminal's output translation: every `\n` goes out as `\r\n`.
-fn onlcr(data: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(data.len() + data.len() / 16);
-    for &b in data {
-        if b == b'\n' {
-            out.push(b'\r');
-        }
-        out.push(b);
-    }
-    out
-}
-
-/// A terminal's input translation: `\r` (the Enter key in raw mode) is read as `\n`.
-fn icrnl(mut data: Vec<u8>) -> Vec<u8> {
-    for b in &mut data {
-        if *b == b'\r' {
-            *b = b'\n';
-        }
-    }
-    data
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::codec::Protocol;
@@ -519,6 +502,7 @@ mod tests {
             cwd: "/".into(),
             fs: programs.pod_fs(vec![]),
             programs,
+            processes: Default::default(),
             cancel: config.cancel.clone(),
             network: Default::default(),
         };
@@ -759,7 +743,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn tty_merges_stderr_translates_newlines_and_records_resizes() {
+    async fn tty_echoes_merges_stderr_translates_newlines_and_records_resizes() {
         let streams = Streams {
             stdin: true,
             stdout: true,
@@ -787,7 +771,7 @@ mod tests {
                 .is_ok()
         );
         let seen = read_all(&mut client).await;
-        assert_eq!(seen.channel(codec::STDOUT), b"got hi\r\noops\r\n");
+        assert_eq!(seen.channel(codec::STDOUT), b"hi\r\ngot hi\r\noops\r\n");
         assert_eq!(seen.count(codec::STDERR), 0);
         let r = report(server).await;
         assert_eq!(
@@ -914,6 +898,7 @@ mod tests {
             cwd: "/".into(),
             fs: Programs::new().pod_fs(vec![]),
             programs: Programs::new(),
+            processes: Default::default(),
             cancel: c.cancel.clone(),
             network: Default::default(),
         };

@@ -65,7 +65,7 @@ pub use images::Images;
 use crate::status::{ApiError, Target};
 use crate::store::Store;
 use bytes::Bytes;
-use fakekube_runtime::{PodFs, PodNetwork, Programs};
+use fakekube_runtime::{PodFs, PodNetwork, ProcessTable, Programs};
 use http::StatusCode;
 use pod::{CState, PodRun};
 use serde_json::Value;
@@ -89,6 +89,8 @@ pub(crate) struct ExecTarget {
     pub(crate) cwd: String,
     /// Fires when the pod is deleted or the container stops: running execs end.
     pub(crate) cancel: CancellationToken,
+    /// The container's processes: an exec is one more of them.
+    pub(crate) processes: ProcessTable,
     /// The pod's network, shared with its containers.
     pub(crate) network: PodNetwork,
 }
@@ -298,6 +300,7 @@ impl Kubelet {
                     cwd: r.cwd.clone(),
                     cancel: r.cancel.clone(),
                     network: p.network.clone(),
+                    processes: r.processes.clone(),
                 }),
                 _ => None,
             })

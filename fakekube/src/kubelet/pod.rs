@@ -4,7 +4,7 @@
 use super::images;
 use super::output::OutputLog;
 use bytes::Bytes;
-use fakekube_runtime::{PodFs, PodNetwork, Volume};
+use fakekube_runtime::{PodFs, PodNetwork, ProcessTable, Volume};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -103,6 +103,8 @@ pub(crate) struct Running {
     pub(crate) cwd: String,
     /// The main process's stdin, when the container has `stdin: true`.
     pub(crate) stdin: Option<mpsc::Sender<Bytes>>,
+    /// The container's processes (the main one is pid 1), for signals and execs.
+    pub(crate) processes: ProcessTable,
 }
 
 /// Where a container is in its life.
@@ -632,6 +634,7 @@ mod tests {
             env: vec![],
             cwd: "/".into(),
             stdin: None,
+            processes: ProcessTable::new(),
         })
     }
 

@@ -13,7 +13,7 @@ use crate::patch::PatchKind;
 use crate::registry::{Registry, ResourceType};
 use crate::store::{Event, EventType, Part, Store, WriteOptions};
 use base64::Engine;
-use fakekube_runtime::{ExecIo, ExecSpec, ExitStatus, PodFs, Volume};
+use fakekube_runtime::{ExecIo, ExecSpec, ExitStatus, PodFs, ProcessTable, Volume};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -718,6 +718,7 @@ impl Kubelet {
             return;
         }
         let fs = self.commands.pod_fs(mounts);
+        let processes = ProcessTable::new();
         if cwd != "/"
             && let Err(e) = fs.mkdir_all(&cwd, 0o755)
         {
@@ -740,6 +741,7 @@ impl Kubelet {
             cwd: cwd.clone(),
             fs: fs.clone(),
             programs: self.commands.clone(),
+            processes: processes.clone(),
             cancel: cancel.clone(),
             network: run.network.clone(),
         };
@@ -747,6 +749,7 @@ impl Kubelet {
             stdin: stdin_rx,
             stdout: out_tx,
             stderr: err_tx,
+            tty: None,
         };
         let exits = pass.exits.clone();
         let run_no = c.runs;
@@ -776,6 +779,7 @@ impl Kubelet {
             env,
             cwd,
             stdin: stdin_tx,
+            processes,
         });
     }
 

@@ -106,6 +106,7 @@ async fn sh(target: &ExecTarget, script: &str) -> (ExitStatus, String) {
         cwd: target.cwd.clone(),
         fs: target.fs.clone(),
         programs: target.commands.clone(),
+        processes: target.processes.clone(),
         cancel: target.cancel.child_token(),
         network: target.network.clone(),
     };
@@ -113,6 +114,7 @@ async fn sh(target: &ExecTarget, script: &str) -> (ExitStatus, String) {
         stdin: None,
         stdout: out_tx,
         stderr: err_tx,
+        tty: None,
     };
     let collect = tokio::spawn(async move {
         let mut out = Vec::new();

@@ -1,6 +1,7 @@
 //! How programs run: what a running program sees ([`Process`]), the registry of programs
-//! ([`Programs`], in [`registry`]) and how a name or path becomes a program ([`launch`]: PATH
-//! search, `/bin` entries, `#!` scripts), as `execve`/`execvp` would.
+//! ([`Programs`], in [`registry`]), how a name or path becomes a program ([`launch`]: PATH
+//! search, `/bin` entries, `#!` scripts), as `execve`/`execvp` would, and the container's
+//! process table with its signals ([`table`]).
 //!
 //! This is the layer the programs and the shell build on: it knows the handler types and the
 //! registry, never a particular program (the table of programs is given to the registry by
@@ -8,10 +9,12 @@
 
 mod launch;
 mod registry;
+mod table;
 
 pub(crate) use launch::{SpawnError, resolve};
 pub(crate) use registry::Program;
 pub use registry::Programs;
+pub use table::{ProcessInfo, ProcessTable, Signal, SignalError};
 
 use std::future::Future;
 use std::pin::Pin;
@@ -68,6 +71,10 @@ pub struct Process {
     pub(crate) network: PodNetwork,
     /// How deeply this process is nested in shells and functions (see [`MAX_NESTING`]).
     pub(crate) depth: usize,
+    /// Its pid in [`Process::processes`] (0 for a handler called directly, outside any table).
+    pub(crate) pid: u32,
+    /// The container's process table.
+    pub(crate) processes: ProcessTable,
 }
 
 impl std::fmt::Debug for Process {
@@ -103,6 +110,34 @@ impl Process {
             cancel,
             network: PodNetwork::new(),
             depth: 0,
+            pid: 0,
+            processes: ProcessTable::new(),
+        }
+    }
+
+    /// The process's pid (0 for a handler called directly, outside any process table).
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// The container's process table.
+    pub fn processes(&self) -> &ProcessTable {
+        &self.processes
+    }
+
+    /// Runs `handler` as a new process of the table, child of `self.pid` (its parent), and
+    /// returns its exit status: what the handler returns, or `128 + n` when signal `n`
+    /// terminated it (137 when its parent's end took it down).
+    pub(crate) async fn run(mut self, handler: Handler) -> i32 {
+        let slot = self
+            .processes
+            .start(self.pid, self.argv.clone(), &self.cancel);
+        self.pid = slot.pid;
+        self.cancel = slot.token.clone();
+        tokio::select! {
+            biased;
+            () = slot.token.cancelled() => slot.killed_status(),
+            status = handler(self) => slot.status(status),
         }
     }
 
@@ -232,7 +267,7 @@ impl Process {
                 }
                 let mut proc = self.child(argv);
                 proc.depth += PROGRAM_NESTING;
-                handler(proc).await
+                proc.run(handler).await
             }
             Err(e) => {
                 let _ = self

@@ -37,6 +37,12 @@ impl Program {
         }
     }
 
+    /// The name it is found by.
+    #[cfg(test)]
+    pub(crate) fn name(&self) -> &'static str {
+        self.name
+    }
+
     /// The same program with entries in each of `dirs` instead (`env` is in `/usr/bin` too, for
     /// `#!/usr/bin/env` scripts).
     pub(crate) const fn in_dirs(self, dirs: &'static [&'static str]) -> Self {

@@ -154,3 +154,35 @@ pub(crate) async fn usage(proc: &Process, msg: &str, code: i32) -> i32 {
         .await;
     code
 }
+
+/// Most bytes a program that needs all of its input at once (`sort`, `tar`, `sed -i`) reads.
+pub(crate) const MAX_INPUT: usize = crate::fs::MAX_FILE_SIZE;
+
+/// Reads an operand whole (`-` is stdin); on failure prints BusyBox's `NAME: can't open
+/// 'FILE': REASON` and gives `None`.
+pub(crate) async fn slurp(proc: &Process, name: &str) -> Option<Vec<u8>> {
+    match open_input(proc, name) {
+        Ok(input) => Some(input.read_to_end(MAX_INPUT).await),
+        Err(e) => {
+            proc.err(&format!("can't open '{name}': {e}")).await;
+            None
+        }
+    }
+}
+
+/// The exit status of a final write: 0, or the code [`emit`] gave.
+pub(crate) async fn finish(proc: &Process, data: impl Into<Bytes>) -> i32 {
+    match emit(proc, data).await {
+        Ok(()) => 0,
+        Err(code) => code,
+    }
+}
+
+/// Splits input into lines without their newlines (a last line without one counts).
+pub(crate) fn lines(data: &[u8]) -> Vec<&[u8]> {
+    let mut lines: Vec<&[u8]> = data.split(|b| *b == b'\n').collect();
+    if data.is_empty() || data.ends_with(b"\n") {
+        lines.pop();
+    }
+    lines
+}

@@ -13,13 +13,19 @@
 //! - [`condition`]: `test`, `[`;
 //! - [`env`]: `env`, `printenv`, `pwd`;
 //! - [`timing`]: `sleep`, `timeout`;
-//! - [`system`]: `uname`, `id`, `whoami`, `hostname`;
+//! - [`system`]: `uname`, `id`, `whoami`, `hostname`, `date`, `uptime`, `du`, `df`;
+//! - [`text`]: `sort`, `uniq`, `tr`, `cut`; [`sed`]: `sed`;
+//! - [`archive`]: `gzip`, `gunzip`, `zcat`, `tar`, `base64`, `sha256sum`;
+//! - [`search`]: `find`, `xargs`;
+//! - [`processes`]: `ps`, `kill`;
+//! - [`terminal`]: `tty`, `stty`;
 //! - [`net`]: `nc`, `httpd`, over the pod's [`PodNetwork`](crate::PodNetwork);
 //! - `true` and `false`, in the table itself; `sh`, in [`crate::shell`].
 //!
 //! [`cli`] holds what they share: GNU-style options, usage errors, writing to stdout. Messages
 //! and exit codes follow GNU coreutils where the tools differ from BusyBox.
 
+mod archive;
 mod cli;
 mod condition;
 mod content;
@@ -29,8 +35,13 @@ mod listing;
 mod net;
 mod paths;
 mod print;
+mod processes;
+mod search;
+mod sed;
 mod sequence;
 mod system;
+mod terminal;
+mod text;
 mod timing;
 
 use crate::process::{Program, Programs};
@@ -82,6 +93,32 @@ pub(crate) static TABLE: &[Program] = &[
     Program::new("id", |p| Box::pin(system::id(p))),
     Program::new("whoami", |p| Box::pin(system::whoami(p))),
     Program::new("hostname", |p| Box::pin(system::hostname(p))),
+    Program::new("date", |p| Box::pin(system::date(p))),
+    Program::new("uptime", |p| Box::pin(system::uptime(p))),
+    Program::new("du", |p| Box::pin(system::du(p))),
+    Program::new("df", |p| Box::pin(system::df(p))),
+    // text
+    Program::new("sort", |p| Box::pin(text::sort(p))),
+    Program::new("uniq", |p| Box::pin(text::uniq(p))),
+    Program::new("tr", |p| Box::pin(text::tr(p))),
+    Program::new("cut", |p| Box::pin(text::cut(p))),
+    Program::new("sed", |p| Box::pin(sed::sed(p))),
+    // archive
+    Program::new("gzip", |p| Box::pin(archive::gzip(p))),
+    Program::new("gunzip", |p| Box::pin(archive::gzip(p))),
+    Program::new("zcat", |p| Box::pin(archive::gzip(p))),
+    Program::new("tar", |p| Box::pin(archive::tar(p))),
+    Program::new("base64", |p| Box::pin(archive::base64(p))),
+    Program::new("sha256sum", |p| Box::pin(archive::sha256sum(p))),
+    // search
+    Program::new("find", |p| Box::pin(search::find(p))),
+    Program::new("xargs", |p| Box::pin(search::xargs(p))),
+    // processes
+    Program::new("ps", |p| Box::pin(processes::ps(p))),
+    Program::new("kill", |p| Box::pin(processes::kill(p))),
+    // terminal
+    Program::new("tty", |p| Box::pin(terminal::tty(p))),
+    Program::new("stty", |p| Box::pin(terminal::stty(p))),
     // net
     Program::new("nc", |p| Box::pin(net::nc::nc(p))),
     Program::new("httpd", |p| Box::pin(net::httpd::httpd(p))),

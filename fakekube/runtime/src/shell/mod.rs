@@ -5,9 +5,8 @@
 //!   the shell builtins;
 //! - [`pattern`] and [`arith`]: `case`/`${x%pat}`/glob patterns and `$((…))`.
 //!
-//! Known limitations: only file descriptors 0–2; `local` is not scoped; traps other than `EXIT`
-//! are accepted and never fire (signals do not exist here: cancellation just stops the shell);
-//! no job control, aliases, `getopts` or `$'…'` quoting.
+//! Known limitations: only file descriptors 0–2; `local` is not scoped; trapped signals run
+//! between commands (at once in `wait`); no job control, aliases, `getopts` or `$'…'` quoting.
 
 pub(crate) mod arith;
 pub(crate) mod ast;
@@ -15,17 +14,24 @@ pub(crate) mod interp;
 pub(crate) mod parser;
 pub(crate) mod pattern;
 
+#[cfg(test)]
+mod stream_tests;
+
+#[cfg(test)]
+pub(crate) use interp::builtin_names;
 use interp::{MAX_SCRIPT, Opts, Shell};
 
 use crate::process::Process;
 
 /// The `sh` program: `sh [-eux] [-o opt] -c 'script' [name [args…]]`, `sh file [args…]`, or a
-/// script on standard input.
+/// script on standard input (`sh`, `sh -s [args…]`, `sh -i`), run one command at a time as it
+/// is read; interactive with `-i` or when stdin and stdout are a terminal.
 pub(crate) async fn sh_main(proc: Process) -> i32 {
     let args: Vec<String> = proc.args().to_vec();
     let mut opts = Opts::default();
     let mut command_mode = false;
     let mut from_stdin = false;
+    let mut force_interactive = false;
     let mut i = 0;
     while let Some(a) = args.get(i) {
         if a == "--" || a == "-" {
@@ -53,7 +59,8 @@ pub(crate) async fn sh_main(proc: Process) -> i32 {
                         _ => {}
                     }
                 }
-                'i' | 'l' | 'v' | 'f' | 'm' | 'a' | 'h' | 'C' | 'n' | 'b' => {}
+                'i' => force_interactive = on,
+                'l' | 'v' | 'f' | 'm' | 'a' | 'h' | 'C' | 'n' | 'b' => {}
                 other => {
                     let _ = proc
                         .stderr
@@ -97,8 +104,12 @@ pub(crate) async fn sh_main(proc: Process) -> i32 {
             }
         }
     } else {
-        let bytes = proc.stdin.read_to_end(MAX_SCRIPT).await;
-        (String::from_utf8_lossy(&bytes).into_owned(), argv0, rest)
+        let source = proc.stdin.clone();
+        let on_terminal = source.tty().await.is_some() && proc.stdout.tty().is_some();
+        let mut shell = Shell::new(proc, argv0, rest, opts);
+        return shell
+            .run_stream(source, force_interactive || on_terminal)
+            .await;
     };
     let mut shell = Shell::new(proc, arg0, params, opts);
     shell.run_script(&script).await

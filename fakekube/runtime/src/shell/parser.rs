@@ -5,6 +5,8 @@
 //! read, so the rest of the line lexes as if they were not there. Nesting is limited to
 //! [`MAX_PARSE_DEPTH`] so hostile input cannot exhaust the stack.
 
+use std::cell::Cell;
+
 use super::ast::{
     AndOr, Command, Compound, Connector, Item, List, Param, ParamOp, Part, Pipeline, RedirOp,
     Redirect, SimpleCommand, Word,
@@ -196,6 +198,57 @@ enum Mode {
     HereDoc,
 }
 
+/// The line that ends an open here-document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct HereDocEnd {
+    /// The delimiter word, quotes removed.
+    pub(crate) delimiter: String,
+    /// `<<-`: leading tabs are stripped before comparing.
+    pub(crate) strip_tabs: bool,
+}
+
+impl HereDocEnd {
+    /// Whether `line` (without its newline) closes the here-document.
+    pub(crate) fn closes(&self, line: &str) -> bool {
+        let line = if self.strip_tabs {
+            line.trim_start_matches('\t')
+        } else {
+            line
+        };
+        line == self.delimiter
+    }
+}
+
+/// What [`parse_next`] found at the start of its input.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Next {
+    /// One complete command line: the and-or lists up to the end of a line (a compound command
+    /// once closed, here-document bodies included), and how many bytes of the input it used.
+    Complete(List, usize),
+    /// The input ends inside a command: more lines are needed (for an open here-document, up to
+    /// its delimiter line) before it can be run or rejected.
+    NeedMore(Option<HereDocEnd>),
+}
+
+/// Parses the first complete command line of `src`, as an interactive or streaming shell does:
+/// it never looks past the newline that ends the command, so what follows stays unread. With
+/// `at_eof` unset, input that ends inside a command asks for more instead of failing.
+pub(crate) fn parse_next(src: &str, at_eof: bool) -> Result<Next, ParseError> {
+    let mut p = Parser::new(src, 0);
+    let total = p.src.len();
+    let parsed = p.parse_command_line();
+    if p.hit_end.get() && !at_eof {
+        return Ok(Next::NeedMore(p.open_heredoc));
+    }
+    let list = parsed?;
+    let used_chars = total - (p.src.len() - p.pos.min(p.src.len()));
+    let used = src
+        .char_indices()
+        .nth(used_chars)
+        .map_or(src.len(), |(i, _)| i);
+    Ok(Next::Complete(list, used))
+}
+
 /// Parses a whole program.
 pub(crate) fn parse(src: &str) -> Result<List, ParseError> {
     parse_at_depth(src, 0)
@@ -203,12 +256,7 @@ pub(crate) fn parse(src: &str) -> Result<List, ParseError> {
 
 /// Parses a whole program, counting nesting from `depth` (for backquotes).
 fn parse_at_depth(src: &str, depth: usize) -> Result<List, ParseError> {
-    let mut p = Parser {
-        src: src.chars().collect(),
-        pos: 0,
-        peeked: None,
-        depth,
-    };
+    let mut p = Parser::new(src, depth);
     let list = p.parse_list()?;
     match p.next()? {
         Tok::Eof => Ok(list),
@@ -218,12 +266,7 @@ fn parse_at_depth(src: &str, depth: usize) -> Result<List, ParseError> {
 
 /// Parses here-document or arithmetic text: expansions and backslashes, no other quoting.
 fn parse_expanding_text(src: &str, depth: usize) -> Result<Word, ParseError> {
-    let mut p = Parser {
-        src: src.chars().collect(),
-        pos: 0,
-        peeked: None,
-        depth,
-    };
+    let mut p = Parser::new(src, depth);
     Ok(Word(p.quoted_parts(Mode::HereDoc)?))
 }
 
@@ -237,12 +280,33 @@ struct Parser {
     peeked: Option<Tok>,
     /// Current nesting.
     depth: usize,
+    /// Set once the parser needed a character past the end of the source: with more input to
+    /// come, what it found there (an error, or a list that ran to the end) is not final.
+    hit_end: Cell<bool>,
+    /// A here-document whose delimiter line the source does not hold yet.
+    open_heredoc: Option<HereDocEnd>,
 }
 
 impl Parser {
-    /// The character at the cursor.
+    /// A parser at the start of `src`, counting nesting from `depth`.
+    fn new(src: &str, depth: usize) -> Self {
+        Parser {
+            src: src.chars().collect(),
+            pos: 0,
+            peeked: None,
+            depth,
+            hit_end: Cell::new(false),
+            open_heredoc: None,
+        }
+    }
+
+    /// The character at the cursor; at the end of the source, notes that the end was reached.
     fn cur(&self) -> Option<char> {
-        self.src.get(self.pos).copied()
+        let c = self.src.get(self.pos).copied();
+        if c.is_none() {
+            self.hit_end.set(true);
+        }
+        c
     }
 
     /// The character `n` after the cursor.
@@ -312,6 +376,37 @@ impl Parser {
     }
 
     // ----- grammar -----
+
+    /// One command line: and-or lists separated by `;` or `&`, up to and including the newline
+    /// that ends the line (or the end of input); nothing after it is read.
+    fn parse_command_line(&mut self) -> Result<List, ParseError> {
+        let mut items = Vec::new();
+        loop {
+            match self.peek()? {
+                Tok::Newline => {
+                    self.next()?;
+                    break;
+                }
+                Tok::Eof => break,
+                _ => {}
+            }
+            let and_or = self.parse_and_or()?;
+            let background = match self.peek()? {
+                Tok::Op(Op::Semi) => {
+                    self.next()?;
+                    false
+                }
+                Tok::Op(Op::Amp) => {
+                    self.next()?;
+                    true
+                }
+                Tok::Newline | Tok::Eof => false,
+                t => return Err(ParseError::Unexpected(t.describe())),
+            };
+            items.push(Item { and_or, background });
+        }
+        Ok(List { items })
+    }
 
     /// A list of and-or lists, up to a closing word or operator (not consumed).
     fn parse_list(&mut self) -> Result<List, ParseError> {
@@ -646,12 +741,14 @@ impl Parser {
             .position(|c| *c == '\n')
             .map(|i| i + self.pos)
         else {
+            self.hit_end.set(true);
             return Ok(String::new());
         };
         let start = nl + 1;
         let mut body = String::new();
         let mut i = start;
         let mut end = self.src.len();
+        let mut closed = false;
         while i < self.src.len() {
             let line_end = self.src[i..].iter().position(|c| *c == '\n').map(|k| k + i);
             let stop = line_end.unwrap_or(self.src.len());
@@ -662,11 +759,19 @@ impl Parser {
             let next = line_end.map(|e| e + 1).unwrap_or(self.src.len());
             if line == delim {
                 end = next;
+                closed = true;
                 break;
             }
             body.push_str(&line);
             body.push('\n');
             i = next;
+        }
+        if !closed {
+            self.hit_end.set(true);
+            self.open_heredoc.get_or_insert(HereDocEnd {
+                delimiter: delim.to_string(),
+                strip_tabs,
+            });
         }
         self.src.drain(start..end.min(self.src.len()).max(start));
         Ok(body)
@@ -784,6 +889,7 @@ impl Parser {
                     self.pos += 1;
                     let start = self.pos;
                     let Some(len) = self.src[start..].iter().position(|c| *c == '\'') else {
+                        self.hit_end.set(true);
                         return Err(ParseError::Unterminated);
                     };
                     parts.push(Part::Quoted(self.src[start..start + len].iter().collect()));
@@ -1225,6 +1331,36 @@ mod tests {
         assert_eq!(parse(&deep), Err(ParseError::TooDeep));
         let ok = format!("{}true{}", "(".repeat(20), ")".repeat(20));
         assert!(parse(&ok).is_ok());
+    }
+
+    #[test]
+    fn parse_next_stops_at_the_end_of_the_first_command_line() {
+        let src = "echo a; echo b\nread x\nrest of input\n";
+        let Ok(Next::Complete(list, used)) = parse_next(src, false) else {
+            panic!("a complete first line");
+        };
+        assert_eq!(
+            (list.items.len(), &src[used..]),
+            (2, "read x\nrest of input\n")
+        );
+        assert_eq!(parse_next("if true\n", false), Ok(Next::NeedMore(None)));
+        assert_eq!(parse_next("echo a |\n", false), Ok(Next::NeedMore(None)));
+        assert_eq!(parse_next("echo 'open\n", false), Ok(Next::NeedMore(None)));
+        assert_eq!(
+            parse_next("cat <<-END\n\tbody\n", false),
+            Ok(Next::NeedMore(Some(HereDocEnd {
+                delimiter: "END".into(),
+                strip_tabs: true
+            })))
+        );
+        assert_eq!(
+            parse_next("if true\n", true),
+            Err(ParseError::Expecting("then".into()))
+        );
+        assert_eq!(
+            parse_next("echo a; done\nmore\n", false),
+            Err(ParseError::Unexpected("\"done\"".into()))
+        );
     }
 
     proptest::proptest! {

@@ -301,6 +301,7 @@ mod tests {
                 programs,
                 cancel: config.cancel.clone(),
                 network: Default::default(),
+                processes: Default::default(),
             };
             let transport = Spdy::new(conn, streams);
             Some(
@@ -503,7 +504,8 @@ mod tests {
             .await;
         client.data(STDIN, b"hi\r", false).await;
         let seen = read_all(client).await;
-        assert_eq!(text(&seen, STDOUT), "got hi\r\ne\r\n");
+        // The terminal echoes what is typed, and writes `\n` as `\r\n`.
+        assert_eq!(text(&seen, STDOUT), "hi\r\ngot hi\r\ne\r\n");
         let r = report(server).await;
         assert_eq!(r.sizes.len(), 1);
     }

@@ -38,6 +38,7 @@ impl Pod {
     /// Starts `script` under `sh -c` with `stdin`, killed by `cancel`.
     fn start(&self, script: &str, stdin: &[u8], cancel: CancellationToken) -> JoinHandle<Run> {
         let spec = ExecSpec {
+            processes: Default::default(),
             argv: vec!["sh".into(), "-c".into(), script.into()],
             env: vec![("HOSTNAME".into(), "web-0".into())],
             cwd: "/".into(),
@@ -57,6 +58,7 @@ impl Pod {
         });
         tokio::spawn(async move {
             let io = ExecIo {
+                tty: None,
                 stdin: Some(in_rx),
                 stdout: out_tx,
                 stderr: err_tx,

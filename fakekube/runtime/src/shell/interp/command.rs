@@ -203,7 +203,9 @@ impl Shell {
                     )
                     .with_network(self.network.clone());
                     proc.depth = self.depth + PROGRAM_NESTING;
-                    handler(proc).await & 0xff
+                    proc.pid = self.pid;
+                    proc.processes = self.processes.clone();
+                    proc.run(handler).await & 0xff
                 }
                 Err(e) => {
                     let msg = match e {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use futures_util::future::join_all;
 
-use super::{Flow, Job, Res, Shell, next_pid};
+use super::{Flow, Job, Res, Shell};
 use crate::io::{Input, Stdio, pipe};
 use crate::process::{BoxFuture, MAX_NESTING};
 use crate::shell::ast::{AndOr, Command, Compound, Connector, Item, List, Pipeline};
@@ -32,24 +32,27 @@ impl Shell {
             }
             let mut sub = self.subshell();
             sub.io.stdin = Input::empty();
-            let token = self.cancel.child_token();
-            sub.cancel = token.clone();
+            let slot = self
+                .processes
+                .start(self.pid, vec![self.arg0.clone()], &self.cancel);
+            sub.pid = slot.pid;
+            sub.cancel = slot.token.clone();
+            let pid = slot.pid;
             let and_or = item.and_or.clone();
-            let job_token = token.clone();
             let handle = tokio::spawn(async move {
                 tokio::select! {
-                    _ = job_token.cancelled() => 143,
+                    biased;
+                    () = slot.token.cancelled() => slot.killed_status(),
                     s = async {
                         let r = sub.run_and_or(&and_or).await;
                         let s = sub.settle(r);
                         sub.finish(s).await
-                    } => s,
+                    } => slot.status(s),
                 }
             });
-            let pid = next_pid();
             self.jobs
                 .retain(|j| !j.handle.is_finished() || Some(j.pid) == self.last_bg);
-            self.jobs.push(Job { pid, handle, token });
+            self.jobs.push(Job { pid, handle });
             self.last_bg = Some(pid);
             Ok(0)
         })
@@ -154,6 +157,9 @@ impl Shell {
     pub(super) fn run_command<'a>(&'a mut self, cmd: &'a Command) -> BoxFuture<'a, Res> {
         Box::pin(async move {
             tokio::task::consume_budget().await;
+            if self.signals.is_some() {
+                self.run_pending_traps().await?;
+            }
             match cmd {
                 Command::Simple(sc) => self.run_simple(sc).await,
                 Command::FunctionDef(name, body) => {

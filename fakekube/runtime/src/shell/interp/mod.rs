@@ -11,7 +11,8 @@
 //! - [`redirect`]: `<`, `>`, `>>`, `<<` and `n>&m` redirections;
 //! - [`expand`]: word expansion (parameters, command substitution, arithmetic) and
 //!   [`fields`]: field splitting and globbing;
-//! - [`builtins`]: the shell builtins.
+//! - [`builtins`]: the shell builtins;
+//! - [`script`]: scripts read from a stream, each command run as soon as it is complete.
 
 mod builtins;
 mod command;
@@ -19,11 +20,12 @@ mod control;
 mod expand;
 mod fields;
 mod redirect;
+mod script;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 
+use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -32,7 +34,7 @@ use super::parser;
 use crate::fs::PodFs;
 use crate::io::Stdio;
 use crate::net::PodNetwork;
-use crate::process::{BoxFuture, Process, Programs};
+use crate::process::{BoxFuture, Process, ProcessTable, Programs, Signal};
 
 /// Longest value a single word may expand to; beyond it the expansion fails (memory bound).
 const MAX_WORD: usize = 16 * 1024 * 1024;
@@ -41,12 +43,14 @@ pub(crate) const MAX_SCRIPT: usize = 16 * 1024 * 1024;
 /// Default field separators.
 const DEFAULT_IFS: &str = " \t\n";
 
-/// Fake process ids handed out to shells and background jobs.
-static NEXT_PID: AtomicU32 = AtomicU32::new(100);
-
-/// A fresh fake process id.
-pub(crate) fn next_pid() -> u32 {
-    NEXT_PID.fetch_add(1, Ordering::Relaxed)
+/// The names of every shell builtin, special or regular.
+#[cfg(test)]
+pub(crate) fn builtin_names() -> Vec<String> {
+    builtins::SPECIAL_BUILTINS
+        .iter()
+        .chain(builtins::REGULAR_BUILTINS)
+        .map(|s| s.to_string())
+        .collect()
 }
 
 /// Non-local control flow, carried in the error side of results.
@@ -94,8 +98,6 @@ struct Job {
     pid: u32,
     /// The task.
     handle: JoinHandle<i32>,
-    /// Cancels it (`kill`).
-    token: CancellationToken,
 }
 
 /// Interpreter state.
@@ -115,6 +117,10 @@ pub(crate) struct Shell {
     functions: HashMap<String, Arc<Command>>,
     /// Trap actions by condition (`EXIT`, `TERM`…).
     traps: BTreeMap<String, String>,
+    /// Trapped signals that arrived (once a trap is set).
+    signals: Option<mpsc::UnboundedReceiver<Signal>>,
+    /// The sending side of `signals`, given to the process table.
+    signals_tx: Option<mpsc::UnboundedSender<Signal>>,
     /// Options.
     opts: Opts,
     /// Current streams.
@@ -123,8 +129,12 @@ pub(crate) struct Shell {
     jobs: Vec<Job>,
     /// `$!`.
     last_bg: Option<u32>,
-    /// `$$`.
+    /// `$$`: the pid of the shell that was started (subshells keep it).
+    shell_pid: u32,
+    /// The pid of the process running this shell state (a background job's own).
     pid: u32,
+    /// The container's process table.
+    processes: ProcessTable,
     /// Filesystem.
     fs: PodFs,
     /// Programs.
@@ -164,6 +174,8 @@ impl Shell {
             status: 0,
             functions: HashMap::new(),
             traps: BTreeMap::new(),
+            signals: None,
+            signals_tx: None,
             opts,
             io: Stdio {
                 stdin: proc.stdin,
@@ -172,7 +184,9 @@ impl Shell {
             },
             jobs: Vec::new(),
             last_bg: None,
-            pid: next_pid(),
+            shell_pid: proc.pid,
+            pid: proc.pid,
+            processes: proc.processes,
             fs: proc.fs,
             programs: proc.programs,
             network: proc.network,
@@ -194,11 +208,15 @@ impl Shell {
             status: self.status,
             functions: self.functions.clone(),
             traps: BTreeMap::new(),
+            signals: None,
+            signals_tx: None,
             opts: self.opts,
             io: self.io.clone(),
             jobs: Vec::new(),
             last_bg: self.last_bg,
+            shell_pid: self.shell_pid,
             pid: self.pid,
+            processes: self.processes.clone(),
             fs: self.fs.clone(),
             programs: self.programs.clone(),
             network: self.network.clone(),
@@ -298,7 +316,7 @@ impl Shell {
             "@" | "*" => Some(self.params.join(" ")),
             "#" => Some(self.params.len().to_string()),
             "?" => Some(self.status.to_string()),
-            "$" => Some(self.pid.to_string()),
+            "$" => Some(self.shell_pid.to_string()),
             "!" => self.last_bg.map(|p| p.to_string()),
             "-" => {
                 let mut s = String::new();

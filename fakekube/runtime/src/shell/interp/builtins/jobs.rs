@@ -1,16 +1,32 @@
-//! Builtins for background jobs and traps: `wait`, `kill` and `trap`.
+//! Builtins for background jobs and signals: `wait`, `kill` and `trap`, and running the traps
+//! of signals that arrived.
+//!
+//! A trapped signal is handled between commands, as dash does: a foreground program runs to
+//! its end first, while `wait` is interrupted at once (it returns `128 + n` after the trap ran).
 
-use super::super::{Res, Shell};
-use crate::process::BoxFuture;
+use tokio::sync::mpsc;
+
+use super::super::{Flow, Res, Shell};
+use crate::process::{BoxFuture, Signal};
 
 impl Shell {
-    /// `wait [pid…]`.
+    /// `wait [pid…]`: waits for background jobs (all of them without operands); a trapped
+    /// signal interrupts it.
     pub(super) fn wait<'a>(&'a mut self, args: &'a [String]) -> BoxFuture<'a, Res> {
         Box::pin(async move {
             if args.is_empty() {
-                let jobs = std::mem::take(&mut self.jobs);
-                for job in jobs {
-                    let _ = job.handle.await;
+                while let Some(job) = self.jobs.first_mut() {
+                    let Some(signals) = self.signals.as_mut() else {
+                        let _ = (&mut job.handle).await;
+                        self.jobs.remove(0);
+                        continue;
+                    };
+                    tokio::select! {
+                        _ = &mut job.handle => {
+                            self.jobs.remove(0);
+                        }
+                        Some(sig) = signals.recv() => return self.interrupted_wait(sig).await,
+                    }
                 }
                 return Ok(0);
             }
@@ -25,58 +41,58 @@ impl Shell {
                     (false, Some(p)) => self.jobs.iter().position(|j| j.pid == p),
                     _ => None,
                 };
-                match idx {
-                    Some(i) => {
-                        let job = self.jobs.remove(i);
-                        status = job.handle.await.unwrap_or(127);
-                    }
-                    None => status = 127,
-                }
-            }
-            Ok(status)
-        })
-    }
-
-    /// `kill [-SIG] pid…`: stops background jobs of this shell.
-    pub(super) fn kill<'a>(&'a mut self, args: &'a [String]) -> BoxFuture<'a, Res> {
-        Box::pin(async move {
-            let mut status = 0;
-            let mut probe = false;
-            for a in args {
-                if a.starts_with('-') && a.len() > 1 {
-                    if a == "-0" {
-                        probe = true;
-                    }
+                let Some(i) = idx else {
+                    status = 127;
                     continue;
-                }
-                let job = match a.strip_prefix('%') {
-                    Some(n) => n
-                        .parse::<usize>()
-                        .ok()
-                        .and_then(|n| n.checked_sub(1))
-                        .and_then(|i| self.jobs.get(i)),
-                    None => a
-                        .parse::<u32>()
-                        .ok()
-                        .and_then(|p| self.jobs.iter().find(|j| j.pid == p)),
                 };
-                match job {
-                    Some(j) if !j.handle.is_finished() => {
-                        if !probe {
-                            j.token.cancel();
+                let job = &mut self.jobs[i];
+                match self.signals.as_mut() {
+                    None => status = (&mut job.handle).await.unwrap_or(127),
+                    Some(signals) => {
+                        tokio::select! {
+                            s = &mut job.handle => status = s.unwrap_or(127),
+                            Some(sig) = signals.recv() => return self.interrupted_wait(sig).await,
                         }
                     }
-                    _ => {
-                        self.error(&format!("kill: ({a}) - No such process")).await;
-                        status = 1;
-                    }
                 }
+                self.jobs.remove(i);
             }
             Ok(status)
         })
     }
 
-    /// `trap [action] [conditions…]`.
+    /// Runs the trap of a signal that interrupted `wait`; `wait` then returns `128 + n`.
+    async fn interrupted_wait(&mut self, sig: Signal) -> Res {
+        self.run_trap(sig).await?;
+        Ok(128 + sig.number())
+    }
+
+    /// `kill [-s SIG | -SIG] pid|%job…`, `kill -l`: the `kill` program, with job numbers
+    /// (`%1`) turned into their pids first.
+    pub(super) fn kill<'a>(&'a mut self, args: &'a [String]) -> BoxFuture<'a, Res> {
+        Box::pin(async move {
+            let mut argv = vec!["kill".to_string()];
+            for a in args {
+                let job = a
+                    .strip_prefix('%')
+                    .and_then(|n| n.parse::<usize>().ok())
+                    .and_then(|n| n.checked_sub(1))
+                    .and_then(|i| self.jobs.get(i));
+                match job {
+                    Some(j) => argv.push(j.pid.to_string()),
+                    None if a.starts_with('%') => {
+                        self.error(&format!("kill: {a}: no such job")).await;
+                        return Ok(1);
+                    }
+                    None => argv.push(a.clone()),
+                }
+            }
+            let io = self.io.clone();
+            Ok(self.run_program(argv, Vec::new(), io).await)
+        })
+    }
+
+    /// `trap [action] [conditions…]`, `trap`, `trap -p`, `trap -l`.
     pub(super) fn trap<'a>(&'a mut self, args: &'a [String]) -> BoxFuture<'a, Res> {
         Box::pin(async move {
             if args.is_empty() || args[0] == "-p" {
@@ -88,24 +104,26 @@ impl Shell {
                 return Ok(self.print(&lines).await);
             }
             if args[0] == "-l" {
-                return Ok(self
-                    .print(
-                        "HUP INT QUIT ILL TRAP ABRT BUS FPE KILL USR1 SEGV USR2 PIPE ALRM TERM\n",
-                    )
-                    .await);
+                let names: Vec<&str> = Signal::ALL.iter().map(|s| s.name()).collect();
+                return Ok(self.print(&format!("{}\n", names.join(" "))).await);
             }
             let (action, conds) = if args.len() == 1 || args[0].parse::<u32>().is_ok() {
                 (None, args)
             } else {
                 (Some(args[0].as_str()), &args[1..])
             };
+            let mut status = 0;
             for c in conds {
-                let name = match c.trim_start_matches("SIG") {
+                let name = match c.as_str() {
                     "0" | "EXIT" => "EXIT".to_string(),
-                    "1" => "HUP".to_string(),
-                    "2" => "INT".to_string(),
-                    "15" => "TERM".to_string(),
-                    other => other.to_string(),
+                    other => match Signal::parse(other) {
+                        Some(sig) => sig.name().to_string(),
+                        None => {
+                            self.error(&format!("trap: {c}: bad trap")).await;
+                            status = 1;
+                            continue;
+                        }
+                    },
                 };
                 match action {
                     None | Some("-") => {
@@ -116,7 +134,59 @@ impl Shell {
                     }
                 }
             }
-            Ok(0)
+            self.publish_traps();
+            Ok(status)
+        })
+    }
+
+    /// Tells the process table which signals this shell traps and ignores.
+    fn publish_traps(&mut self) {
+        let mut trapped = Vec::new();
+        let mut ignored = Vec::new();
+        for (name, action) in &self.traps {
+            if let Some(sig) = Signal::parse(name) {
+                if action.is_empty() {
+                    ignored.push(sig);
+                } else {
+                    trapped.push(sig);
+                }
+            }
+        }
+        if self.signals_tx.is_none() && (!trapped.is_empty() || !ignored.is_empty()) {
+            let (tx, rx) = mpsc::unbounded_channel();
+            self.signals_tx = Some(tx);
+            self.signals = Some(rx);
+        }
+        if let Some(tx) = &self.signals_tx {
+            self.processes
+                .set_traps(self.pid, tx.clone(), &trapped, &ignored);
+        }
+    }
+
+    /// Runs the traps of signals that arrived since the last command.
+    pub(in crate::shell::interp) fn run_pending_traps(
+        &mut self,
+    ) -> BoxFuture<'_, Result<(), Flow>> {
+        Box::pin(async move {
+            while let Some(sig) = self.signals.as_mut().and_then(|rx| rx.try_recv().ok()) {
+                self.run_trap(sig).await?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Runs the action trapped for `sig`, keeping `$?`; an `exit` in it leaves the shell.
+    fn run_trap(&mut self, sig: Signal) -> BoxFuture<'_, Result<(), Flow>> {
+        Box::pin(async move {
+            let Some(action) = self.traps.get(sig.name()).cloned() else {
+                return Ok(());
+            };
+            let saved = self.status;
+            match self.run_source(&action).await {
+                Err(Flow::Exit(s)) => return Err(Flow::Exit(s)),
+                _ => self.status = saved,
+            }
+            Ok(())
         })
     }
 }

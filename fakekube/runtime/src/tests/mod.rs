@@ -11,6 +11,10 @@ use tokio_util::sync::CancellationToken;
 use super::io::CHUNK;
 use super::*;
 
+mod busybox;
+mod signals;
+mod terminal;
+
 /// Most output a test keeps per stream (the rest is read and dropped).
 const KEEP: usize = 1 << 20;
 
@@ -61,6 +65,7 @@ async fn run_full(
         cwd: "/".into(),
         fs: fs.clone(),
         programs: programs.clone(),
+        processes: ProcessTable::new(),
         cancel: cancel.clone(),
         network: PodNetwork::new(),
     };
@@ -68,6 +73,7 @@ async fn run_full(
         stdin,
         stdout: out_tx,
         stderr: err_tx,
+        tty: None,
     };
     let killer = {
         let cancel = cancel.clone();
@@ -528,6 +534,7 @@ async fn producer_blocked_by_a_full_channel_does_not_run_ahead() {
         cwd: "/".into(),
         fs: Programs::new().pod_fs(vec![]),
         programs: Programs::new(),
+        processes: ProcessTable::new(),
         cancel: cancel.clone(),
         network: PodNetwork::new(),
     };
@@ -537,6 +544,7 @@ async fn producer_blocked_by_a_full_channel_does_not_run_ahead() {
             stdin: None,
             stdout: out_tx,
             stderr: err_tx,
+            tty: None,
         },
     ));
     tokio::time::sleep(Duration::from_millis(100)).await;

@@ -1,0 +1,406 @@
+//! A container's process table ([`ProcessTable`]): every running program with its pid, parent,
+//! command line and start time, for `ps`, `kill`, `$$`, `$!` and `wait`; and the [`Signal`]s
+//! sent to them.
+//!
+//! Signals are delivered as cancellation. A process that traps a signal (a shell's `trap`) gets
+//! it on its trap channel and runs its handler; one that ignores it (`trap '' TERM`) sees nothing;
+//! any other is terminated: its cancellation token fires and it exits with `128 + n`. As in a
+//! container's pid namespace, pid 1 ignores every signal it does not trap when the signal comes
+//! from inside the container (`kill` in a shell), `SIGKILL` included; from outside
+//! ([`ProcessTable::signal`], the kubelet stopping a container) `SIGKILL` always kills.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::SystemTime;
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// The signals the runtime knows: their numbers are Linux's on x86-64.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Signal {
+    /// SIGHUP (1).
+    Hup,
+    /// SIGINT (2): the terminal's interrupt key.
+    Int,
+    /// SIGQUIT (3).
+    Quit,
+    /// SIGKILL (9): cannot be trapped or ignored.
+    Kill,
+    /// SIGUSR1 (10).
+    Usr1,
+    /// SIGUSR2 (12).
+    Usr2,
+    /// SIGPIPE (13).
+    Pipe,
+    /// SIGALRM (14).
+    Alrm,
+    /// SIGTERM (15): the default of `kill` and of a container's stop.
+    Term,
+}
+
+impl Signal {
+    /// Every signal, by number.
+    pub const ALL: [Signal; 9] = [
+        Signal::Hup,
+        Signal::Int,
+        Signal::Quit,
+        Signal::Kill,
+        Signal::Usr1,
+        Signal::Usr2,
+        Signal::Pipe,
+        Signal::Alrm,
+        Signal::Term,
+    ];
+
+    /// The signal's number.
+    pub fn number(self) -> i32 {
+        match self {
+            Signal::Hup => 1,
+            Signal::Int => 2,
+            Signal::Quit => 3,
+            Signal::Kill => 9,
+            Signal::Usr1 => 10,
+            Signal::Usr2 => 12,
+            Signal::Pipe => 13,
+            Signal::Alrm => 14,
+            Signal::Term => 15,
+        }
+    }
+
+    /// The name without `SIG`: `TERM`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Signal::Hup => "HUP",
+            Signal::Int => "INT",
+            Signal::Quit => "QUIT",
+            Signal::Kill => "KILL",
+            Signal::Usr1 => "USR1",
+            Signal::Usr2 => "USR2",
+            Signal::Pipe => "PIPE",
+            Signal::Alrm => "ALRM",
+            Signal::Term => "TERM",
+        }
+    }
+
+    /// Parses a number or a name, with or without `SIG`, in any case (`15`, `TERM`, `sigterm`).
+    pub fn parse(text: &str) -> Option<Signal> {
+        if let Ok(n) = text.parse::<i32>() {
+            return Signal::ALL.into_iter().find(|s| s.number() == n);
+        }
+        let upper = text.to_ascii_uppercase();
+        let name = upper.strip_prefix("SIG").unwrap_or(&upper);
+        Signal::ALL.into_iter().find(|s| s.name() == name)
+    }
+
+    /// The bit of this signal in a set.
+    fn bit(self) -> u64 {
+        1 << self.number()
+    }
+}
+
+/// A process the table holds, as `ps` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessInfo {
+    /// Its pid (the container's main process is 1).
+    pub pid: u32,
+    /// Its parent's pid (0 for a process started from outside: the main one and execs).
+    pub ppid: u32,
+    /// Its command line.
+    pub argv: Vec<String>,
+    /// When it started.
+    pub started: SystemTime,
+}
+
+/// Why a signal could not be sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum SignalError {
+    /// No process has that pid (ESRCH).
+    #[error("No such process")]
+    NoSuchProcess,
+}
+
+/// Where a process that traps signals gets them, and which.
+#[derive(Debug)]
+struct Traps {
+    /// The process's trap channel.
+    tx: mpsc::UnboundedSender<Signal>,
+    /// Signals it handles.
+    trapped: u64,
+    /// Signals it ignores.
+    ignored: u64,
+}
+
+/// One running process.
+#[derive(Debug)]
+struct Entry {
+    /// Parent pid.
+    ppid: u32,
+    /// Command line.
+    argv: Vec<String>,
+    /// Start time.
+    started: SystemTime,
+    /// Terminates it.
+    token: CancellationToken,
+    /// The signal that terminated it, once one did.
+    killed_by: Option<Signal>,
+    /// Its traps, if it set any.
+    traps: Option<Traps>,
+}
+
+/// The table's state.
+#[derive(Debug, Default)]
+struct Table {
+    /// The last pid handed out.
+    last_pid: u32,
+    /// The running processes, by pid.
+    entries: BTreeMap<u32, Entry>,
+}
+
+/// The processes of one container (its pid namespace): the first process started in it is
+/// pid 1. Clones share the table.
+#[derive(Debug, Clone, Default)]
+pub struct ProcessTable(Arc<Mutex<Table>>);
+
+impl ProcessTable {
+    /// An empty table: the next process started is pid 1.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Locks the table (a poisoned lock is still used: the table stays consistent per call).
+    fn lock(&self) -> MutexGuard<'_, Table> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The running processes, by pid.
+    pub fn list(&self) -> Vec<ProcessInfo> {
+        self.lock()
+            .entries
+            .iter()
+            .map(|(pid, e)| ProcessInfo {
+                pid: *pid,
+                ppid: e.ppid,
+                argv: e.argv.clone(),
+                started: e.started,
+            })
+            .collect()
+    }
+
+    /// Sends `signal` to process `pid` from outside the container, as the container runtime
+    /// does: a trapped signal runs the process's handler, an ignored one does nothing, any
+    /// other terminates it; `SIGKILL` always terminates, pid 1 included.
+    pub fn signal(&self, pid: u32, signal: Signal) -> Result<(), SignalError> {
+        self.deliver(pid, signal, false)
+    }
+
+    /// Sends `signal` to the container's main process (pid 1), as a container stop does.
+    pub fn signal_main(&self, signal: Signal) -> Result<(), SignalError> {
+        self.signal(1, signal)
+    }
+
+    /// Sends `signal` to `pid` from a process of the container (`kill`): pid 1 ignores what
+    /// it does not trap.
+    pub(crate) fn signal_from_inside(&self, pid: u32, signal: Signal) -> Result<(), SignalError> {
+        self.deliver(pid, signal, true)
+    }
+
+    /// Whether `pid` is running.
+    pub(crate) fn exists(&self, pid: u32) -> bool {
+        self.lock().entries.contains_key(&pid)
+    }
+
+    /// Delivers a signal (see [`ProcessTable::signal`]).
+    fn deliver(&self, pid: u32, signal: Signal, inside: bool) -> Result<(), SignalError> {
+        let mut table = self.lock();
+        let entry = table
+            .entries
+            .get_mut(&pid)
+            .ok_or(SignalError::NoSuchProcess)?;
+        if signal != Signal::Kill
+            && let Some(traps) = &entry.traps
+        {
+            if traps.ignored & signal.bit() != 0 {
+                return Ok(());
+            }
+            if traps.trapped & signal.bit() != 0 && traps.tx.send(signal).is_ok() {
+                return Ok(());
+            }
+        }
+        if pid == 1 && inside {
+            return Ok(());
+        }
+        entry.killed_by.get_or_insert(signal);
+        entry.token.cancel();
+        Ok(())
+    }
+
+    /// Registers a process started by `ppid` (0: from outside) whose token is a child of
+    /// `parent`; it leaves the table when the returned slot is dropped.
+    pub(crate) fn start(&self, ppid: u32, argv: Vec<String>, parent: &CancellationToken) -> Slot {
+        let token = parent.child_token();
+        let mut table = self.lock();
+        let mut pid = table.last_pid;
+        loop {
+            pid = if pid >= MAX_PID { 1 } else { pid + 1 };
+            if !table.entries.contains_key(&pid) {
+                break;
+            }
+        }
+        table.last_pid = pid;
+        table.entries.insert(
+            pid,
+            Entry {
+                ppid,
+                argv,
+                started: SystemTime::now(),
+                token: token.clone(),
+                killed_by: None,
+                traps: None,
+            },
+        );
+        Slot {
+            table: self.clone(),
+            pid,
+            token,
+        }
+    }
+
+    /// Sets which signals `pid` traps (sent to `tx`) and ignores.
+    pub(crate) fn set_traps(
+        &self,
+        pid: u32,
+        tx: mpsc::UnboundedSender<Signal>,
+        trapped: &[Signal],
+        ignored: &[Signal],
+    ) {
+        if let Some(entry) = self.lock().entries.get_mut(&pid) {
+            entry.traps = Some(Traps {
+                tx,
+                trapped: trapped.iter().fold(0, |m, s| m | s.bit()),
+                ignored: ignored.iter().fold(0, |m, s| m | s.bit()),
+            });
+        }
+    }
+
+    /// The signal that terminated `pid`, if one did.
+    fn killed_by(&self, pid: u32) -> Option<Signal> {
+        self.lock().entries.get(&pid).and_then(|e| e.killed_by)
+    }
+}
+
+/// Pids wrap around after this one, as with Linux's default `pid_max`.
+const MAX_PID: u32 = 32768;
+
+/// A process's place in the table; dropping it removes the process.
+#[derive(Debug)]
+pub(crate) struct Slot {
+    /// The table.
+    table: ProcessTable,
+    /// The process's pid.
+    pub(crate) pid: u32,
+    /// Terminates the process (fired by a signal or by its parent's end).
+    pub(crate) token: CancellationToken,
+}
+
+impl Slot {
+    /// The exit status of a process whose token fired: `128 + n` for the signal that
+    /// terminated it, 137 (`SIGKILL`) when its parent's end took it down.
+    pub(crate) fn killed_status(&self) -> i32 {
+        128 + self
+            .table
+            .killed_by(self.pid)
+            .unwrap_or(Signal::Kill)
+            .number()
+    }
+}
+
+impl Slot {
+    /// The exit status of a process whose handler returned `status`: the signal's status if
+    /// one terminated it meanwhile (a handler can run on to its end in the same poll that
+    /// signalled it).
+    pub(crate) fn status(&self, status: i32) -> i32 {
+        if self.token.is_cancelled() {
+            self.killed_status()
+        } else {
+            status
+        }
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.table.lock().entries.remove(&self.pid);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pids_start_at_1_and_slots_leave_the_table_when_dropped() {
+        let table = ProcessTable::new();
+        let root = CancellationToken::new();
+        let main = table.start(0, vec!["sh".into()], &root);
+        let child = table.start(main.pid, vec!["sleep".into(), "9".into()], &main.token);
+        assert_eq!((main.pid, child.pid), (1, 2));
+        let listed: Vec<(u32, u32)> = table.list().iter().map(|p| (p.pid, p.ppid)).collect();
+        assert_eq!(listed, vec![(1, 0), (2, 1)]);
+        drop(child);
+        assert_eq!(table.list().len(), 1);
+        assert!(!table.exists(2));
+    }
+
+    #[test]
+    fn an_untrapped_signal_terminates_with_128_plus_its_number() {
+        let table = ProcessTable::new();
+        let root = CancellationToken::new();
+        let _main = table.start(0, vec!["sh".into()], &root);
+        let job = table.start(1, vec!["sleep".into()], &root);
+        assert_eq!(table.signal_from_inside(job.pid, Signal::Term), Ok(()));
+        assert!(job.token.is_cancelled());
+        assert_eq!(job.killed_status(), 143);
+        assert_eq!(
+            table.signal(99, Signal::Term),
+            Err(SignalError::NoSuchProcess)
+        );
+    }
+
+    #[test]
+    fn pid_1_ignores_untrapped_signals_from_inside_but_not_a_kill_from_outside() {
+        let table = ProcessTable::new();
+        let root = CancellationToken::new();
+        let main = table.start(0, vec!["sh".into()], &root);
+        assert_eq!(table.signal_from_inside(1, Signal::Kill), Ok(()));
+        assert_eq!(table.signal_from_inside(1, Signal::Term), Ok(()));
+        assert!(!main.token.is_cancelled());
+        assert_eq!(table.signal_main(Signal::Kill), Ok(()));
+        assert_eq!(main.killed_status(), 137);
+    }
+
+    #[test]
+    fn a_trapped_signal_goes_to_the_trap_channel_and_an_ignored_one_nowhere() {
+        let table = ProcessTable::new();
+        let root = CancellationToken::new();
+        let main = table.start(0, vec!["sh".into()], &root);
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        table.set_traps(1, tx, &[Signal::Term], &[Signal::Hup]);
+        assert_eq!(table.signal(1, Signal::Term), Ok(()));
+        assert_eq!(table.signal(1, Signal::Hup), Ok(()));
+        assert_eq!(rx.try_recv(), Ok(Signal::Term));
+        assert!(rx.try_recv().is_err());
+        assert!(!main.token.is_cancelled());
+        assert_eq!(table.signal(1, Signal::Int), Ok(()));
+        assert!(main.token.is_cancelled());
+    }
+
+    #[test]
+    fn signals_parse_by_number_and_by_name() {
+        assert_eq!(Signal::parse("15"), Some(Signal::Term));
+        assert_eq!(Signal::parse("SIGKILL"), Some(Signal::Kill));
+        assert_eq!(Signal::parse("int"), Some(Signal::Int));
+        assert_eq!(Signal::parse("STOP"), None);
+        assert_eq!(Signal::parse("0"), None);
+    }
+}

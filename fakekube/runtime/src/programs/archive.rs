@@ -1,0 +1,735 @@
+//! Programs that pack, encode or digest data: `gzip`, `gunzip`, `zcat`, `tar`, `base64` and
+//! `sha256sum`, worded as BusyBox words them. Formats come from crates: `flate2` (gzip),
+//! `tar` (ustar/GNU archives, built and read in memory), `base64`, `sha2`.
+
+use std::io::Write;
+
+use base64::Engine;
+use bytes::Bytes;
+use flate2::Compression;
+use flate2::write::{GzEncoder, MultiGzDecoder};
+use sha2::{Digest, Sha256};
+
+use super::cli::{MAX_INPUT, emit, finish, open_input, slurp, usage};
+use crate::fs::{self, NodeKind};
+use crate::process::Process;
+
+/// Streams `input` through a gzip encoder (or decoder) to stdout; `Err` holds the exit code.
+async fn pipe_gzip(proc: &Process, name: &str, decompress: bool, level: u32) -> Result<(), i32> {
+    let input = match open_input(proc, name) {
+        Ok(i) => i,
+        Err(e) => {
+            proc.err(&format!("can't open '{name}': {e}")).await;
+            return Err(1);
+        }
+    };
+    let mut coder = Coder::new(decompress, level);
+    let mut first = true;
+    while let Some(chunk) = input.read().await {
+        if decompress
+            && std::mem::take(&mut first)
+            && !GZIP_MAGIC.starts_with(&chunk[..chunk.len().min(2)])
+        {
+            proc.err("invalid magic").await;
+            return Err(1);
+        }
+        let out = match coder.push(&chunk) {
+            Ok(out) => out,
+            Err(()) => {
+                proc.err("invalid magic").await;
+                return Err(1);
+            }
+        };
+        emit(proc, out).await?;
+    }
+    match coder.finish() {
+        Ok(out) => emit(proc, out).await,
+        Err(()) => {
+            proc.err("unexpected end of file").await;
+            Err(1)
+        }
+    }
+}
+
+/// The first bytes of a gzip stream.
+const GZIP_MAGIC: &[u8] = &[0x1f, 0x8b];
+
+/// A gzip encoder or decoder that gives back what it produced after each push.
+enum Coder {
+    /// Compressing.
+    Encode(GzEncoder<Vec<u8>>),
+    /// Decompressing (concatenated members too, as gunzip does).
+    Decode(MultiGzDecoder<Vec<u8>>),
+}
+
+impl Coder {
+    /// A coder.
+    fn new(decompress: bool, level: u32) -> Self {
+        if decompress {
+            Coder::Decode(MultiGzDecoder::new(Vec::new()))
+        } else {
+            Coder::Encode(GzEncoder::new(Vec::new(), Compression::new(level)))
+        }
+    }
+
+    /// Feeds bytes; returns the output produced so far.
+    fn push(&mut self, data: &[u8]) -> Result<Bytes, ()> {
+        match self {
+            Coder::Encode(e) => {
+                e.write_all(data).map_err(|_| ())?;
+                Ok(Bytes::from(std::mem::take(e.get_mut())))
+            }
+            Coder::Decode(d) => {
+                d.write_all(data).map_err(|_| ())?;
+                Ok(Bytes::from(std::mem::take(d.get_mut())))
+            }
+        }
+    }
+
+    /// Ends the stream; returns the rest of the output.
+    fn finish(self) -> Result<Bytes, ()> {
+        match self {
+            Coder::Encode(e) => e.finish().map(Bytes::from).map_err(|_| ()),
+            Coder::Decode(d) => d.finish().map(Bytes::from).map_err(|_| ()),
+        }
+    }
+}
+
+/// Compresses or decompresses bytes whole.
+fn gzip_bytes(data: &[u8], decompress: bool, level: u32) -> Result<Bytes, ()> {
+    let mut c = Coder::new(decompress, level);
+    let mut out = c.push(data)?.to_vec();
+    out.extend_from_slice(&c.finish()?);
+    Ok(Bytes::from(out))
+}
+
+/// `gzip [-cdfk1-9] [FILE]…`, `gunzip [-cfk] [FILE]…`, `zcat [FILE]…`: without files, stdin
+/// to stdout; with files, `FILE` becomes `FILE.gz` (and back), the original removed unless
+/// `-k` or `-c`.
+pub(crate) async fn gzip(proc: Process) -> i32 {
+    let name = proc.name().to_string();
+    let mut decompress = name != "gzip";
+    let mut to_stdout = name == "zcat";
+    let (mut keep, mut force, mut level) = (false, false, 6);
+    let mut files = Vec::new();
+    for a in proc.args() {
+        if a.len() > 1 && a.starts_with('-') && !a.starts_with("--") {
+            for c in a[1..].chars() {
+                match c {
+                    'd' => decompress = true,
+                    'c' => to_stdout = true,
+                    'k' => keep = true,
+                    'f' => force = true,
+                    'n' | 'N' | 'q' | 'v' | 't' => {}
+                    d @ '1'..='9' => level = d.to_digit(10).unwrap_or(6),
+                    other => {
+                        return usage(&proc, &format!("invalid option -- '{other}'"), 1).await;
+                    }
+                }
+            }
+        } else if a == "--stdout" {
+            to_stdout = true;
+        } else if a == "--decompress" {
+            decompress = true;
+        } else if a == "--keep" {
+            keep = true;
+        } else if a == "--force" {
+            force = true;
+        } else {
+            files.push(a.clone());
+        }
+    }
+    if files.is_empty() {
+        files.push("-".into());
+    }
+    let mut status = 0;
+    for f in &files {
+        if f == "-" || to_stdout {
+            if let Err(code) = pipe_gzip(&proc, f, decompress, level).await {
+                status = code;
+            }
+            continue;
+        }
+        let path = proc.path(f);
+        let target = if decompress {
+            match path
+                .strip_suffix(".gz")
+                .or_else(|| path.strip_suffix(".tgz"))
+            {
+                Some(stem) if path.ends_with(".tgz") => format!("{stem}.tar"),
+                Some(stem) => stem.to_string(),
+                None => {
+                    proc.err(&format!("{f}: unknown suffix - ignored")).await;
+                    status = 1;
+                    continue;
+                }
+            }
+        } else {
+            format!("{path}.gz")
+        };
+        let data = match proc.fs.read(&path) {
+            Ok(d) => d,
+            Err(e) => {
+                proc.err(&format!("can't open '{f}': {e}")).await;
+                status = 1;
+                continue;
+            }
+        };
+        if proc.fs.exists(&target) && !force {
+            proc.err(&format!("can't open '{target}': File exists"))
+                .await;
+            status = 1;
+            continue;
+        }
+        let Ok(out) = gzip_bytes(&data, decompress, level) else {
+            proc.err("invalid magic").await;
+            status = 1;
+            continue;
+        };
+        if let Err(e) = proc.fs.write(&target, &out) {
+            proc.err(&format!("can't open '{target}': {e}")).await;
+            status = 1;
+            continue;
+        }
+        if let Ok(m) = proc.fs.metadata(&path) {
+            let _ = proc.fs.chmod(&target, m.mode);
+            let _ = proc.fs.touch(&target, m.mtime);
+        }
+        if !keep {
+            let _ = proc.fs.remove(&path, false, false);
+        }
+    }
+    status
+}
+
+/// `base64 [-d] [-w COLS] [FILE]`: encodes (wrapped at 76 columns) or decodes.
+pub(crate) async fn base64(proc: Process) -> i32 {
+    let args = proc.args();
+    let (mut decode, mut wrap) = (false, 76usize);
+    let mut file = None;
+    let mut i = 0;
+    while let Some(a) = args.get(i) {
+        i += 1;
+        match a.as_str() {
+            "-d" | "--decode" => decode = true,
+            "-i" | "--ignore-garbage" => {}
+            "-w" => {
+                let Some(w) = args.get(i).and_then(|w| w.parse().ok()) else {
+                    return usage(&proc, "invalid wrap size", 1).await;
+                };
+                wrap = w;
+                i += 1;
+            }
+            s if s.starts_with("-w") => match s[2..].parse() {
+                Ok(w) => wrap = w,
+                Err(_) => {
+                    return usage(&proc, &format!("invalid wrap size '{}'", &s[2..]), 1).await;
+                }
+            },
+            s if s.starts_with("--wrap=") => match s[7..].parse() {
+                Ok(w) => wrap = w,
+                Err(_) => {
+                    return usage(&proc, &format!("invalid wrap size '{}'", &s[7..]), 1).await;
+                }
+            },
+            s if s.starts_with('-') && s.len() > 1 => {
+                return usage(&proc, &format!("invalid option -- '{}'", &s[1..2]), 1).await;
+            }
+            _ => file = Some(a.clone()),
+        }
+    }
+    let Some(data) = slurp(&proc, file.as_deref().unwrap_or("-")).await else {
+        return 1;
+    };
+    let engine = base64::engine::general_purpose::STANDARD;
+    if decode {
+        let clean: Vec<u8> = data
+            .into_iter()
+            .filter(|b| !b.is_ascii_whitespace())
+            .collect();
+        return match engine.decode(&clean) {
+            Ok(out) => finish(&proc, out).await,
+            Err(_) => {
+                proc.err("invalid input").await;
+                1
+            }
+        };
+    }
+    let text = engine.encode(&data);
+    let mut out = String::with_capacity(text.len() + text.len() / 76 + 1);
+    if wrap == 0 {
+        out.push_str(&text);
+    } else {
+        for (k, c) in text.chars().enumerate() {
+            if k > 0 && k % wrap == 0 {
+                out.push('\n');
+            }
+            out.push(c);
+        }
+    }
+    if !text.is_empty() {
+        out.push('\n');
+    }
+    finish(&proc, out).await
+}
+
+/// `sha256sum [-c] [FILE]…`: `HASH  NAME` lines, or checks such lines.
+pub(crate) async fn sha256sum(proc: Process) -> i32 {
+    let mut check = false;
+    let mut files = Vec::new();
+    for a in proc.args() {
+        match a.as_str() {
+            "-c" | "--check" => check = true,
+            "-b" | "-t" | "-s" | "-w" | "--status" | "--quiet" => {}
+            s if s.starts_with('-') && s.len() > 1 => {
+                return usage(&proc, &format!("invalid option -- '{}'", &s[1..2]), 1).await;
+            }
+            _ => files.push(a.clone()),
+        }
+    }
+    if files.is_empty() {
+        files.push("-".into());
+    }
+    let mut status = 0;
+    for f in &files {
+        let Some(digest) = hash(&proc, f).await else {
+            status = 1;
+            continue;
+        };
+        if !check {
+            if let Err(code) = emit(&proc, format!("{digest}  {f}\n")).await {
+                return code;
+            }
+            continue;
+        }
+        let Some(list) = slurp(&proc, f).await else {
+            status = 1;
+            continue;
+        };
+        let (mut total, mut bad) = (0, 0);
+        for line in String::from_utf8_lossy(&list).lines() {
+            let Some((want, name)) = line.split_once("  ").or_else(|| line.split_once(" *")) else {
+                continue;
+            };
+            total += 1;
+            let ok = hash(&proc, name).await.is_some_and(|got| got == want);
+            if !ok {
+                bad += 1;
+            }
+            let verdict = if ok { "OK" } else { "FAILED" };
+            if let Err(code) = emit(&proc, format!("{name}: {verdict}\n")).await {
+                return code;
+            }
+        }
+        if bad > 0 {
+            proc.err(&format!(
+                "WARNING: {bad} of {total} computed checksums did NOT match"
+            ))
+            .await;
+            status = 1;
+        }
+    }
+    status
+}
+
+/// The SHA-256 of an operand, in hex; `None` after an error message.
+async fn hash(proc: &Process, name: &str) -> Option<String> {
+    let input = match open_input(proc, name) {
+        Ok(i) => i,
+        Err(e) => {
+            proc.err(&format!("can't open '{name}': {e}")).await;
+            return None;
+        }
+    };
+    let mut h = Sha256::new();
+    while let Some(chunk) = input.read().await {
+        h.update(&chunk);
+    }
+    Some(
+        h.finalize()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>(),
+    )
+}
+
+/// What `tar` is asked to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TarMode {
+    /// `-c`.
+    Create,
+    /// `-x`.
+    Extract,
+    /// `-t`.
+    List,
+}
+
+/// `tar -c|-x|-t [-vzO] [-f ARCHIVE] [-C DIR] [FILE]…` (also the old `tar czf …` form):
+/// creates, extracts or lists ustar archives (gzipped with `-z`), `-` or no `-f` meaning
+/// stdin/stdout.
+pub(crate) async fn tar(proc: Process) -> i32 {
+    let mut args: Vec<String> = proc.args().to_vec();
+    if let Some(first) = args.first()
+        && !first.starts_with('-')
+        && !first.is_empty()
+    {
+        args[0] = format!("-{first}");
+    }
+    let (mut mode, mut verbose, mut gz, mut to_stdout) = (None, false, false, false);
+    let (mut archive, mut dir) = (None::<String>, None::<String>);
+    let mut names = Vec::new();
+    let mut i = 0;
+    while let Some(a) = args.get(i).cloned() {
+        i += 1;
+        if a == "--" {
+            names.extend(args[i..].iter().cloned());
+            break;
+        }
+        if !(a.starts_with('-') && a.len() > 1) {
+            names.push(a);
+            continue;
+        }
+        for c in a[1..].chars() {
+            match c {
+                'c' => mode = Some(TarMode::Create),
+                'x' => mode = Some(TarMode::Extract),
+                't' => mode = Some(TarMode::List),
+                'v' => verbose = true,
+                'z' => gz = true,
+                'O' => to_stdout = true,
+                'o' | 'p' | 'h' => {}
+                'f' | 'C' => {
+                    let Some(v) = args.get(i).cloned() else {
+                        return usage(&proc, &format!("option requires an argument -- '{c}'"), 1)
+                            .await;
+                    };
+                    i += 1;
+                    if c == 'f' {
+                        archive = Some(v);
+                    } else {
+                        dir = Some(v);
+                    }
+                }
+                other => return usage(&proc, &format!("invalid option -- '{other}'"), 1).await,
+            }
+        }
+    }
+    let Some(mode) = mode else {
+        proc.err("need exactly one of 'c', 'x' or 't'").await;
+        return 1;
+    };
+    let base = dir.as_deref().map_or(proc.cwd.clone(), |d| proc.path(d));
+    if matches!(proc.fs.metadata(&base), Ok(m) if m.kind != NodeKind::Directory)
+        || !proc.fs.exists(&base)
+    {
+        proc.err(&format!(
+            "can't change directory to '{}': No such file or directory",
+            dir.unwrap_or_default()
+        ))
+        .await;
+        return 1;
+    }
+    let archive = archive.filter(|a| a != "-");
+    match mode {
+        TarMode::Create => {
+            if names.is_empty() {
+                proc.err("empty archive").await;
+                return 1;
+            }
+            let (data, listed, status) = match build(&proc, &base, &names).await {
+                Ok(r) => r,
+                Err(code) => return code,
+            };
+            let data = if gz {
+                gzip_bytes(&data, false, 6)
+                    .map(|b| b.to_vec())
+                    .unwrap_or_default()
+            } else {
+                data
+            };
+            if verbose {
+                let text: String = listed.iter().map(|n| format!("{n}\n")).collect();
+                let _ = if archive.is_some() {
+                    emit(&proc, text).await
+                } else {
+                    proc.stderr.write_str(&text).await.map_err(|_| 1)
+                };
+            }
+            match archive {
+                Some(a) => {
+                    if let Err(e) = proc.fs.write(&proc.path(&a), &data) {
+                        proc.err(&format!("can't open '{a}': {e}")).await;
+                        return 1;
+                    }
+                    status
+                }
+                None => match emit(&proc, data).await {
+                    Ok(()) => status,
+                    Err(code) => code,
+                },
+            }
+        }
+        TarMode::Extract | TarMode::List => {
+            let raw = match &archive {
+                Some(a) => match proc.fs.read(&proc.path(a)) {
+                    Ok(d) => d.to_vec(),
+                    Err(e) => {
+                        proc.err(&format!("can't open '{a}': {e}")).await;
+                        return 1;
+                    }
+                },
+                None => proc.stdin.read_to_end(MAX_INPUT).await,
+            };
+            let raw = if gz || raw.starts_with(&[0x1f, 0x8b]) {
+                match gzip_bytes(&raw, true, 6) {
+                    Ok(d) => d.to_vec(),
+                    Err(()) => {
+                        proc.err("invalid magic").await;
+                        return 1;
+                    }
+                }
+            } else {
+                raw
+            };
+            unpack(
+                &proc,
+                &raw,
+                &base,
+                mode,
+                verbose || mode == TarMode::List,
+                to_stdout,
+                &names,
+            )
+            .await
+        }
+    }
+}
+
+/// Builds an archive of `names` (relative to `base`, directories recursively); returns it,
+/// the names stored and the status (1 if some name was missing).
+async fn build(
+    proc: &Process,
+    base: &str,
+    names: &[String],
+) -> Result<(Vec<u8>, Vec<String>, i32), i32> {
+    let mut builder = ::tar::Builder::new(Vec::new());
+    let mut listed = Vec::new();
+    let mut status = 0;
+    for name in names {
+        let mut stack = vec![name.trim_end_matches('/').to_string()];
+        if name == "/" || name.is_empty() {
+            stack = vec![name.clone()];
+        }
+        while let Some(rel) = stack.pop() {
+            let path = fs::join(base, &rel);
+            let meta = match proc.fs.metadata(&path) {
+                Ok(m) => m,
+                Err(e) => {
+                    proc.err(&format!("{rel}: Cannot stat: {e}")).await;
+                    status = 1;
+                    continue;
+                }
+            };
+            let stored = rel.trim_start_matches('/').to_string();
+            let mut header = ::tar::Header::new_gnu();
+            header.set_mode(meta.mode);
+            header.set_mtime(u64::try_from(meta.mtime).unwrap_or(0));
+            header.set_uid(0);
+            header.set_gid(0);
+            let _ = header.set_username("root");
+            let _ = header.set_groupname("root");
+            match meta.kind {
+                NodeKind::Directory => {
+                    header.set_entry_type(::tar::EntryType::Directory);
+                    header.set_size(0);
+                    let dir_name = if stored.is_empty() {
+                        "./".to_string()
+                    } else {
+                        format!("{stored}/")
+                    };
+                    if builder
+                        .append_data(&mut header, &dir_name, std::io::empty())
+                        .is_err()
+                    {
+                        proc.err(&format!("{rel}: can't store")).await;
+                        return Err(1);
+                    }
+                    listed.push(dir_name);
+                    if let Ok(mut entries) = proc.fs.read_dir(&path) {
+                        entries.sort_by(|a, b| b.name.cmp(&a.name));
+                        for e in entries {
+                            stack.push(if rel.ends_with('/') {
+                                format!("{rel}{}", e.name)
+                            } else {
+                                format!("{rel}/{}", e.name)
+                            });
+                        }
+                    }
+                }
+                NodeKind::Regular => {
+                    let data = proc.fs.read(&path).unwrap_or_default();
+                    header.set_entry_type(::tar::EntryType::Regular);
+                    header.set_size(data.len() as u64);
+                    if builder
+                        .append_data(&mut header, &stored, &data[..])
+                        .is_err()
+                    {
+                        proc.err(&format!("{rel}: can't store")).await;
+                        return Err(1);
+                    }
+                    listed.push(stored);
+                }
+                NodeKind::CharDevice => {
+                    proc.err(&format!("{rel}: socket ignored")).await;
+                }
+            }
+        }
+    }
+    match builder.into_inner() {
+        Ok(data) => Ok((data, listed, status)),
+        Err(_) => Err(1),
+    }
+}
+
+/// Extracts (or lists) an archive under `base`.
+async fn unpack(
+    proc: &Process,
+    raw: &[u8],
+    base: &str,
+    mode: TarMode,
+    list: bool,
+    to_stdout: bool,
+    only: &[String],
+) -> i32 {
+    let Ok(entries) = read_entries(raw) else {
+        proc.err("invalid tar magic").await;
+        return 1;
+    };
+    let mut listed = String::new();
+    let seen = entries.len();
+    for entry in entries {
+        let name = entry.name.clone();
+        let wanted = only.is_empty()
+            || only.iter().any(|o| {
+                let o = o.trim_end_matches('/');
+                name.trim_end_matches('/') == o || name.starts_with(&format!("{o}/"))
+            });
+        if !wanted {
+            continue;
+        }
+        if list {
+            listed.push_str(&name);
+            listed.push('\n');
+        }
+        if mode == TarMode::List {
+            continue;
+        }
+        let rel = name.trim_start_matches('/');
+        if rel.split('/').any(|c| c == "..") {
+            proc.err(&format!("skipping unsafe path '{name}'")).await;
+            continue;
+        }
+        let target = fs::join(base, rel);
+        let header_mode = entry.mode;
+        if entry.dir {
+            if to_stdout {
+                continue;
+            }
+            if let Err(e) = proc.fs.mkdir_all(&target, header_mode) {
+                proc.err(&format!("can't create directory '{rel}': {e}"))
+                    .await;
+                return 1;
+            }
+            let _ = proc.fs.chmod(&target, header_mode);
+            continue;
+        }
+        let Some(data) = entry.data else { continue };
+        if to_stdout {
+            if let Err(code) = emit(proc, data).await {
+                return code;
+            }
+            continue;
+        }
+        if let Some((parent, _)) = target.rsplit_once('/') {
+            let _ = proc
+                .fs
+                .mkdir_all(if parent.is_empty() { "/" } else { parent }, 0o755);
+        }
+        if let Err(e) = proc.fs.write(&target, &data) {
+            proc.err(&format!("can't open '{rel}': {e}")).await;
+            return 1;
+        }
+        let _ = proc.fs.chmod(&target, header_mode);
+        if let Some(t) = entry.mtime {
+            let _ = proc.fs.touch(&target, t);
+        }
+    }
+    if seen == 0 && !raw.iter().all(|b| *b == 0) {
+        proc.err("invalid tar magic").await;
+        return 1;
+    }
+    if list && !listed.is_empty() {
+        return finish(proc, listed).await;
+    }
+    0
+}
+
+/// One member of an archive, read out of it.
+struct TarEntry {
+    /// Its path as stored.
+    name: String,
+    /// A directory.
+    dir: bool,
+    /// Permission bits.
+    mode: u32,
+    /// Modification time.
+    mtime: Option<i64>,
+    /// A regular file's content (`None` for other kinds).
+    data: Option<Vec<u8>>,
+}
+
+/// Reads every member of an archive.
+fn read_entries(raw: &[u8]) -> Result<Vec<TarEntry>, ()> {
+    let mut archive = ::tar::Archive::new(raw);
+    let mut out = Vec::new();
+    for entry in archive.entries().map_err(|_| ())? {
+        let mut entry = entry.map_err(|_| ())?;
+        let header = entry.header();
+        let kind = header.entry_type();
+        let mode = header.mode().unwrap_or(0o644) & 0o7777;
+        let mtime = header.mtime().ok().and_then(|t| i64::try_from(t).ok());
+        let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+        let data = if matches!(
+            kind,
+            ::tar::EntryType::Regular | ::tar::EntryType::Continuous
+        ) {
+            let mut data = Vec::new();
+            std::io::Read::read_to_end(&mut entry, &mut data).map_err(|_| ())?;
+            Some(data)
+        } else {
+            None
+        };
+        out.push(TarEntry {
+            name,
+            dir: kind == ::tar::EntryType::Directory,
+            mode,
+            mtime,
+            data,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gzip_round_trips_and_refuses_garbage() {
+        let packed = gzip_bytes(b"hello hello hello", false, 6).expect("compresses");
+        assert_eq!(&packed[..2], &[0x1f, 0x8b]);
+        let unpacked = gzip_bytes(&packed, true, 6).expect("decompresses");
+        assert_eq!(&unpacked[..], b"hello hello hello");
+        assert!(gzip_bytes(b"not gzip", true, 6).is_err());
+    }
+}
