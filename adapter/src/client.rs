@@ -1,5 +1,6 @@
 //! The Kubernetes REST client: hyper over tokio-rustls (ring), bearer tokens from
-//! [`Credentials`], JSON in and out, and `metav1.Status` bodies turned into [`KubeError`]s that
+//! [`Credentials`] and, when the kubeconfig gives one, a client certificate (from a
+//! [`CertSlot`], read at every handshake), JSON in and out, and `metav1.Status` bodies turned into [`KubeError`]s that
 //! map onto the contract's error codes.
 //!
 //! Like client-go, it offers HTTP/2 by ALPN and sends every API request over one multiplexed
@@ -32,6 +33,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
 use crate::credentials::{CredentialError, Credentials};
+use crate::identity::{CertSlot, SlotResolver};
 
 /// The largest response body read, in bytes (a page of a list is far smaller).
 const MAX_BODY: usize = 64 << 20;
@@ -158,8 +160,12 @@ pub(crate) enum CaError {
     Protocols(#[source] rustls::Error),
 }
 
-/// Builds the rustls configuration trusting exactly the PEM certificates in `ca_pem`.
-pub(crate) fn tls_config(ca_pem: &[u8]) -> Result<Arc<ClientConfig>, CaError> {
+/// Builds the rustls configuration trusting exactly the PEM certificates in `ca_pem`, and
+/// presenting the client certificate `identity` holds at each handshake, when given.
+pub(crate) fn tls_config(
+    ca_pem: &[u8],
+    identity: Option<CertSlot>,
+) -> Result<Arc<ClientConfig>, CaError> {
     let mut roots = rustls::RootCertStore::empty();
     for cert in CertificateDer::pem_slice_iter(ca_pem) {
         roots
@@ -170,11 +176,14 @@ pub(crate) fn tls_config(ca_pem: &[u8]) -> Result<Arc<ClientConfig>, CaError> {
         return Err(CaError::Empty);
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = ClientConfig::builder_with_provider(provider)
+    let builder = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(CaError::Protocols)?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+        .with_root_certificates(roots);
+    let config = match identity {
+        Some(slot) => builder.with_client_cert_resolver(Arc::new(SlotResolver(slot))),
+        None => builder.with_no_client_auth(),
+    };
     Ok(Arc::new(config))
 }
 
@@ -524,18 +533,20 @@ impl KubeClient {
             tracing::debug!("the API server answered 401; reading the token again");
             self.credentials.refresh().await?
         };
-        let mut auth = HeaderValue::from_str(&format!("Bearer {}", token.expose_secret()))
-            .map_err(|e| KubeError::BuildRequest {
-                part: "the token",
-                source: e.into(),
-            })?;
-        auth.set_sensitive(true);
         let mut request = Request::builder()
             .method(method.clone())
             .uri(uri)
-            .header(header::AUTHORIZATION, auth)
             .header(header::ACCEPT, "application/json")
             .header(header::USER_AGENT, USER_AGENT);
+        if let Some(token) = token {
+            let mut auth = HeaderValue::from_str(&format!("Bearer {}", token.expose_secret()))
+                .map_err(|e| KubeError::BuildRequest {
+                    part: "the token",
+                    source: e.into(),
+                })?;
+            auth.set_sensitive(true);
+            request = request.header(header::AUTHORIZATION, auth);
+        }
         for (name, value) in headers {
             request = request.header(name, value);
         }
@@ -863,6 +874,9 @@ mod tests {
 
     #[test]
     fn tls_config_refuses_text_that_holds_no_certificate() {
-        assert!(matches!(tls_config(b"not a pem"), Err(CaError::Empty)));
+        assert!(matches!(
+            tls_config(b"not a pem", None),
+            Err(CaError::Empty)
+        ));
     }
 }
