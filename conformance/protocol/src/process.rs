@@ -66,6 +66,11 @@ impl ProviderProcess {
         self.child.id()
     }
 
+    /// Waits for the child to exit.
+    pub async fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
+        self.child.wait().await
+    }
+
     /// Kills the child and waits for it.
     pub async fn kill(&mut self) -> std::io::Result<()> {
         self.child.kill().await
