@@ -879,4 +879,120 @@ mod tests {
             Err(CaError::Empty)
         ));
     }
+
+    /// A CA, a serving certificate for 127.0.0.1 and a client certificate for `client`, all
+    /// PEM: (ca, server cert, server key, client cert, client key).
+    fn pki() -> (String, String, String, String, String) {
+        use rcgen::{
+            BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
+            KeyPair, SanType,
+        };
+        let ca_key = KeyPair::generate().unwrap();
+        let mut ca = CertificateParams::default();
+        ca.distinguished_name.push(DnType::CommonName, "test-ca");
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let ca_pem = ca.self_signed(&ca_key).unwrap().pem();
+        let issuer = Issuer::new(ca, ca_key);
+        let server_key = KeyPair::generate().unwrap();
+        let mut server = CertificateParams::default();
+        server.subject_alt_names = vec![SanType::IpAddress(std::net::Ipv4Addr::LOCALHOST.into())];
+        server.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        let server_pem = server.signed_by(&server_key, &issuer).unwrap().pem();
+        let client_key = KeyPair::generate().unwrap();
+        let mut client = CertificateParams::default();
+        client.distinguished_name.push(DnType::CommonName, "client");
+        client.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        let client_pem = client.signed_by(&client_key, &issuer).unwrap().pem();
+        (
+            ca_pem,
+            server_pem,
+            server_key.serialize_pem(),
+            client_pem,
+            client_key.serialize_pem(),
+        )
+    }
+
+    /// Serves HTTPS on 127.0.0.1 requiring a client certificate signed by `ca_pem`; answers
+    /// every request `{}`.
+    async fn serve_requiring_client_certificates(
+        ca_pem: &str,
+        cert_pem: &str,
+        key_pem: &str,
+    ) -> std::net::SocketAddr {
+        use rustls_pki_types::PrivateKeyDer;
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
+            roots.add(cert.unwrap()).unwrap();
+        }
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+            Arc::new(roots),
+            provider.clone(),
+        )
+        .build()
+        .unwrap();
+        let chain: Vec<CertificateDer<'static>> =
+            CertificateDer::pem_slice_iter(cert_pem.as_bytes())
+                .map(Result::unwrap)
+                .collect();
+        let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes()).unwrap();
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_client_cert_verifier(verifier)
+            .with_single_cert(chain, key)
+            .unwrap();
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((tcp, _)) = listener.accept().await {
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    let Ok(tls) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    let service = hyper::service::service_fn(|_request| async {
+                        Ok::<_, std::convert::Infallible>(Response::new(Full::new(
+                            Bytes::from_static(b"{}"),
+                        )))
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(tls), service)
+                        .await;
+                });
+            }
+        });
+        addr
+    }
+
+    #[tokio::test]
+    async fn the_client_certificate_is_presented_to_a_server_that_requires_one() {
+        let (ca, server_cert, server_key, client_cert, client_key) = pki();
+        let addr = serve_requiring_client_certificates(&ca, &server_cert, &server_key).await;
+        let url = format!("https://{addr}");
+        let credentials = || Arc::new(Credentials::new(crate::credentials::TokenSource::None));
+        let identity = crate::identity::filled_slot(
+            crate::identity::certified_key(client_cert.as_bytes(), client_key.as_bytes()).unwrap(),
+        );
+        let with = KubeClient::new(
+            &url,
+            tls_config(ca.as_bytes(), Some(identity)).unwrap(),
+            credentials(),
+        )
+        .unwrap();
+        let body: serde_json::Value = with.get("/api").await.unwrap();
+        assert_eq!(body, serde_json::json!({}));
+        let without = KubeClient::new(
+            &url,
+            tls_config(ca.as_bytes(), None).unwrap(),
+            credentials(),
+        )
+        .unwrap();
+        let error = without.get::<serde_json::Value>("/api").await.unwrap_err();
+        assert!(matches!(error, KubeError::Transport(_)), "{error:?}");
+        let message = with_causes(&error);
+        assert!(!message.contains("PRIVATE KEY"), "{message}");
+    }
 }

@@ -607,4 +607,175 @@ mod tests {
         assert!(!debug.contains("s3cr3t-token"), "{debug}");
         assert!(debug.contains("REDACTED"), "{debug}");
     }
+
+    /// Writes an executable plugin script into `dir` and returns its exec config.
+    fn plugin(dir: &Path, script: &str, env: &[(&str, &str)]) -> ExecConfig {
+        use std::os::unix::fs::PermissionsExt;
+        let path = dir.join("plugin.sh");
+        std::fs::write(&path, format!("#!/bin/sh\n{script}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        ExecConfig {
+            api_version: "client.authentication.k8s.io/v1".to_owned(),
+            command: path,
+            args: Vec::new(),
+            env: env
+                .iter()
+                .map(|(n, v)| ((*n).to_owned(), SecretString::from((*v).to_owned())))
+                .collect(),
+            interactive: InteractiveMode::IfAvailable,
+            provide_cluster_info: true,
+        }
+    }
+
+    /// A plugin that counts its runs in `runs` and answers token `plugin-s3cr3t-<n>` expiring
+    /// at `expires`.
+    fn counting_plugin(dir: &Path, expires: &str) -> (Credentials, PathBuf) {
+        let runs = dir.join("runs");
+        let config = plugin(
+            dir,
+            r#"echo run >> "$RUNS"; n=$(wc -l < "$RUNS" | tr -d ' ')
+echo "$KUBERNETES_EXEC_INFO" > "$RUNS.info"
+printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"plugin-s3cr3t-%s","expirationTimestamp":"%s"}}' "$n" "$EXPIRES""#,
+            &[("RUNS", runs.to_str().unwrap()), ("EXPIRES", expires)],
+        );
+        let exec = ExecPlugin::new(
+            config,
+            "https://127.0.0.1:6443",
+            b"PEM",
+            CertSlot::default(),
+        );
+        (Credentials::new(TokenSource::Exec(Arc::new(exec))), runs)
+    }
+
+    fn runs(path: &Path) -> usize {
+        std::fs::read_to_string(path)
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    }
+
+    #[tokio::test]
+    async fn exec_plugin_token_is_cached_until_its_expiry() {
+        let dir = tempfile::tempdir().unwrap();
+        let (creds, count) = counting_plugin(dir.path(), "2999-01-01T00:00:00Z");
+        let token = creds.token().await.unwrap().unwrap();
+        assert_eq!(token.expose_secret(), "plugin-s3cr3t-1");
+        assert_eq!(
+            creds.token().await.unwrap().unwrap().expose_secret(),
+            "plugin-s3cr3t-1"
+        );
+        assert_eq!(runs(&count), 1);
+        let info: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.path().join("runs.info")).unwrap())
+                .unwrap();
+        assert_eq!(info["kind"], "ExecCredential");
+        assert_eq!(info["spec"]["interactive"], false);
+        assert_eq!(info["spec"]["cluster"]["server"], "https://127.0.0.1:6443");
+    }
+
+    #[tokio::test]
+    async fn an_expired_exec_token_is_asked_for_again_and_a_401_refreshes_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (creds, count) = counting_plugin(dir.path(), "2001-01-01T00:00:00Z");
+        assert_eq!(
+            creds.token().await.unwrap().unwrap().expose_secret(),
+            "plugin-s3cr3t-1"
+        );
+        assert_eq!(
+            creds.token().await.unwrap().unwrap().expose_secret(),
+            "plugin-s3cr3t-2"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let (creds, count2) = counting_plugin(dir.path(), "2999-01-01T00:00:00Z");
+        creds.token().await.unwrap();
+        assert_eq!(
+            creds.refresh().await.unwrap().unwrap().expose_secret(),
+            "plugin-s3cr3t-2"
+        );
+        assert_eq!((runs(&count), runs(&count2)), (2, 2));
+    }
+
+    #[tokio::test]
+    async fn a_failing_or_malformed_plugin_never_repeats_what_it_printed() {
+        let dir = tempfile::tempdir().unwrap();
+        for (script, expected) in [
+            (
+                "echo plugin-s3cr3t-token; exit 3",
+                "exited with exit status: 3",
+            ),
+            (
+                "echo '{\"token\": \"plugin-s3cr3t-token\"}'",
+                "its kind is not ExecCredential",
+            ),
+            (
+                r#"echo '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"plugin-s3cr3t-token","expirationTimestamp":"soon"}}'"#,
+                "not an RFC 3339 time",
+            ),
+            (
+                r#"echo '{"apiVersion":"client.authentication.k8s.io/v1beta1","kind":"ExecCredential","status":{"token":"plugin-s3cr3t-token"}}'"#,
+                "apiVersion is not the kubeconfig's",
+            ),
+        ] {
+            let exec = ExecPlugin::new(
+                plugin(dir.path(), script, &[]),
+                "https://h",
+                b"",
+                CertSlot::default(),
+            );
+            let creds = Credentials::new(TokenSource::Exec(Arc::new(exec)));
+            let error = creds.token().await.unwrap_err();
+            let text = format!("{error} {error:?}");
+            assert!(text.contains(expected), "{text}");
+            assert!(!text.contains("s3cr3t"), "{text}");
+        }
+        let missing = ExecConfig {
+            command: dir.path().join("no-such-plugin"),
+            ..plugin(dir.path(), "true", &[])
+        };
+        let creds = Credentials::new(TokenSource::Exec(Arc::new(ExecPlugin::new(
+            missing,
+            "https://h",
+            b"",
+            CertSlot::default(),
+        ))));
+        assert!(matches!(
+            creds.token().await,
+            Err(CredentialError::ExecSpawn { .. })
+        ));
+    }
+
+    #[tokio::test]
+    async fn an_exec_plugins_client_certificate_goes_to_the_slot() {
+        let dir = tempfile::tempdir().unwrap();
+        let cert = rcgen::generate_simple_self_signed(vec!["plugin-user".to_owned()]).unwrap();
+        let answer = serde_json::json!({
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "kind": "ExecCredential",
+            "status": {
+                "clientCertificateData": cert.cert.pem(),
+                "clientKeyData": cert.signing_key.serialize_pem(),
+            },
+        });
+        std::fs::write(dir.path().join("answer.json"), answer.to_string()).unwrap();
+        let script = format!("cat '{}'", dir.path().join("answer.json").display());
+        let slot = CertSlot::default();
+        let exec = ExecPlugin::new(
+            plugin(dir.path(), &script, &[]),
+            "https://h",
+            b"",
+            slot.clone(),
+        );
+        let creds = Credentials::new(TokenSource::Exec(Arc::new(exec)));
+        assert!(creds.token().await.unwrap().is_none());
+        assert!(slot.read().unwrap().is_some());
+        let debug = format!("{creds:?}");
+        assert!(!debug.contains("PRIVATE KEY"), "{debug}");
+    }
+
+    #[test]
+    fn exec_config_debug_names_env_variables_but_not_their_values() {
+        let config = plugin(Path::new("/tmp"), "true", &[("API_KEY", "s3cr3t-value")]);
+        let debug = format!("{config:?}");
+        assert!(debug.contains("API_KEY"), "{debug}");
+        assert!(!debug.contains("s3cr3t-value"), "{debug}");
+    }
 }
