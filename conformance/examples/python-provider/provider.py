@@ -258,6 +258,7 @@ class Session:
         finally:
             self.sandbox.processes.discard(process)
             self.connection.sessions.pop(self.name, None)
+            self.stdin_queue.put_nowait(None)  # ends feed_stdin if the runner never closed it
         if self.cancelled:
             return
         code = sandboxes.EXIT_TIMEOUT if timed_out else sandboxes.exit_status(process.returncode)
