@@ -1,5 +1,6 @@
 //! The Kubernetes REST client: hyper over tokio-rustls (ring), bearer tokens from
-//! [`Credentials`], JSON in and out, and `metav1.Status` bodies turned into [`KubeError`]s that
+//! [`Credentials`] and, when the kubeconfig gives one, a client certificate (from a
+//! [`CertSlot`], read at every handshake), JSON in and out, and `metav1.Status` bodies turned into [`KubeError`]s that
 //! map onto the contract's error codes.
 //!
 //! Like client-go, it offers HTTP/2 by ALPN and sends every API request over one multiplexed
@@ -32,6 +33,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
 use crate::credentials::{CredentialError, Credentials};
+use crate::identity::{CertSlot, SlotResolver};
 
 /// The largest response body read, in bytes (a page of a list is far smaller).
 const MAX_BODY: usize = 64 << 20;
@@ -158,8 +160,12 @@ pub(crate) enum CaError {
     Protocols(#[source] rustls::Error),
 }
 
-/// Builds the rustls configuration trusting exactly the PEM certificates in `ca_pem`.
-pub(crate) fn tls_config(ca_pem: &[u8]) -> Result<Arc<ClientConfig>, CaError> {
+/// Builds the rustls configuration trusting exactly the PEM certificates in `ca_pem`, and
+/// presenting the client certificate `identity` holds at each handshake, when given.
+pub(crate) fn tls_config(
+    ca_pem: &[u8],
+    identity: Option<CertSlot>,
+) -> Result<Arc<ClientConfig>, CaError> {
     let mut roots = rustls::RootCertStore::empty();
     for cert in CertificateDer::pem_slice_iter(ca_pem) {
         roots
@@ -170,11 +176,14 @@ pub(crate) fn tls_config(ca_pem: &[u8]) -> Result<Arc<ClientConfig>, CaError> {
         return Err(CaError::Empty);
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = ClientConfig::builder_with_provider(provider)
+    let builder = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(CaError::Protocols)?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+        .with_root_certificates(roots);
+    let config = match identity {
+        Some(slot) => builder.with_client_cert_resolver(Arc::new(SlotResolver(slot))),
+        None => builder.with_no_client_auth(),
+    };
     Ok(Arc::new(config))
 }
 
@@ -524,18 +533,20 @@ impl KubeClient {
             tracing::debug!("the API server answered 401; reading the token again");
             self.credentials.refresh().await?
         };
-        let mut auth = HeaderValue::from_str(&format!("Bearer {}", token.expose_secret()))
-            .map_err(|e| KubeError::BuildRequest {
-                part: "the token",
-                source: e.into(),
-            })?;
-        auth.set_sensitive(true);
         let mut request = Request::builder()
             .method(method.clone())
             .uri(uri)
-            .header(header::AUTHORIZATION, auth)
             .header(header::ACCEPT, "application/json")
             .header(header::USER_AGENT, USER_AGENT);
+        if let Some(token) = token {
+            let mut auth = HeaderValue::from_str(&format!("Bearer {}", token.expose_secret()))
+                .map_err(|e| KubeError::BuildRequest {
+                    part: "the token",
+                    source: e.into(),
+                })?;
+            auth.set_sensitive(true);
+            request = request.header(header::AUTHORIZATION, auth);
+        }
         for (name, value) in headers {
             request = request.header(name, value);
         }
@@ -863,6 +874,125 @@ mod tests {
 
     #[test]
     fn tls_config_refuses_text_that_holds_no_certificate() {
-        assert!(matches!(tls_config(b"not a pem"), Err(CaError::Empty)));
+        assert!(matches!(
+            tls_config(b"not a pem", None),
+            Err(CaError::Empty)
+        ));
+    }
+
+    /// A CA, a serving certificate for 127.0.0.1 and a client certificate for `client`, all
+    /// PEM: (ca, server cert, server key, client cert, client key).
+    fn pki() -> (String, String, String, String, String) {
+        use rcgen::{
+            BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
+            KeyPair, SanType,
+        };
+        let ca_key = KeyPair::generate().unwrap();
+        let mut ca = CertificateParams::default();
+        ca.distinguished_name.push(DnType::CommonName, "test-ca");
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let ca_pem = ca.self_signed(&ca_key).unwrap().pem();
+        let issuer = Issuer::new(ca, ca_key);
+        let server_key = KeyPair::generate().unwrap();
+        let mut server = CertificateParams::default();
+        server.subject_alt_names = vec![SanType::IpAddress(std::net::Ipv4Addr::LOCALHOST.into())];
+        server.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        let server_pem = server.signed_by(&server_key, &issuer).unwrap().pem();
+        let client_key = KeyPair::generate().unwrap();
+        let mut client = CertificateParams::default();
+        client.distinguished_name.push(DnType::CommonName, "client");
+        client.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        let client_pem = client.signed_by(&client_key, &issuer).unwrap().pem();
+        (
+            ca_pem,
+            server_pem,
+            server_key.serialize_pem(),
+            client_pem,
+            client_key.serialize_pem(),
+        )
+    }
+
+    /// Serves HTTPS on 127.0.0.1 requiring a client certificate signed by `ca_pem`; answers
+    /// every request `{}`.
+    async fn serve_requiring_client_certificates(
+        ca_pem: &str,
+        cert_pem: &str,
+        key_pem: &str,
+    ) -> std::net::SocketAddr {
+        use rustls_pki_types::PrivateKeyDer;
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
+            roots.add(cert.unwrap()).unwrap();
+        }
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+            Arc::new(roots),
+            provider.clone(),
+        )
+        .build()
+        .unwrap();
+        let chain: Vec<CertificateDer<'static>> =
+            CertificateDer::pem_slice_iter(cert_pem.as_bytes())
+                .map(Result::unwrap)
+                .collect();
+        let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes()).unwrap();
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_client_cert_verifier(verifier)
+            .with_single_cert(chain, key)
+            .unwrap();
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((tcp, _)) = listener.accept().await {
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    let Ok(tls) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    let service = hyper::service::service_fn(|_request| async {
+                        Ok::<_, std::convert::Infallible>(Response::new(Full::new(
+                            Bytes::from_static(b"{}"),
+                        )))
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(tls), service)
+                        .await;
+                });
+            }
+        });
+        addr
+    }
+
+    #[tokio::test]
+    async fn the_client_certificate_is_presented_to_a_server_that_requires_one() {
+        let (ca, server_cert, server_key, client_cert, client_key) = pki();
+        let addr = serve_requiring_client_certificates(&ca, &server_cert, &server_key).await;
+        let url = format!("https://{addr}");
+        let credentials = || Arc::new(Credentials::new(crate::credentials::TokenSource::None));
+        let identity = crate::identity::filled_slot(
+            crate::identity::certified_key(client_cert.as_bytes(), client_key.as_bytes()).unwrap(),
+        );
+        let with = KubeClient::new(
+            &url,
+            tls_config(ca.as_bytes(), Some(identity)).unwrap(),
+            credentials(),
+        )
+        .unwrap();
+        let body: serde_json::Value = with.get("/api").await.unwrap();
+        assert_eq!(body, serde_json::json!({}));
+        let without = KubeClient::new(
+            &url,
+            tls_config(ca.as_bytes(), None).unwrap(),
+            credentials(),
+        )
+        .unwrap();
+        let error = without.get::<serde_json::Value>("/api").await.unwrap_err();
+        assert!(matches!(error, KubeError::Transport(_)), "{error:?}");
+        let message = with_causes(&error);
+        assert!(!message.contains("PRIVATE KEY"), "{message}");
     }
 }

@@ -1,6 +1,11 @@
 //! Bearer tokens: where they come from, when they are read again, and how they are kept out of
 //! every message.
 //!
+//! An `exec` credential plugin (a kubeconfig user's `exec`, as kubectl runs it) is a source
+//! too: its `ExecCredential` answer is cached until its `expirationTimestamp` and asked for
+//! again then, or after a 401; a client certificate in the answer goes to the TLS client's
+//! [`CertSlot`]. Nothing the plugin prints is ever repeated in an error.
+//!
 //! A token is held as a [`SecretString`] from the moment it is read; nothing in this module
 //! formats one. File tokens (the in-cluster service account's, a `tokenFile`, a pool's
 //! `credentials.file`) are re-read when the file changes (the kubelet rotates the service
@@ -9,10 +14,14 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use secrecy::{ExposeSecret, SecretString};
+use serde_json::{Value, json};
+
+use crate::identity::{CertSlot, ClientCertError, certified_key};
 
 /// Resolves a named secret (a pool's `credentials: {secret: <name>}`) to a token; the host
 /// supplies it.
@@ -54,6 +63,228 @@ pub enum CredentialError {
     /// The pool names a secret but the host gave no resolver.
     #[error("the pool names the secret {0} but the host gave no secret resolver")]
     NoResolver(String),
+    /// The exec credential plugin could not be started.
+    #[error("starting the exec credential plugin {command}")]
+    ExecSpawn {
+        /// The plugin's command.
+        command: PathBuf,
+        /// Why.
+        #[source]
+        source: Arc<std::io::Error>,
+    },
+    /// The exec credential plugin failed (its output is not repeated: it may hold secrets).
+    #[error("the exec credential plugin {command} exited with {status}")]
+    ExecFailed {
+        /// The plugin's command.
+        command: PathBuf,
+        /// Its exit status.
+        status: String,
+    },
+    /// The exec credential plugin's answer is not a usable `ExecCredential`.
+    #[error("the exec credential plugin {command} answered no usable ExecCredential: {problem}")]
+    ExecMalformed {
+        /// The plugin's command.
+        command: PathBuf,
+        /// What is wrong, never quoting the answer.
+        problem: &'static str,
+    },
+    /// The exec credential plugin's client certificate cannot be used.
+    #[error("the exec credential plugin {command} gave a client certificate that cannot be used")]
+    ExecCertificate {
+        /// The plugin's command.
+        command: PathBuf,
+        /// Why.
+        #[source]
+        source: Arc<ClientCertError>,
+    },
+}
+
+/// Whether an exec plugin may talk to a person (kubeconfig `interactiveMode`). The adapter
+/// never gives it a terminal, so `Always` is refused when the kubeconfig is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum InteractiveMode {
+    /// `Never`.
+    Never,
+    /// `IfAvailable` (the default): it runs without a terminal.
+    IfAvailable,
+}
+
+/// A kubeconfig user's `exec` section.
+#[derive(Clone)]
+pub(crate) struct ExecConfig {
+    /// The `ExecCredential` API version it speaks.
+    pub(crate) api_version: String,
+    /// The program.
+    pub(crate) command: PathBuf,
+    /// Its arguments.
+    pub(crate) args: Vec<String>,
+    /// Extra environment; values are secrets (plugins take keys this way).
+    pub(crate) env: Vec<(String, SecretString)>,
+    /// Its interactive mode.
+    pub(crate) interactive: InteractiveMode,
+    /// Whether it is told the cluster (`KUBERNETES_EXEC_INFO.spec.cluster`).
+    pub(crate) provide_cluster_info: bool,
+}
+
+impl fmt::Debug for ExecConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ExecConfig")
+            .field("api_version", &self.api_version)
+            .field("command", &self.command)
+            .field("args", &self.args.len())
+            .field("env", &self.env.iter().map(|(n, _)| n).collect::<Vec<_>>())
+            .field("interactive", &self.interactive)
+            .finish()
+    }
+}
+
+/// What an exec plugin answered, until it expires.
+struct ExecCached {
+    /// The token, when it gave one.
+    token: Option<SecretString>,
+    /// When the answer expires, when it said.
+    expires: Option<SystemTime>,
+}
+
+/// An exec credential plugin with its cached answer.
+pub(crate) struct ExecPlugin {
+    /// Its kubeconfig section.
+    config: ExecConfig,
+    /// The cluster it is told about, when `provideClusterInfo` is set.
+    cluster: Value,
+    /// The last answer; the lock also keeps two runs from overlapping.
+    cache: tokio::sync::Mutex<Option<ExecCached>>,
+    /// Where a client certificate it gives goes.
+    certificate: CertSlot,
+}
+
+impl ExecPlugin {
+    /// Wraps a plugin for the cluster at `server` with CA `ca_pem`; its certificates go to
+    /// `certificate`.
+    pub(crate) fn new(
+        config: ExecConfig,
+        server: &str,
+        ca_pem: &[u8],
+        certificate: CertSlot,
+    ) -> Self {
+        use base64::Engine;
+        ExecPlugin {
+            cluster: json!({
+                "server": server,
+                "certificate-authority-data": base64::engine::general_purpose::STANDARD.encode(ca_pem),
+            }),
+            config,
+            cache: tokio::sync::Mutex::new(None),
+            certificate,
+        }
+    }
+
+    /// Returns the cached token, running the plugin when there is none or it expired (or
+    /// always, with `fresh`).
+    async fn token(&self, fresh: bool) -> Result<Option<SecretString>, CredentialError> {
+        let mut cache = self.cache.lock().await;
+        if !fresh
+            && let Some(cached) = cache.as_ref()
+            && cached.expires.is_none_or(|at| SystemTime::now() < at)
+        {
+            return Ok(cached.token.clone());
+        }
+        let answer = self.run().await?;
+        let token = answer.token.clone();
+        *cache = Some(answer);
+        Ok(token)
+    }
+
+    /// Runs the plugin once and reads its `ExecCredential`.
+    async fn run(&self) -> Result<ExecCached, CredentialError> {
+        let config = &self.config;
+        let mut spec = json!({"interactive": false});
+        if config.provide_cluster_info {
+            spec["cluster"] = self.cluster.clone();
+        }
+        let info =
+            json!({"apiVersion": config.api_version, "kind": "ExecCredential", "spec": spec});
+        let mut command = tokio::process::Command::new(&config.command);
+        command
+            .args(&config.args)
+            .env("KUBERNETES_EXEC_INFO", info.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        for (name, value) in &config.env {
+            command.env(name, value.expose_secret());
+        }
+        tracing::debug!(command = %config.command.display(), "running the exec credential plugin");
+        let output = command
+            .output()
+            .await
+            .map_err(|e| CredentialError::ExecSpawn {
+                command: config.command.clone(),
+                source: Arc::new(e),
+            })?;
+        if !output.status.success() {
+            return Err(CredentialError::ExecFailed {
+                command: config.command.clone(),
+                status: output.status.to_string(),
+            });
+        }
+        let malformed = |problem| CredentialError::ExecMalformed {
+            command: config.command.clone(),
+            problem,
+        };
+        let answer: Value =
+            serde_json::from_slice(&output.stdout).map_err(|_| malformed("not JSON"))?;
+        if answer.get("kind").and_then(Value::as_str) != Some("ExecCredential") {
+            return Err(malformed("its kind is not ExecCredential"));
+        }
+        if answer.get("apiVersion").and_then(Value::as_str) != Some(config.api_version.as_str()) {
+            return Err(malformed("its apiVersion is not the kubeconfig's"));
+        }
+        let status = answer
+            .get("status")
+            .ok_or_else(|| malformed("it has no status"))?;
+        let text = |key: &str| {
+            status
+                .get(key)
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+        };
+        let token = text("token").map(|t| SecretString::from(t.to_owned()));
+        match (text("clientCertificateData"), text("clientKeyData")) {
+            (Some(cert), Some(key)) => {
+                let key = secrecy::SecretString::from(key.to_owned());
+                let identity = certified_key(cert.as_bytes(), key.expose_secret().as_bytes())
+                    .map_err(|e| CredentialError::ExecCertificate {
+                        command: config.command.clone(),
+                        source: Arc::new(e),
+                    })?;
+                if let Ok(mut slot) = self.certificate.write() {
+                    *slot = Some(identity);
+                }
+            }
+            (None, None) if token.is_some() => {}
+            (None, None) => {
+                return Err(malformed(
+                    "it holds neither a token nor a client certificate",
+                ));
+            }
+            _ => {
+                return Err(malformed(
+                    "it holds a client certificate without its key, or a key without its certificate",
+                ));
+            }
+        }
+        let expires = match text("expirationTimestamp") {
+            None => None,
+            Some(at) => Some(
+                time::OffsetDateTime::parse(at, &time::format_description::well_known::Rfc3339)
+                    .map(SystemTime::from)
+                    .map_err(|_| malformed("its expirationTimestamp is not an RFC 3339 time"))?,
+            ),
+        };
+        Ok(ExecCached { token, expires })
+    }
 }
 
 /// Where a token is read from.
@@ -77,6 +308,10 @@ pub(crate) enum TokenSource {
         /// The host's resolver, if it gave one.
         resolver: Option<Arc<dyn SecretResolver>>,
     },
+    /// An exec credential plugin.
+    Exec(Arc<ExecPlugin>),
+    /// No bearer token: the client certificate alone authenticates.
+    None,
 }
 
 impl fmt::Debug for TokenSource {
@@ -86,6 +321,8 @@ impl fmt::Debug for TokenSource {
             TokenSource::Env { var, .. } => write!(f, "Env({var})"),
             TokenSource::File(path) => write!(f, "File({})", path.display()),
             TokenSource::Secret { name, .. } => write!(f, "Secret({name})"),
+            TokenSource::Exec(plugin) => write!(f, "Exec({:?})", plugin.config),
+            TokenSource::None => f.write_str("None"),
         }
     }
 }
@@ -132,38 +369,46 @@ impl Credentials {
         }
     }
 
-    /// Returns the current token: cached, or read again when the source may have changed.
-    pub(crate) async fn token(&self) -> Result<SecretString, CredentialError> {
+    /// Returns the current token (`None` when the client certificate alone authenticates):
+    /// cached, or read again when the source may have changed.
+    pub(crate) async fn token(&self) -> Result<Option<SecretString>, CredentialError> {
         match &self.source {
-            TokenSource::Static(token) => Ok(token.clone()),
+            TokenSource::Static(token) => Ok(Some(token.clone())),
             TokenSource::Env { var, lookup } => match lookup(var) {
                 Some(value) if !value.trim().is_empty() => {
-                    Ok(SecretString::from(value.trim().to_owned()))
+                    Ok(Some(SecretString::from(value.trim().to_owned())))
                 }
                 _ => Err(CredentialError::MissingEnv(var.clone())),
             },
             TokenSource::File(path) => {
                 let stamp = stamp_of(path).await;
                 if let Some(cached) = self.cached_if(|c| stamp.is_some() && c.stamp == stamp) {
-                    return Ok(cached);
+                    return Ok(Some(cached));
                 }
-                self.read_file(path).await
+                self.read_file(path).await.map(Some)
             }
             TokenSource::Secret { name, resolver } => {
                 if let Some(cached) = self.cached_if(|_| true) {
-                    return Ok(cached);
+                    return Ok(Some(cached));
                 }
-                self.resolve(name, resolver.as_deref()).await
+                self.resolve(name, resolver.as_deref()).await.map(Some)
             }
+            TokenSource::Exec(plugin) => plugin.token(false).await,
+            TokenSource::None => Ok(None),
         }
     }
 
     /// Reads the token again whatever the cache says (after a 401) and returns it.
-    pub(crate) async fn refresh(&self) -> Result<SecretString, CredentialError> {
+    pub(crate) async fn refresh(&self) -> Result<Option<SecretString>, CredentialError> {
         match &self.source {
-            TokenSource::File(path) => self.read_file(path).await,
-            TokenSource::Secret { name, resolver } => self.resolve(name, resolver.as_deref()).await,
-            TokenSource::Static(_) | TokenSource::Env { .. } => self.token().await,
+            TokenSource::File(path) => self.read_file(path).await.map(Some),
+            TokenSource::Secret { name, resolver } => {
+                self.resolve(name, resolver.as_deref()).await.map(Some)
+            }
+            TokenSource::Exec(plugin) => plugin.token(true).await,
+            TokenSource::Static(_) | TokenSource::Env { .. } | TokenSource::None => {
+                self.token().await
+            }
         }
     }
 
@@ -259,10 +504,13 @@ mod tests {
         let path = dir.path().join("token");
         std::fs::write(&path, "first-token\n").unwrap();
         let creds = Credentials::new(TokenSource::File(path.clone()));
-        assert_eq!(creds.token().await.unwrap().expose_secret(), "first-token");
+        assert_eq!(
+            creds.token().await.unwrap().unwrap().expose_secret(),
+            "first-token"
+        );
         std::fs::write(&path, "second-token-longer\n").unwrap();
         assert_eq!(
-            creds.token().await.unwrap().expose_secret(),
+            creds.token().await.unwrap().unwrap().expose_secret(),
             "second-token-longer"
         );
     }
@@ -278,8 +526,14 @@ mod tests {
         std::fs::write(&path, "bbbb").unwrap();
         let file = std::fs::File::options().write(true).open(&path).unwrap();
         file.set_modified(modified).unwrap();
-        assert_eq!(creds.token().await.unwrap().expose_secret(), "aaaa");
-        assert_eq!(creds.refresh().await.unwrap().expose_secret(), "bbbb");
+        assert_eq!(
+            creds.token().await.unwrap().unwrap().expose_secret(),
+            "aaaa"
+        );
+        assert_eq!(
+            creds.refresh().await.unwrap().unwrap().expose_secret(),
+            "bbbb"
+        );
     }
 
     #[tokio::test]
@@ -290,7 +544,10 @@ mod tests {
             var: "K8S_TOKEN".into(),
             lookup: lookup.clone(),
         });
-        assert_eq!(creds.token().await.unwrap().expose_secret(), "env-token");
+        assert_eq!(
+            creds.token().await.unwrap().unwrap().expose_secret(),
+            "env-token"
+        );
         let missing = Credentials::new(TokenSource::Env {
             var: "OTHER".into(),
             lookup,
@@ -309,7 +566,7 @@ mod tests {
             resolver: Some(Arc::new(Fixed("resolved-token"))),
         });
         assert_eq!(
-            creds.token().await.unwrap().expose_secret(),
+            creds.token().await.unwrap().unwrap().expose_secret(),
             "resolved-token"
         );
         let none = Credentials::new(TokenSource::Secret {
@@ -349,5 +606,176 @@ mod tests {
         let debug = format!("{creds:?}");
         assert!(!debug.contains("s3cr3t-token"), "{debug}");
         assert!(debug.contains("REDACTED"), "{debug}");
+    }
+
+    /// Writes an executable plugin script into `dir` and returns its exec config.
+    fn plugin(dir: &Path, script: &str, env: &[(&str, &str)]) -> ExecConfig {
+        use std::os::unix::fs::PermissionsExt;
+        let path = dir.join("plugin.sh");
+        std::fs::write(&path, format!("#!/bin/sh\n{script}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        ExecConfig {
+            api_version: "client.authentication.k8s.io/v1".to_owned(),
+            command: path,
+            args: Vec::new(),
+            env: env
+                .iter()
+                .map(|(n, v)| ((*n).to_owned(), SecretString::from((*v).to_owned())))
+                .collect(),
+            interactive: InteractiveMode::IfAvailable,
+            provide_cluster_info: true,
+        }
+    }
+
+    /// A plugin that counts its runs in `runs` and answers token `plugin-s3cr3t-<n>` expiring
+    /// at `expires`.
+    fn counting_plugin(dir: &Path, expires: &str) -> (Credentials, PathBuf) {
+        let runs = dir.join("runs");
+        let config = plugin(
+            dir,
+            r#"echo run >> "$RUNS"; n=$(wc -l < "$RUNS" | tr -d ' ')
+echo "$KUBERNETES_EXEC_INFO" > "$RUNS.info"
+printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"plugin-s3cr3t-%s","expirationTimestamp":"%s"}}' "$n" "$EXPIRES""#,
+            &[("RUNS", runs.to_str().unwrap()), ("EXPIRES", expires)],
+        );
+        let exec = ExecPlugin::new(
+            config,
+            "https://127.0.0.1:6443",
+            b"PEM",
+            CertSlot::default(),
+        );
+        (Credentials::new(TokenSource::Exec(Arc::new(exec))), runs)
+    }
+
+    fn runs(path: &Path) -> usize {
+        std::fs::read_to_string(path)
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    }
+
+    #[tokio::test]
+    async fn exec_plugin_token_is_cached_until_its_expiry() {
+        let dir = tempfile::tempdir().unwrap();
+        let (creds, count) = counting_plugin(dir.path(), "2999-01-01T00:00:00Z");
+        let token = creds.token().await.unwrap().unwrap();
+        assert_eq!(token.expose_secret(), "plugin-s3cr3t-1");
+        assert_eq!(
+            creds.token().await.unwrap().unwrap().expose_secret(),
+            "plugin-s3cr3t-1"
+        );
+        assert_eq!(runs(&count), 1);
+        let info: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.path().join("runs.info")).unwrap())
+                .unwrap();
+        assert_eq!(info["kind"], "ExecCredential");
+        assert_eq!(info["spec"]["interactive"], false);
+        assert_eq!(info["spec"]["cluster"]["server"], "https://127.0.0.1:6443");
+    }
+
+    #[tokio::test]
+    async fn an_expired_exec_token_is_asked_for_again_and_a_401_refreshes_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (creds, count) = counting_plugin(dir.path(), "2001-01-01T00:00:00Z");
+        assert_eq!(
+            creds.token().await.unwrap().unwrap().expose_secret(),
+            "plugin-s3cr3t-1"
+        );
+        assert_eq!(
+            creds.token().await.unwrap().unwrap().expose_secret(),
+            "plugin-s3cr3t-2"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let (creds, count2) = counting_plugin(dir.path(), "2999-01-01T00:00:00Z");
+        creds.token().await.unwrap();
+        assert_eq!(
+            creds.refresh().await.unwrap().unwrap().expose_secret(),
+            "plugin-s3cr3t-2"
+        );
+        assert_eq!((runs(&count), runs(&count2)), (2, 2));
+    }
+
+    #[tokio::test]
+    async fn a_failing_or_malformed_plugin_never_repeats_what_it_printed() {
+        let dir = tempfile::tempdir().unwrap();
+        for (script, expected) in [
+            (
+                "echo plugin-s3cr3t-token; exit 3",
+                "exited with exit status: 3",
+            ),
+            (
+                "echo '{\"token\": \"plugin-s3cr3t-token\"}'",
+                "its kind is not ExecCredential",
+            ),
+            (
+                r#"echo '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"plugin-s3cr3t-token","expirationTimestamp":"soon"}}'"#,
+                "not an RFC 3339 time",
+            ),
+            (
+                r#"echo '{"apiVersion":"client.authentication.k8s.io/v1beta1","kind":"ExecCredential","status":{"token":"plugin-s3cr3t-token"}}'"#,
+                "apiVersion is not the kubeconfig's",
+            ),
+        ] {
+            let exec = ExecPlugin::new(
+                plugin(dir.path(), script, &[]),
+                "https://h",
+                b"",
+                CertSlot::default(),
+            );
+            let creds = Credentials::new(TokenSource::Exec(Arc::new(exec)));
+            let error = creds.token().await.unwrap_err();
+            let text = format!("{error} {error:?}");
+            assert!(text.contains(expected), "{text}");
+            assert!(!text.contains("s3cr3t"), "{text}");
+        }
+        let missing = ExecConfig {
+            command: dir.path().join("no-such-plugin"),
+            ..plugin(dir.path(), "true", &[])
+        };
+        let creds = Credentials::new(TokenSource::Exec(Arc::new(ExecPlugin::new(
+            missing,
+            "https://h",
+            b"",
+            CertSlot::default(),
+        ))));
+        assert!(matches!(
+            creds.token().await,
+            Err(CredentialError::ExecSpawn { .. })
+        ));
+    }
+
+    #[tokio::test]
+    async fn an_exec_plugins_client_certificate_goes_to_the_slot() {
+        let dir = tempfile::tempdir().unwrap();
+        let cert = rcgen::generate_simple_self_signed(vec!["plugin-user".to_owned()]).unwrap();
+        let answer = serde_json::json!({
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "kind": "ExecCredential",
+            "status": {
+                "clientCertificateData": cert.cert.pem(),
+                "clientKeyData": cert.signing_key.serialize_pem(),
+            },
+        });
+        std::fs::write(dir.path().join("answer.json"), answer.to_string()).unwrap();
+        let script = format!("cat '{}'", dir.path().join("answer.json").display());
+        let slot = CertSlot::default();
+        let exec = ExecPlugin::new(
+            plugin(dir.path(), &script, &[]),
+            "https://h",
+            b"",
+            slot.clone(),
+        );
+        let creds = Credentials::new(TokenSource::Exec(Arc::new(exec)));
+        assert!(creds.token().await.unwrap().is_none());
+        assert!(slot.read().unwrap().is_some());
+        let debug = format!("{creds:?}");
+        assert!(!debug.contains("PRIVATE KEY"), "{debug}");
+    }
+
+    #[test]
+    fn exec_config_debug_names_env_variables_but_not_their_values() {
+        let config = plugin(Path::new("/tmp"), "true", &[("API_KEY", "s3cr3t-value")]);
+        let debug = format!("{config:?}");
+        assert!(debug.contains("API_KEY"), "{debug}");
+        assert!(!debug.contains("s3cr3t-value"), "{debug}");
     }
 }

@@ -23,18 +23,22 @@
 //! # Layout
 //!
 //! - [`config`]: the pool config ([`PoolConfig`]), read from YAML or JSON, errors naming keys.
-//! - `credentials`, `kubeconfig`: where the token comes from and how it is re-read.
+//! - `credentials`, `kubeconfig`, `identity`: where the token comes from (a file, a variable,
+//!   an exec plugin) and how it is re-read; the client certificate TLS presents.
 //! - `client`: the REST client (hyper + rustls with ring) and the Status → error mapping.
 //! - `manifest`: the objects sent and the rules reading the objects back.
 //! - `exec`, `files`: the exec WebSocket protocol, and files on top of it.
 //! - `provider`: [`AgentSandbox`], the [`Provider`](sandbox_contract::Provider).
+//! - `preflight`: [`AgentSandbox::preflight`], whether a pool's cluster is ready for it.
 //!
 //! # Known limitations
 //!
 //! - Stdin (and so `write_file`) needs the `v5.channel.k8s.io` exec protocol (Kubernetes 1.30
 //!   or later); against a v4-only server they answer `unsupported_operation`.
 //! - Readiness is polled with GET (the Role has no `watch`), from 1 ms up to every 250 ms.
-//! - Kubeconfigs with client certificates or exec plugins are refused; tokens only.
+//! - An exec plugin's renewed client certificate is presented by new connections only; an
+//!   open HTTP/2 connection keeps the certificate of its handshake.
+//! - Kubeconfig `auth-provider` entries and exec plugins that need a terminal are refused.
 //! - `list_dir` cannot represent names holding a newline.
 
 #![forbid(unsafe_code)]
@@ -45,16 +49,20 @@ pub mod config;
 mod credentials;
 mod exec;
 mod files;
+mod identity;
 mod kubeconfig;
 mod manifest;
+mod preflight;
 mod provider;
 
 // The public interface is:
 pub use config::{AdapterConfig, ConfigError, CredentialSource, Isolation, PoolConfig, Trust};
 pub use credentials::{CredentialError, EnvLookup, SecretResolver};
 pub use files::MAX_READ_BYTES;
+pub use identity::ClientCertError;
 pub use kubeconfig::KubeconfigError;
 pub use manifest::{ID_LABEL, POOL_LABEL, REQUEST_LABEL_PREFIX, TEMPLATE_ANNOTATION};
+pub use preflight::{PreflightError, PreflightProblem};
 pub use provider::{
     AgentSandbox, ConnectOptions, CreatedKind, CreatedObject, DEFAULT_READY_TIMEOUT,
     SERVICE_ACCOUNT_DIR, SetupError,

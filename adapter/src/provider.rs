@@ -12,18 +12,21 @@ use sandbox_contract::{
     ExecSession, FileInfo, Health, Limits, Provider, ProviderInfo, Sandbox, SandboxId,
     SandboxState, Stdin, Template, async_trait, validate_path,
 };
+use secrecy::ExposeSecret;
 use serde_json::json;
 
 use crate::client::{KubeClient, KubeError, UpgradeConnection, tls_config};
 use crate::config::{ADAPTER_NAME, CredentialSource, DEFAULT_NAMESPACE, PoolConfig};
-use crate::credentials::{Credentials, EnvLookup, SecretResolver, TokenSource};
+use crate::credentials::{Credentials, EnvLookup, ExecPlugin, SecretResolver, TokenSource};
 use crate::exec::{self, OpenError, Protocol, StdinPlan, Target};
 use crate::files::{self, MAX_READ_BYTES};
+use crate::identity::{CertSlot, certified_key, filled_slot};
 use crate::kubeconfig::{KubeToken, Kubeconfig, KubeconfigError};
 use crate::manifest::{
     self, ClaimReadiness, ClaimView, ID_LABEL, ListView, POOL_LABEL, PodProblem, PodView,
     Readiness, SandboxView, TEMPLATE_ANNOTATION,
 };
+use crate::preflight::{PreflightError, PreflightProblem};
 
 /// Where an in-cluster pod finds its service account token, CA and namespace.
 pub const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
@@ -64,6 +67,8 @@ enum KubeconfigChoice {
 pub struct ConnectOptions {
     /// Which kubeconfig.
     kubeconfig: KubeconfigChoice,
+    /// The kubeconfig context to use instead of its current one.
+    context: Option<String>,
     /// How environment variables are read.
     env: EnvLookup,
     /// The host's secret resolver.
@@ -93,6 +98,7 @@ impl Default for ConnectOptions {
     fn default() -> Self {
         ConnectOptions {
             kubeconfig: KubeconfigChoice::FromEnv,
+            context: None,
             env: Arc::new(|name| std::env::var(name).ok()),
             secrets: None,
             service_account_dir: PathBuf::from(SERVICE_ACCOUNT_DIR),
@@ -118,6 +124,12 @@ impl ConnectOptions {
     /// Uses this kubeconfig text when the pool sets no `apiServer`.
     pub fn with_kubeconfig_yaml(mut self, text: impl Into<String>) -> Self {
         self.kubeconfig = KubeconfigChoice::Text(text.into());
+        self
+    }
+
+    /// Uses the kubeconfig's context `name` instead of its `current-context`.
+    pub fn with_context(mut self, name: impl Into<String>) -> Self {
+        self.context = Some(name.into());
         self
     }
 
@@ -169,6 +181,8 @@ struct Endpoint {
     ca_pem: Vec<u8>,
     /// Where the token comes from.
     token: TokenSource,
+    /// The client certificate TLS presents, when there is one.
+    identity: Option<CertSlot>,
     /// The namespace when the pool sets none.
     namespace: Option<String>,
 }
@@ -237,20 +251,22 @@ fn resolve_endpoint(pool: &PoolConfig, options: &ConnectOptions) -> Result<Endpo
             server: server.clone(),
             ca_pem,
             token,
+            identity: None,
             namespace: None,
         });
     }
+    let context = options.context.as_deref();
     let kubeconfig = match &options.kubeconfig {
         KubeconfigChoice::FromEnv => match (options.env)("KUBECONFIG") {
             Some(list) => list
                 .split(':')
                 .find(|p| !p.is_empty())
-                .map(|p| Kubeconfig::from_path(Path::new(p)))
+                .map(|p| Kubeconfig::from_path(Path::new(p), context))
                 .transpose()?,
             None => None,
         },
-        KubeconfigChoice::Path(path) => Some(Kubeconfig::from_path(path)?),
-        KubeconfigChoice::Text(text) => Some(Kubeconfig::parse(text, "(inline)", None)?),
+        KubeconfigChoice::Path(path) => Some(Kubeconfig::from_path(path, context)?),
+        KubeconfigChoice::Text(text) => Some(Kubeconfig::parse(text, "(inline)", None, context)?),
         KubeconfigChoice::Disabled => None,
     };
     if let Some(kc) = kubeconfig {
@@ -263,18 +279,37 @@ fn resolve_endpoint(pool: &PoolConfig, options: &ConnectOptions) -> Result<Endpo
                 )
             })?,
         };
-        let token = match pool_token(pool, options) {
-            Some(token) => token,
-            None => match kc.token.clone() {
-                Some(KubeToken::Inline(token)) => TokenSource::Static(token),
-                Some(KubeToken::File(path)) => TokenSource::File(path),
-                None => return Err(no_token()),
-            },
+        let identity = match &kc.client_cert {
+            Some(pem) => Some(filled_slot(
+                certified_key(&pem.cert_pem, pem.key_pem.expose_secret()).map_err(|e| {
+                    crate::config::ConfigError::caused_by(
+                        "kubeconfig",
+                        "the user's client certificate cannot be used",
+                        e,
+                    )
+                })?,
+            )),
+            None if kc.exec.is_some() => Some(CertSlot::default()),
+            None => None,
+        };
+        let token = match (pool_token(pool, options), kc.token.clone(), &kc.exec) {
+            (Some(token), _, _) => token,
+            (None, Some(KubeToken::Inline(token)), _) => TokenSource::Static(token),
+            (None, Some(KubeToken::File(path)), _) => TokenSource::File(path),
+            (None, None, Some(exec)) => TokenSource::Exec(Arc::new(ExecPlugin::new(
+                exec.clone(),
+                &kc.server,
+                &ca_pem,
+                identity.clone().unwrap_or_default(),
+            ))),
+            (None, None, None) if identity.is_some() => TokenSource::None,
+            (None, None, None) => return Err(no_token()),
         };
         return Ok(Endpoint {
             server: kc.server.clone(),
             ca_pem,
             token,
+            identity,
             namespace: kc.namespace.clone(),
         });
     }
@@ -296,6 +331,7 @@ fn resolve_endpoint(pool: &PoolConfig, options: &ConnectOptions) -> Result<Endpo
             server: format!("https://{host}:{port}"),
             ca_pem,
             token,
+            identity: None,
             namespace: None,
         });
     }
@@ -384,7 +420,7 @@ impl AgentSandbox {
     pub async fn connect(pool: PoolConfig, options: ConnectOptions) -> Result<Self, SetupError> {
         pool.validate()?;
         let endpoint = resolve_endpoint(&pool, &options)?;
-        let tls = tls_config(&endpoint.ca_pem).map_err(|e| {
+        let tls = tls_config(&endpoint.ca_pem, endpoint.identity.clone()).map_err(|e| {
             crate::config::ConfigError::caused_by("config.caFile", "the CA cannot be trusted", e)
         })?;
         let credentials = Arc::new(Credentials::new(endpoint.token));
@@ -419,6 +455,23 @@ impl AgentSandbox {
                 page_size: options.page_size,
             }),
         })
+    }
+
+    /// Checks that the pool's cluster is ready for it: the namespace, the warm pool and its
+    /// template, and every permission of the provider page's Role. Returns each problem found
+    /// with its fix; an empty list means the pool can run.
+    pub async fn preflight(&self) -> Result<Vec<PreflightProblem>, PreflightError> {
+        let warm = match &self.inner.mode {
+            Mode::Warm { pool } => Some(pool.as_str()),
+            Mode::Direct => None,
+        };
+        crate::preflight::check(
+            &self.inner.client,
+            &self.inner.pool.name,
+            &self.inner.namespace,
+            warm,
+        )
+        .await
     }
 
     /// Returns the namespace the pool works in.

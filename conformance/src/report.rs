@@ -247,6 +247,38 @@ impl Report {
         text
     }
 
+    /// Returns the capability table as Markdown, in the form of a provider page's
+    /// "Capabilities" section: a row per capability, a column per pool, each cell `yes`, `no`
+    /// or `opt-in` with the verdict of the trials behind it, so the page claims only what the
+    /// run showed. The rows for what every provider must do (`core`, `templates`, ...) say
+    /// `required`.
+    pub fn capability_table_markdown(&self) -> String {
+        let escape = |cell: &str| cell.replace('|', "\\|");
+        let mut text = String::from("| Capability |");
+        for pool in &self.pools {
+            let _ = write!(text, " {} |", escape(&pool.name));
+        }
+        text.push_str("\n| --- |");
+        for _ in &self.pools {
+            text.push_str(" --- |");
+        }
+        text.push('\n');
+        for row in table_rows() {
+            let _ = write!(text, "| {} |", row.as_str());
+            for pool in &self.pools {
+                let _ = write!(text, " {} |", escape(&self.cell(pool, row)));
+            }
+            text.push('\n');
+        }
+        let counts = self.counts();
+        let _ = writeln!(
+            text,
+            "\nVerdicts of one conformance run: {} passed, {} failed, {} skipped.",
+            counts.passed, counts.failed, counts.skipped
+        );
+        text
+    }
+
     /// Returns the whole report as text: the table, the counts, and the trials behind each
     /// cell with outcome, duration and any reason or failure.
     pub fn to_text(&self) -> String {
@@ -559,6 +591,36 @@ mod tests {
         );
         let fork = table.lines().find(|l| l.starts_with("fork")).unwrap();
         assert!(fork.ends_with("| no"), "{fork}");
+    }
+
+    #[test]
+    fn markdown_table_has_a_column_per_pool_and_the_verdict_in_each_cell() {
+        let mut report = sample();
+        let mut warm = report.pools[0].clone();
+        warm.name = "warm".to_owned();
+        warm.opt_in.insert(Capability::Exec);
+        report.pools.push(warm);
+        let markdown = report.capability_table_markdown();
+        let lines: Vec<&str> = markdown.lines().collect();
+        assert_eq!(lines[0], "| Capability | direct | warm |");
+        assert_eq!(lines[1], "| --- | --- | --- |");
+        let exec = lines.iter().find(|l| l.starts_with("| exec |")).unwrap();
+        assert_eq!(
+            *exec, "| exec | yes: 1/2 passed, 1 FAILED | opt-in |",
+            "{markdown}"
+        );
+        let ports = lines
+            .iter()
+            .find(|l| l.starts_with("| ports.expose |"))
+            .unwrap();
+        assert_eq!(
+            *ports,
+            "| ports.expose | no: coherence 1/1 passed, 1 skipped | no |"
+        );
+        assert!(
+            markdown.contains("Verdicts of one conformance run"),
+            "{markdown}"
+        );
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! The run against the cluster a kubeconfig names, which already has the namespace, template
-//! and warm pool (`ci/kind-up.sh` makes them; `ci/live.sh` applies them to a fakekube process).
+//! The run against a cluster: the fixtures' two pools (which `ci/kind-up.sh` makes) or the
+//! `--pools` file's, each checked by a preflight before any trial.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -7,54 +7,76 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use agentsandbox::{AgentSandbox, ConnectOptions, PoolConfig};
-use sandbox_conformance::Arguments;
+use sandbox_conformance::{Arguments, Fixtures};
 use sandbox_contract::Provider;
 
 use crate::error::RunError;
 use crate::options::Options;
 use crate::pools::{
-    DIRECT_POOL, WARM_POOL_CONFIG, cluster_fixtures, direct_fixtures, fast_fixtures, warm_fixtures,
+    DIRECT_POOL, WARM_POOL_CONFIG, cluster_fixtures, direct_fixtures, fast_fixtures, load_pools,
+    pool_fixtures, warm_fixtures,
 };
-use crate::{suite_with_reports, verdict};
+use crate::{finish, suite_with_reports};
 
-/// Runs the suite against the adapter on the cluster of the kubeconfig at `path`, then checks
-/// that the pools left nothing behind.
+/// Runs the suite against the adapter on the cluster of `kubeconfig` (or of `KUBECONFIG`, or
+/// the in-cluster service account, when `None`), then checks that the pools left nothing.
 pub(crate) fn run(
     runtime: &tokio::runtime::Runtime,
-    path: &Path,
+    kubeconfig: Option<&Path>,
+    context: Option<&str>,
     options: &Options,
     args: &Arguments,
 ) -> Result<ExitCode, RunError> {
     let started = Instant::now();
-    let (direct, warm) = runtime.block_on(async {
-        Ok::<_, RunError>((
-            connect(path, DIRECT_POOL).await?,
-            connect(path, WARM_POOL_CONFIG).await?,
-        ))
-    })?;
     let base = if options.fast {
         fast_fixtures()
     } else {
         cluster_fixtures()
     };
-    let report = suite_with_reports(options)
-        .pool(
-            "direct",
-            Arc::new(direct.clone()) as Arc<dyn Provider>,
-            direct_fixtures(base.clone()),
-        )
-        .pool(
-            "warm",
-            Arc::new(warm.clone()) as Arc<dyn Provider>,
-            warm_fixtures(base),
-        )
-        .run(args);
+    let pools: Vec<(PoolConfig, Fixtures)> = match &options.pools {
+        Some(path) => load_pools(path)?
+            .into_iter()
+            .map(|pool| {
+                let fixtures = pool_fixtures(&pool, base.clone());
+                (pool, fixtures)
+            })
+            .collect(),
+        None => vec![
+            (
+                PoolConfig::from_yaml(DIRECT_POOL).map_err(RunError::PoolConfig)?,
+                direct_fixtures(base.clone()),
+            ),
+            (
+                PoolConfig::from_yaml(WARM_POOL_CONFIG).map_err(RunError::PoolConfig)?,
+                warm_fixtures(base),
+            ),
+        ],
+    };
+    let providers = runtime.block_on(async {
+        let mut providers = Vec::new();
+        for (pool, _) in &pools {
+            providers.push(connect(kubeconfig, context, pool.clone()).await?);
+        }
+        Ok::<_, RunError>(providers)
+    })?;
+    if !args.list {
+        preflight(runtime, &providers)?;
+    }
+    let mut suite = suite_with_reports(options);
+    for ((pool, fixtures), provider) in pools.into_iter().zip(&providers) {
+        suite = suite.pool(
+            &pool.name,
+            Arc::new(provider.clone()) as Arc<dyn Provider>,
+            fixtures,
+        );
+    }
+    let report = suite.run(args);
     if args.list {
         return Ok(ExitCode::SUCCESS);
     }
     let left = runtime.block_on(async {
         let mut left = Vec::new();
-        for p in [&direct, &warm] {
+        for p in &providers {
             match p.list_created().await {
                 Ok(objects) => left.extend(
                     objects
@@ -72,16 +94,53 @@ pub(crate) fn run(
     } else {
         println!("leak check FAILED: still present: {}", left.join(", "));
     }
-    Ok(verdict(&report, left.is_empty()))
+    finish(&report, options, left.is_empty())
 }
 
-/// Connects the adapter to the cluster of the kubeconfig at `path` as the pool `yaml`
-/// describes.
-async fn connect(path: &Path, yaml: &str) -> Result<AgentSandbox, RunError> {
-    let pool = PoolConfig::from_yaml(yaml).map_err(RunError::PoolConfig)?;
-    let options = ConnectOptions::from_env()
-        .with_kubeconfig_path(path.to_path_buf())
-        .with_page_size(5);
+/// Checks every pool before any trial; prints each problem with its fix and fails when there
+/// is any.
+fn preflight(
+    runtime: &tokio::runtime::Runtime,
+    providers: &[AgentSandbox],
+) -> Result<(), RunError> {
+    let problems = runtime.block_on(async {
+        let mut problems = Vec::new();
+        for provider in providers {
+            problems.extend(provider.preflight().await.map_err(RunError::Preflight)?);
+        }
+        Ok::<_, RunError>(problems)
+    })?;
+    for problem in &problems {
+        eprintln!(
+            "conformance: preflight: {}\n    fix: {}",
+            problem.problem, problem.fix
+        );
+    }
+    if problems.is_empty() {
+        eprintln!(
+            "preflight: {} pool(s) ready (namespace, warm pool, permissions)",
+            providers.len()
+        );
+        Ok(())
+    } else {
+        Err(RunError::PreflightFailed(problems.len()))
+    }
+}
+
+/// Connects the adapter as `pool` to the cluster of `kubeconfig` (or `KUBECONFIG`, or the
+/// in-cluster service account), in `context` when given.
+async fn connect(
+    kubeconfig: Option<&Path>,
+    context: Option<&str>,
+    pool: PoolConfig,
+) -> Result<AgentSandbox, RunError> {
+    let mut options = ConnectOptions::from_env().with_page_size(5);
+    if let Some(path) = kubeconfig {
+        options = options.with_kubeconfig_path(path.to_path_buf());
+    }
+    if let Some(name) = context {
+        options = options.with_context(name);
+    }
     AgentSandbox::connect(pool, options)
         .await
         .map_err(RunError::Connect)

@@ -18,7 +18,7 @@ use crate::pools::{
     CLUSTER_OBJECTS, DIRECT_POOL, MISSING_IMAGE, NAMESPACE, WARM_POOL, WARM_POOL_CONFIG,
     WARM_TEMPLATE, direct_fixtures, fast_fixtures, warm_fixtures,
 };
-use crate::{suite_with_reports, verdict};
+use crate::{finish, suite_with_reports};
 
 /// Members of the warm pool on fakekube: enough for the trials that create several sandboxes
 /// at once to adopt rather than wait for replenishment.
@@ -78,7 +78,7 @@ pub(crate) fn run(
         }
         Err(left) => println!("leak check FAILED: still present: {left}"),
     }
-    Ok(verdict(&report, leaks.is_ok()))
+    finish(&report, options, leaks.is_ok())
 }
 
 /// Connects the adapter to `kube` as the pool `yaml` describes, with fakekube's short waits

@@ -3,7 +3,7 @@
 
 use std::error::Error;
 
-/// A step before the trials that failed; the run then exits 1 without running any trial.
+/// A step before the trials that failed; the run then exits 2 without running any trial.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum RunError {
     /// The tokio runtime could not be built.
@@ -27,6 +27,58 @@ pub(crate) enum RunError {
     /// The warm pool did not reach its replicas in time.
     #[error("the warm pool did not fill")]
     WarmPoolNotFilled(#[source] Box<fakekube::WaitTimeout>),
+    /// The `--pools` file could not be read.
+    #[error("reading the pools file {path}")]
+    ReadPools {
+        /// The file.
+        path: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The `--pools` file is not a list of pools.
+    #[error("the pools file {path} {message}")]
+    Pools {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A pool of the `--pools` file is wrong.
+    #[error("the pools file {path}: pool {index}")]
+    PoolEntry {
+        /// The file.
+        path: String,
+        /// The pool's place in the list, from 0.
+        index: usize,
+        /// What is wrong.
+        #[source]
+        source: agentsandbox::ConfigError,
+    },
+    /// The preflight could not ask the cluster.
+    #[error("the preflight")]
+    Preflight(#[source] agentsandbox::PreflightError),
+    /// The preflight found problems; each was printed with its fix.
+    #[error("the preflight found {0} problem(s); no trial ran")]
+    PreflightFailed(usize),
+    /// The provider command could not be started.
+    #[error("starting the provider")]
+    SpawnProvider(#[source] sandbox_protocol::SpawnError),
+    /// The provider's WebSocket could not be opened.
+    #[error("connecting to the provider")]
+    ProviderUrl(#[source] sandbox_protocol::TransportError),
+    /// The provider did not complete `initialize`.
+    #[error("initializing the provider")]
+    Initialize(#[source] sandbox_protocol::ConnectError),
+    /// The Markdown table could not be written.
+    #[error("writing the Markdown table to {path}")]
+    WriteMarkdown {
+        /// The file.
+        path: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// `error` and each of its causes, joined with `: `.

@@ -1,23 +1,29 @@
 //! The main job: the conformance suite ([`sandbox_conformance`]) against the agent-sandbox
-//! adapter ([`agentsandbox`]), as the `conformance` binary.
+//! adapter ([`agentsandbox`]), or against any provider speaking the provider protocol
+//! ([`sandbox_protocol`]), as the `conformance` binary.
 //!
 //! ```text
 //! cargo run --release -p conformance-runner                   # embedded fakekube
 //! cargo run --release -p conformance-runner -- exec::         # one group
-//! cargo run --release -p conformance-runner -- --kubeconfig ~/.kube/config
+//! cargo run --release -p conformance-runner -- --kubeconfig ~/.kube/config --context kind-kind
+//! cargo run --release -p conformance-runner -- --cluster --pools server-config.yaml
+//! cargo run --release -p conformance-runner -- --provider-cmd 'python3 provider.py'
+//! cargo run --release -p conformance-runner -- --provider-url ws://127.0.0.1:7000
 //! ```
 //!
 //! By default it starts fakekube in-process, creates what a cluster operator would (the
 //! `sandboxes` namespace, the SandboxTemplate and SandboxWarmPool of
 //! `fixtures/live/warm-pool.yaml`), points the adapter at it as two pools — direct Sandboxes
 //! with a volume and `ports.expose`, and the warm pool — runs the suite against both, prints
-//! the capability table and the counts, and checks that nothing is left behind. With
-//! `--kubeconfig PATH` (or `KUBECONFIG`) it runs against that cluster instead, which must
-//! already have the namespace, template and warm pool (`ci/kind-up.sh`).
+//! the capability table and the counts, and checks that nothing is left behind. `KUBECONFIG`
+//! plays no part in that run. With `--kubeconfig PATH` or `--cluster` (`KUBECONFIG`, or the
+//! in-cluster service account) it runs against that cluster instead, after a preflight of
+//! each pool; with `--provider-cmd` or `--provider-url`, against a provider in any language.
 //!
 //! Every other argument is libtest's: filters, `--exact`, `--list`, `--ignored`,
-//! `--test-threads`, `--format json`. It exits 0 only when every trial that ran passed and
-//! nothing was left behind, and 2 when one of its own flags lacks its value.
+//! `--test-threads`, `--format json`. Exit status: 0 when every trial that ran passed and
+//! nothing was left behind, 1 when a trial failed or something was left, 2 for a bad flag, a
+//! failed preflight or a setup that failed before any trial.
 //!
 //! This crate exists so that the suite library stays light: a provider author depends on
 //! `sandbox-conformance` (the contract and libtest-mimic) and never builds the adapter or
@@ -25,18 +31,21 @@
 //!
 //! # Layout
 //!
-//! - `options`: this binary's own flags ([`options::Options`]); the rest go to libtest.
-//! - `pools`: the two pools (the live runs' `fixtures/live/` configs) and their fixtures.
+//! - `options`: this binary's own flags ([`options::Options`]) and what they aim at
+//!   ([`options::Target`]); the rest go to libtest.
+//! - `pools`: the fixtures' two pools (the live runs' `fixtures/live/` configs), a `--pools`
+//!   file's pools, and the fixtures each gets.
 //! - `embedded`: the run against an in-process fakekube, its fault switches and leak check.
-//! - `cluster`: the run against the cluster a kubeconfig names.
+//! - `cluster`: the run against a cluster, with its preflight.
+//! - `remote`: the run against a provider through the protocol.
 //! - `error`: [`error::RunError`], why a run could not start, printed with its causes.
 //!
 //! # Known limitations
 //!
-//! - Against a cluster the fault trials are skipped: the faults of a fakekube process cannot be
-//!   switched from here, and a real cluster has none.
+//! - Against a cluster or a remote provider the fault trials are skipped: their faults cannot
+//!   be switched from here.
 //! - The leak check against a cluster sees only what the adapter lists as its own (Sandboxes
-//!   and SandboxClaims of the two pools), not pods or services a controller failed to remove.
+//!   and SandboxClaims of the pools), not pods or services a controller failed to remove.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -46,19 +55,27 @@ mod embedded;
 mod error;
 mod options;
 mod pools;
+mod remote;
 
 use std::process::ExitCode;
 
 use sandbox_conformance::{Arguments, Report, Suite};
 
 use crate::error::{RunError, with_causes};
-use crate::options::{Options, USAGE};
+use crate::options::{Options, Target, USAGE};
 
 fn main() -> ExitCode {
     let mut argv = std::env::args();
     let program = argv.next().unwrap_or_else(|| "conformance".into());
     let options = match Options::parse(argv) {
         Ok(o) => o,
+        Err(e) => {
+            eprintln!("conformance: {e}\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let target = match options.target() {
+        Ok(t) => t,
         Err(e) => {
             eprintln!("conformance: {e}\n\n{USAGE}");
             return ExitCode::from(2);
@@ -73,25 +90,42 @@ fn main() -> ExitCode {
     if libtest.test_threads.is_none() {
         libtest.test_threads = Some(8);
     }
-    match run(&options, &libtest) {
+    match run(&target, &options, &libtest) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("conformance: {}", with_causes(&e));
-            ExitCode::FAILURE
+            ExitCode::from(2)
         }
     }
 }
 
-/// Runs the suite where the options say: a cluster, or an embedded fakekube.
-fn run(options: &Options, libtest: &Arguments) -> Result<ExitCode, RunError> {
+/// Runs the suite where the options say: an embedded fakekube, a cluster, or a provider
+/// through the protocol.
+fn run(target: &Target, options: &Options, libtest: &Arguments) -> Result<ExitCode, RunError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(RunError::Runtime)?;
-    match options.cluster_kubeconfig(|name| std::env::var_os(name)) {
-        Some(path) => cluster::run(&runtime, &path, options, libtest),
-        None => embedded::run(&runtime, options, libtest),
+    match target {
+        Target::Embedded => embedded::run(&runtime, options, libtest),
+        Target::Cluster {
+            kubeconfig,
+            context,
+        } => cluster::run(
+            &runtime,
+            kubeconfig.as_deref(),
+            context.as_deref(),
+            options,
+            libtest,
+        ),
+        Target::Command(command) => remote::run(
+            &runtime,
+            remote::Endpoint::Command(command),
+            options,
+            libtest,
+        ),
+        Target::Url(url) => remote::run(&runtime, remote::Endpoint::Url(url), options, libtest),
     }
 }
 
@@ -107,11 +141,20 @@ fn suite_with_reports(options: &Options) -> Suite {
     suite
 }
 
-/// The exit status of a run: success only when no trial failed and nothing was left behind.
-fn verdict(report: &Report, clean: bool) -> ExitCode {
-    if report.has_failed() || !clean {
+/// Writes the Markdown table when asked, and returns the exit status of a run: success only
+/// when no trial failed and nothing was left behind.
+fn finish(report: &Report, options: &Options, clean: bool) -> Result<ExitCode, RunError> {
+    if let Some(path) = &options.markdown {
+        std::fs::write(path, report.capability_table_markdown()).map_err(|source| {
+            RunError::WriteMarkdown {
+                path: path.display().to_string(),
+                source,
+            }
+        })?;
+    }
+    Ok(if report.has_failed() || !clean {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
-    }
+    })
 }

@@ -1,40 +1,80 @@
-//! The binary's own flags. Everything else is handed to libtest-mimic untouched.
+//! The binary's own flags and what they aim the run at. Everything else is handed to
+//! libtest-mimic untouched.
 
-use std::ffi::OsString;
 use std::path::PathBuf;
 
 /// The usage text, printed before libtest's own on `--help` and after a bad flag.
 pub(crate) const USAGE: &str = "\
-conformance: the capability conformance suite against the agent-sandbox adapter
+conformance: the capability conformance suite against a sandbox provider
 
-USAGE: conformance [--kubeconfig PATH] [--json PATH] [--junit PATH] [LIBTEST OPTIONS] [FILTERS]
+USAGE: conformance [TARGET] [OPTIONS] [LIBTEST OPTIONS] [FILTERS]
 
-  --kubeconfig PATH  run against this cluster instead of an embedded fakekube (also KUBECONFIG
-                     when set; --fake forces the embedded fakekube)
-  --fake             use the embedded fakekube even when KUBECONFIG is set
-  --fast             with --kubeconfig: the cluster is a fakekube process, so use its short
-                     waits (TTL backstop, timeouts); its faults cannot be switched from here
-  --json PATH        write the JSON report
-  --junit PATH       write the JUnit XML report
-  -h, --help         this text, then libtest's options
+TARGET (default: the agent-sandbox adapter on an embedded fakekube; KUBECONFIG is ignored)
+  --provider-cmd 'CMD ARGS'  a provider in any language speaking the provider protocol on its
+                             stdin and stdout (conformance/protocol/PROTOCOL.md); its stderr
+                             passes through, and it is killed when the run ends
+  --provider-url URL         a provider listening for the protocol at ws://127.0.0.1:PORT
+  --kubeconfig PATH          the agent-sandbox adapter on the cluster of this kubeconfig
+  --cluster                  the agent-sandbox adapter on the cluster of KUBECONFIG, or the
+                             in-cluster service account when KUBECONFIG is unset
+  --context NAME             with --kubeconfig or --cluster: this context, not the current one
 
-Without --kubeconfig the run needs nothing but this binary. Exit status 0 means every trial that
-ran passed.
+OPTIONS
+  --pools FILE        with a cluster: the pools to run, in the server config's format (a
+                      `pools:` list); default: the fixtures' direct and warm pools
+  --fast              with a cluster: it is a fakekube process, so use its short waits
+  --json PATH         write the JSON report
+  --junit PATH        write the JUnit XML report
+  --markdown PATH     write the capability table as Markdown (a provider page's section)
+  -h, --help          this text, then libtest's options
+
+Before any trial against a cluster, a preflight checks each pool's namespace, warm pool and
+template, and permissions. Exit status: 0 every trial that ran passed and nothing was left
+behind; 1 a trial failed or something was left; 2 a bad flag, a failed preflight, or a setup
+that failed before any trial.
 ";
+
+/// What the run is aimed at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Target {
+    /// The adapter on an in-process fakekube.
+    Embedded,
+    /// The adapter on a cluster.
+    Cluster {
+        /// The kubeconfig; `None` reads `KUBECONFIG` or the in-cluster service account.
+        kubeconfig: Option<PathBuf>,
+        /// The context to use instead of the current one.
+        context: Option<String>,
+    },
+    /// A provider speaking the protocol, started as a command.
+    Command(String),
+    /// A provider speaking the protocol at a WebSocket URL.
+    Url(String),
+}
 
 /// This binary's own options; the rest go to libtest.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct Options {
-    /// `--kubeconfig`: the cluster to run against.
+    /// `--kubeconfig`.
     pub(crate) kubeconfig: Option<PathBuf>,
-    /// `--fake`: the embedded fakekube even when `KUBECONFIG` is set.
-    pub(crate) fake: bool,
+    /// `--cluster`.
+    pub(crate) cluster: bool,
+    /// `--context`.
+    pub(crate) context: Option<String>,
+    /// `--provider-cmd`.
+    pub(crate) provider_cmd: Option<String>,
+    /// `--provider-url`.
+    pub(crate) provider_url: Option<String>,
+    /// `--pools`.
+    pub(crate) pools: Option<PathBuf>,
     /// `--fast`: the cluster is a fakekube process; use its short waits.
     pub(crate) fast: bool,
     /// `--json`: where to write the JSON report.
     pub(crate) json: Option<PathBuf>,
     /// `--junit`: where to write the JUnit report.
     pub(crate) junit: Option<PathBuf>,
+    /// `--markdown`: where to write the capability table.
+    pub(crate) markdown: Option<PathBuf>,
     /// Everything else, in order, for libtest.
     pub(crate) rest: Vec<String>,
 }
@@ -58,9 +98,16 @@ impl Options {
             };
             match flag.as_str() {
                 "--kubeconfig" => o.kubeconfig = Some(PathBuf::from(value("--kubeconfig")?)),
+                "--context" => o.context = Some(value("--context")?),
+                "--provider-cmd" => o.provider_cmd = Some(value("--provider-cmd")?),
+                "--provider-url" => o.provider_url = Some(value("--provider-url")?),
+                "--pools" => o.pools = Some(PathBuf::from(value("--pools")?)),
                 "--json" => o.json = Some(PathBuf::from(value("--json")?)),
                 "--junit" => o.junit = Some(PathBuf::from(value("--junit")?)),
-                "--fake" => o.fake = true,
+                "--markdown" => o.markdown = Some(PathBuf::from(value("--markdown")?)),
+                "--cluster" => o.cluster = true,
+                // The embedded fakekube is the default now; the flag stays for old scripts.
+                "--fake" => {}
                 "--fast" => o.fast = true,
                 _ => o.rest.push(a),
             }
@@ -73,19 +120,50 @@ impl Options {
         self.rest.iter().any(|a| a == "-h" || a == "--help")
     }
 
-    /// The kubeconfig of the cluster to run against: `--kubeconfig`, else a non-empty
-    /// `KUBECONFIG` unless `--fake`; `None` means the embedded fakekube.
-    pub(crate) fn cluster_kubeconfig(
-        &self,
-        env: impl Fn(&str) -> Option<OsString>,
-    ) -> Option<PathBuf> {
-        match (&self.kubeconfig, self.fake) {
-            (Some(p), _) => Some(p.clone()),
-            (None, false) => env("KUBECONFIG")
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from),
-            (None, true) => None,
+    /// What the flags aim the run at; the error says which flags do not go together.
+    ///
+    /// The environment plays no part: `KUBECONFIG` is read only when `--cluster` asks for it.
+    pub(crate) fn target(&self) -> Result<Target, String> {
+        let cluster = self.kubeconfig.is_some() || self.cluster;
+        let chosen = [
+            (self.provider_cmd.is_some(), "--provider-cmd"),
+            (self.provider_url.is_some(), "--provider-url"),
+            (cluster, "--kubeconfig or --cluster"),
+        ];
+        let named: Vec<&str> = chosen
+            .iter()
+            .filter(|(on, _)| *on)
+            .map(|(_, n)| *n)
+            .collect();
+        if named.len() > 1 {
+            return Err(format!("{} do not go together", named.join(" and ")));
         }
+        if self.kubeconfig.is_some() && self.cluster {
+            return Err("--kubeconfig and --cluster do not go together".to_owned());
+        }
+        if !cluster {
+            for (set, flag) in [
+                (self.context.is_some(), "--context"),
+                (self.pools.is_some(), "--pools"),
+                (self.fast, "--fast"),
+            ] {
+                if set {
+                    return Err(format!("{flag} needs --kubeconfig or --cluster"));
+                }
+            }
+        }
+        Ok(if let Some(cmd) = &self.provider_cmd {
+            Target::Command(cmd.clone())
+        } else if let Some(url) = &self.provider_url {
+            Target::Url(url.clone())
+        } else if cluster {
+            Target::Cluster {
+                kubeconfig: self.kubeconfig.clone(),
+                context: self.context.clone(),
+            }
+        } else {
+            Target::Embedded
+        })
     }
 }
 
@@ -104,7 +182,8 @@ mod tests {
             "exec::",
             "--junit",
             "r.xml",
-            "--fast",
+            "--markdown",
+            "caps.md",
             "--exact",
         ])
         .unwrap();
@@ -113,7 +192,7 @@ mod tests {
             Options {
                 json: Some("r.json".into()),
                 junit: Some("r.xml".into()),
-                fast: true,
+                markdown: Some("caps.md".into()),
                 rest: vec!["exec::".into(), "--exact".into()],
                 ..Options::default()
             }
@@ -126,30 +205,64 @@ mod tests {
             parse(&["--kubeconfig"]),
             Err("--kubeconfig needs a value".into())
         );
+        assert_eq!(
+            parse(&["--provider-cmd"]),
+            Err("--provider-cmd needs a value".into())
+        );
     }
 
     #[test]
-    fn kubeconfig_env_picks_the_cluster_unless_fake_or_empty() {
-        let env = |value: &'static str| {
-            move |name: &str| (name == "KUBECONFIG").then(|| OsString::from(value))
-        };
-        let plain = parse(&[]).unwrap();
+    fn no_flag_means_the_embedded_fakekube_whatever_the_environment() {
+        assert_eq!(parse(&[]).unwrap().target(), Ok(Target::Embedded));
+        assert_eq!(parse(&["--fake"]).unwrap().target(), Ok(Target::Embedded));
+    }
+
+    #[test]
+    fn cluster_flags_aim_at_a_cluster_with_an_optional_context() {
         assert_eq!(
-            plain.cluster_kubeconfig(env("/k")),
-            Some(PathBuf::from("/k"))
-        );
-        assert_eq!(plain.cluster_kubeconfig(env("")), None);
-        assert_eq!(
-            parse(&["--fake"]).unwrap().cluster_kubeconfig(env("/k")),
-            None
-        );
-        assert_eq!(
-            parse(&["--fake", "--kubeconfig", "/c"])
+            parse(&["--kubeconfig", "/k", "--context", "kind"])
                 .unwrap()
-                .cluster_kubeconfig(env("/k")),
-            Some(PathBuf::from("/c")),
-            "an explicit --kubeconfig wins"
+                .target(),
+            Ok(Target::Cluster {
+                kubeconfig: Some("/k".into()),
+                context: Some("kind".into())
+            })
         );
+        assert_eq!(
+            parse(&["--cluster"]).unwrap().target(),
+            Ok(Target::Cluster {
+                kubeconfig: None,
+                context: None
+            })
+        );
+    }
+
+    #[test]
+    fn provider_flags_aim_at_a_remote_provider() {
+        assert_eq!(
+            parse(&["--provider-cmd", "python3 p.py"]).unwrap().target(),
+            Ok(Target::Command("python3 p.py".into()))
+        );
+        assert_eq!(
+            parse(&["--provider-url=ws://127.0.0.1:9"])
+                .unwrap()
+                .target(),
+            Ok(Target::Url("ws://127.0.0.1:9".into()))
+        );
+    }
+
+    #[test]
+    fn flags_that_do_not_go_together_are_refused() {
+        for args in [
+            &["--provider-cmd", "x", "--provider-url", "ws://h:1"][..],
+            &["--provider-cmd", "x", "--cluster"],
+            &["--kubeconfig", "/k", "--cluster"],
+            &["--context", "kind"],
+            &["--pools", "p.yaml"],
+            &["--provider-url", "ws://h:1", "--pools", "p.yaml"],
+        ] {
+            assert!(parse(args).unwrap().target().is_err(), "{args:?}");
+        }
     }
 
     #[test]

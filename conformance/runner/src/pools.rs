@@ -1,10 +1,15 @@
 //! The two pools the main job runs (the live runs' configs in `fixtures/live/`, so the main
 //! job, the live tests and `ci/kind-up.sh` agree on names) and the fixtures each gets.
 
+use std::path::Path;
 use std::time::Duration;
 
+use agentsandbox::PoolConfig;
 use sandbox_conformance::Fixtures;
 use sandbox_contract::{Capabilities, Capability};
+use serde_json::Value;
+
+use crate::error::RunError;
 
 /// The direct pool: Sandboxes with a volume at /workspace and ports.expose.
 pub(crate) const DIRECT_POOL: &str = include_str!("../../../fixtures/live/pools/direct.yaml");
@@ -78,4 +83,169 @@ fn opt_in(list: &[Capability]) -> Capabilities {
         c.insert(*cap);
     }
     c
+}
+
+/// Reads the pools of a server config file: its `pools:` list (a bare list works too), each
+/// an agent-sandbox pool in the provider page's format.
+pub(crate) fn load_pools(path: &Path) -> Result<Vec<PoolConfig>, RunError> {
+    let origin = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| RunError::ReadPools {
+        path: origin.clone(),
+        source: e,
+    })?;
+    let bad = |message: String| RunError::Pools {
+        path: origin.clone(),
+        message,
+    };
+    let doc: Value =
+        serde_saphyr::from_str(&text).map_err(|_| bad("is not valid YAML or JSON".to_owned()))?;
+    let list = match &doc {
+        Value::Array(list) => list,
+        Value::Object(map) => match map.get("pools") {
+            Some(Value::Array(list)) => list,
+            _ => return Err(bad("has no `pools:` list".to_owned())),
+        },
+        _ => return Err(bad("is neither a `pools:` list nor a list".to_owned())),
+    };
+    if list.is_empty() {
+        return Err(bad("lists no pool".to_owned()));
+    }
+    let mut pools = Vec::new();
+    for (index, entry) in list.iter().enumerate() {
+        let adapter = entry.get("adapter").and_then(Value::as_str);
+        if adapter.is_some_and(|a| a != "agent-sandbox") {
+            return Err(bad(format!(
+                "pool {index} uses adapter {:?}; this runner drives agent-sandbox pools (use \
+                 --provider-cmd for others)",
+                adapter.unwrap_or_default()
+            )));
+        }
+        let pool = PoolConfig::from_value(entry).map_err(|e| RunError::PoolEntry {
+            path: origin.clone(),
+            index,
+            source: e,
+        })?;
+        if pools.iter().any(|p: &PoolConfig| p.name == pool.name) {
+            return Err(bad(format!("names pool {} twice", pool.name)));
+        }
+        pools.push(pool);
+    }
+    Ok(pools)
+}
+
+/// The fixtures of a user's pool over `base`: its volume, its warm pool as the template, and
+/// the capabilities its `features` add to the defaults as opt-in.
+pub(crate) fn pool_fixtures(pool: &PoolConfig, base: Fixtures) -> Fixtures {
+    let config = &pool.config;
+    let defaults = agentsandbox::AdapterConfig {
+        features: None,
+        ..config.clone()
+    }
+    .capabilities();
+    let mut opt_in = Capabilities::new();
+    for capability in config.capabilities().iter() {
+        if !defaults.contains(capability) {
+            opt_in.insert(capability);
+        }
+    }
+    let prefix: String = pool
+        .name
+        .chars()
+        .filter(|c| c.is_ascii_lowercase())
+        .take(3)
+        .collect();
+    Fixtures {
+        volume_path: config
+            .volume_size
+            .as_ref()
+            .map(|_| config.volume_path.clone()),
+        template: config.warm_pool.clone(),
+        opt_in,
+        id_prefix: if prefix.is_empty() {
+            "p".to_owned()
+        } else {
+            prefix
+        },
+        ..base
+    }
+}
+
+/// Fixtures for a provider reached through the protocol: its commands are local processes
+/// or remote calls, so waits are a few seconds, the TTL backstop is given ten.
+pub(crate) fn remote_fixtures() -> Fixtures {
+    Fixtures {
+        op_timeout: Duration::from_secs(60),
+        trial_timeout: Duration::from_secs(300),
+        exec_timeout: Duration::from_secs(1),
+        stream_gap: Duration::from_millis(250),
+        ttl: Duration::from_secs(2),
+        ttl_backstop_wait: Some(Duration::from_secs(10)),
+        delete_wait: Duration::from_secs(10),
+        ..Fixtures::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(text: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pools.yaml");
+        std::fs::write(&path, text).unwrap();
+        (dir, path)
+    }
+
+    #[test]
+    fn the_server_configs_pools_list_is_read_with_each_pools_fixtures() {
+        let (_dir, path) = write(
+            "server: {port: 8080}\npools:\n  - name: k8s\n    adapter: agent-sandbox\n    trust: private\n    config: {namespace: team-a, volumeSize: 1Gi, features: 'exec,exec.stream,files,lifecycle.stop-start,persistence.disk,ports.expose'}\n  - name: k8s-warm\n    adapter: agent-sandbox\n    trust: private\n    config: {namespace: team-a, warmPool: py-warm}\n",
+        );
+        let pools = load_pools(&path).unwrap();
+        assert_eq!(pools.len(), 2);
+        let direct = pool_fixtures(&pools[0], Fixtures::default());
+        assert_eq!(direct.volume_path.as_deref(), Some("/workspace"));
+        assert_eq!(direct.template, None);
+        assert_eq!(direct.opt_in, Capabilities::from([Capability::PortsExpose]));
+        let warm = pool_fixtures(&pools[1], Fixtures::default());
+        assert_eq!(warm.template.as_deref(), Some("py-warm"));
+        assert_eq!(warm.volume_path, None);
+        assert_ne!(direct.id_prefix, "");
+    }
+
+    #[test]
+    fn the_fixture_pools_files_read_as_a_bare_list() {
+        let direct = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../fixtures/pools/direct.yaml"
+        ))
+        .unwrap();
+        let indented: String = direct.lines().map(|l| format!("  {l}\n")).collect();
+        let (_dir, path) = write(&format!("-\n{indented}"));
+        assert_eq!(load_pools(&path).unwrap()[0].name, "k8s");
+    }
+
+    #[test]
+    fn bad_pools_files_say_what_is_wrong() {
+        for (text, expected) in [
+            ("pools: []\n", "lists no pool"),
+            ("other: 1\n", "has no `pools:` list"),
+            (
+                "pools:\n  - name: x\n    adapter: e2b\n    trust: private\n",
+                "uses adapter \"e2b\"",
+            ),
+            (
+                "pools:\n  - {name: a, trust: private}\n  - {name: a, trust: private}\n",
+                "names pool a twice",
+            ),
+        ] {
+            let (_dir, path) = write(text);
+            let error = load_pools(&path).unwrap_err().to_string();
+            assert!(error.contains(expected), "{text:?}: {error}");
+        }
+        let (_dir, path) =
+            write("pools:\n  - {name: a, trust: private, config: {namespace: 'Bad NS'}}\n");
+        let error = crate::error::with_causes(&load_pools(&path).unwrap_err());
+        assert!(error.contains("pool 0"), "{error}");
+    }
 }
