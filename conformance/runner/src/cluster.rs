@@ -15,6 +15,7 @@ use crate::options::Options;
 use crate::pools::{
     DIRECT_POOL, WARM_POOL_CONFIG, cluster_fixtures, direct_fixtures, fast_fixtures, warm_fixtures,
 };
+use crate::record::Recording;
 use crate::{suite_with_reports, verdict};
 
 /// Runs the suite against the adapter on the cluster of the kubeconfig at `path`, then checks
@@ -26,10 +27,22 @@ pub(crate) fn run(
     args: &Arguments,
 ) -> Result<ExitCode, RunError> {
     let started = Instant::now();
+    let recording = match &options.record {
+        Some(cassette) => {
+            let upstream = fakekube_cassette::Kubeconfig::from_path(path)
+                .map_err(RunError::RecordKubeconfig)?;
+            Some(runtime.block_on(Recording::start(cassette, &upstream))?)
+        }
+        None => None,
+    };
+    let connect_options = || match &recording {
+        Some(r) => r.connect_options(),
+        None => ConnectOptions::from_env().with_kubeconfig_path(path.to_path_buf()),
+    };
     let (direct, warm) = runtime.block_on(async {
         Ok::<_, RunError>((
-            connect(path, DIRECT_POOL).await?,
-            connect(path, WARM_POOL_CONFIG).await?,
+            connect(connect_options(), DIRECT_POOL).await?,
+            connect(connect_options(), WARM_POOL_CONFIG).await?,
         ))
     })?;
     let base = if options.fast {
@@ -66,6 +79,9 @@ pub(crate) fn run(
         }
         left
     });
+    if let Some(recording) = recording {
+        runtime.block_on(recording.finish())?;
+    }
     println!("\nwall time: {:.2?}", started.elapsed());
     if left.is_empty() {
         println!("leak check: the pools left nothing behind");
@@ -75,13 +91,11 @@ pub(crate) fn run(
     Ok(verdict(&report, left.is_empty()))
 }
 
-/// Connects the adapter to the cluster of the kubeconfig at `path` as the pool `yaml`
-/// describes.
-async fn connect(path: &Path, yaml: &str) -> Result<AgentSandbox, RunError> {
+/// Connects the adapter with `options` (the cluster's kubeconfig, or the recording proxy's) as
+/// the pool `yaml` describes.
+async fn connect(options: ConnectOptions, yaml: &str) -> Result<AgentSandbox, RunError> {
     let pool = PoolConfig::from_yaml(yaml).map_err(RunError::PoolConfig)?;
-    let options = ConnectOptions::from_env()
-        .with_kubeconfig_path(path.to_path_buf())
-        .with_page_size(5);
+    let options = options.with_page_size(5);
     AgentSandbox::connect(pool, options)
         .await
         .map_err(RunError::Connect)

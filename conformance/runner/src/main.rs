@@ -5,6 +5,8 @@
 //! cargo run --release -p conformance-runner                   # embedded fakekube
 //! cargo run --release -p conformance-runner -- exec::         # one group
 //! cargo run --release -p conformance-runner -- --kubeconfig ~/.kube/config
+//! cargo run --release -p conformance-runner -- --record run.jsonl --test-threads 1
+//! cargo run --release -p conformance-runner -- compare recorded.json replayed.json
 //! ```
 //!
 //! By default it starts fakekube in-process, creates what a cluster operator would (the
@@ -29,6 +31,8 @@
 //! - `pools`: the two pools (the live runs' `fixtures/live/` configs) and their fixtures.
 //! - `embedded`: the run against an in-process fakekube, its fault switches and leak check.
 //! - `cluster`: the run against the cluster a kubeconfig names.
+//! - `record`: `--record`, the adapter through a recording proxy.
+//! - `compare`: the `compare` subcommand, two runs' verdicts trial by trial.
 //! - `error`: [`error::RunError`], why a run could not start, printed with its causes.
 //!
 //! # Known limitations
@@ -42,10 +46,12 @@
 #![deny(missing_docs)]
 
 mod cluster;
+mod compare;
 mod embedded;
 mod error;
 mod options;
 mod pools;
+mod record;
 
 use std::process::ExitCode;
 
@@ -57,6 +63,10 @@ use crate::options::{Options, USAGE};
 fn main() -> ExitCode {
     let mut argv = std::env::args();
     let program = argv.next().unwrap_or_else(|| "conformance".into());
+    let mut argv = argv.peekable();
+    if argv.peek().is_some_and(|a| a == "compare") {
+        return compare::main(&argv.skip(1).collect::<Vec<_>>());
+    }
     let options = match Options::parse(argv) {
         Ok(o) => o,
         Err(e) => {

@@ -7,7 +7,9 @@ use std::path::PathBuf;
 pub(crate) const USAGE: &str = "\
 conformance: the capability conformance suite against the agent-sandbox adapter
 
-USAGE: conformance [--kubeconfig PATH] [--json PATH] [--junit PATH] [LIBTEST OPTIONS] [FILTERS]
+USAGE: conformance [--kubeconfig PATH] [--json PATH] [--junit PATH] [--record PATH]
+                   [LIBTEST OPTIONS] [FILTERS]
+       conformance compare A.json B.json
 
   --kubeconfig PATH  run against this cluster instead of an embedded fakekube (also KUBECONFIG
                      when set; --fake forces the embedded fakekube)
@@ -16,6 +18,10 @@ USAGE: conformance [--kubeconfig PATH] [--json PATH] [--junit PATH] [LIBTEST OPT
                      waits (TTL backstop, timeouts); its faults cannot be switched from here
   --json PATH        write the JSON report
   --junit PATH       write the JUnit XML report
+  --record PATH      record every exchange with the cluster (or the embedded fakekube) in a
+                     cassette that `fakekube replay PATH` serves back; use --test-threads 1,
+                     since a replay follows the recorded order
+  compare A B        compare two runs' JSON reports trial by trial; exit 1 when they differ
   -h, --help         this text, then libtest's options
 
 Without --kubeconfig the run needs nothing but this binary. Exit status 0 means every trial that
@@ -35,6 +41,8 @@ pub(crate) struct Options {
     pub(crate) json: Option<PathBuf>,
     /// `--junit`: where to write the JUnit report.
     pub(crate) junit: Option<PathBuf>,
+    /// `--record`: where to record the run's exchanges as a cassette.
+    pub(crate) record: Option<PathBuf>,
     /// Everything else, in order, for libtest.
     pub(crate) rest: Vec<String>,
 }
@@ -60,6 +68,7 @@ impl Options {
                 "--kubeconfig" => o.kubeconfig = Some(PathBuf::from(value("--kubeconfig")?)),
                 "--json" => o.json = Some(PathBuf::from(value("--json")?)),
                 "--junit" => o.junit = Some(PathBuf::from(value("--junit")?)),
+                "--record" => o.record = Some(PathBuf::from(value("--record")?)),
                 "--fake" => o.fake = true,
                 "--fast" => o.fast = true,
                 _ => o.rest.push(a),
@@ -105,6 +114,8 @@ mod tests {
             "--junit",
             "r.xml",
             "--fast",
+            "--record",
+            "run.jsonl",
             "--exact",
         ])
         .unwrap();
@@ -114,6 +125,7 @@ mod tests {
                 json: Some("r.json".into()),
                 junit: Some("r.xml".into()),
                 fast: true,
+                record: Some("run.jsonl".into()),
                 rest: vec!["exec::".into(), "--exact".into()],
                 ..Options::default()
             }
