@@ -7,7 +7,9 @@
 //! open write wins, and reads it passes over on its resource are skipped for good. A read with
 //! no open match gets the last matching answer again (a client that polls more often than
 //! during the recording); anything else is a [`Miss`], which carries the nearest recorded
-//! request for the side-by-side message.
+//! request for the side-by-side message. Identical writes of one resource are one group (a
+//! client that sends the same create eight times at once): once one of them is served, the
+//! others no longer hold back the reads after them, since they raced in the recording too.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -183,6 +185,8 @@ struct Entry {
     recorded: Arc<Recorded>,
     asked: Asked,
     resource: String,
+    /// The first entry of its resource with the very same request (itself when none before).
+    twin: usize,
     state: Use,
 }
 
@@ -246,19 +250,24 @@ pub struct Progress {
 impl Book {
     /// The exchanges of `cassette`, all open, with unbound recorded times moved by `shift`.
     pub(crate) fn new(cassette: &Cassette, shift: time::Duration) -> Book {
-        let mut entries = Vec::new();
+        let mut entries: Vec<Entry> = Vec::new();
         let mut by_resource: HashMap<String, Vec<usize>> = HashMap::new();
         for recorded in &cassette.exchanges {
             let asked = Asked::recorded(recorded);
             let resource = asked.resource();
-            by_resource
-                .entry(resource.clone())
-                .or_default()
-                .push(entries.len());
+            let siblings = by_resource.entry(resource.clone()).or_default();
+            let index = entries.len();
+            let twin = siblings
+                .iter()
+                .copied()
+                .find(|j: &usize| entries[*j].asked == asked)
+                .unwrap_or(index);
+            siblings.push(index);
             entries.push(Entry {
                 recorded: Arc::new(recorded.clone()),
                 asked,
                 resource,
+                twin,
                 state: Use::Open,
             });
         }
@@ -313,15 +322,21 @@ impl Book {
         Err(Box::new(self.miss(live)))
     }
 
-    /// The first open write on entry `i`'s resource before it, if any.
+    /// The first open write on entry `i`'s resource before it, if any, leaving out writes
+    /// one of whose identical twins was served.
     fn blocked(&self, i: usize) -> Option<usize> {
-        self.by_resource
-            .get(&self.entries[i].resource)?
+        let siblings = self.by_resource.get(&self.entries[i].resource)?;
+        let served_twin = |twin: usize| {
+            siblings
+                .iter()
+                .any(|k| self.entries[*k].twin == twin && self.entries[*k].state == Use::Served)
+        };
+        siblings
             .iter()
             .take_while(|j| **j < i)
             .find(|j| {
                 let e = &self.entries[**j];
-                e.state == Use::Open && !e.asked.is_read()
+                e.state == Use::Open && !e.asked.is_read() && !served_twin(e.twin)
             })
             .copied()
     }
@@ -521,6 +536,28 @@ mod tests {
         assert_eq!(nearest.recorded.exchange.id, 2);
         assert_eq!(nearest.differences, 0);
         assert_eq!(nearest.blocked_by.unwrap().0.exchange.id, 1);
+    }
+
+    #[test]
+    fn reads_after_identical_writes_sent_at_once_wait_only_for_the_first_of_them() {
+        let create = || Some(json!({"metadata": {"name": "cf-aaaaaa-3"}}));
+        let mut b = book(vec![
+            exchange(1, "POST", "/s", create()),
+            exchange(2, "POST", "/s", create()),
+            exchange(3, "GET", "/s/cf-aaaaaa-3", None),
+        ]);
+        let live = ask(
+            "POST",
+            "/s",
+            Some(json!({"metadata": {"name": "cf-bbbbbb-3"}})),
+        );
+        assert!(
+            b.take(&ask("GET", "/s/cf-aaaaaa-3", None)).is_err(),
+            "no create served yet"
+        );
+        assert_eq!(id(b.take(&live)), 1);
+        assert_eq!(id(b.take(&ask("GET", "/s/cf-bbbbbb-3", None))), 3);
+        assert_eq!(id(b.take(&live)), 2);
     }
 
     #[test]

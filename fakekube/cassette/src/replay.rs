@@ -229,6 +229,13 @@ async fn handle(shared: Arc<Shared>, mut request: Request<Incoming>) -> Response
     let taken = shared.book().take(&asked);
     match taken {
         Ok(Taken::Fresh(recorded) | Taken::Again(recorded)) => {
+            tracing::debug!(
+                number,
+                exchange = recorded.exchange.id,
+                method = %parts.method,
+                path,
+                "replayed"
+            );
             answer(&shared, recorded, &parts.headers, upgrade)
         }
         Err(miss) => {
