@@ -33,3 +33,6 @@ shellcheck ci/*.sh
 
 echo "== live tests against a fakekube process (ci/live.sh)"
 bash ci/live.sh
+
+echo "== record against a fakekube process, then replay without it (ci/cassette.sh)"
+bash ci/cassette.sh
