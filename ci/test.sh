@@ -13,7 +13,7 @@ echo "== cargo clippy"
 cargo clippy --workspace --all-targets --features live/live --locked -- -D warnings
 
 echo "== import cycles between modules (ci/module-cycles.py)"
-python3 ci/module-cycles.py contract/src adapter/src fakekube/src fakekube/runtime/src \
+python3 ci/module-cycles.py contract/src adapter/src fakekube/src fakekube/runtime/src fakekube/cassette/src \
     conformance/src conformance/runner/src live/src
 
 echo "== Python venvs for the exec tests (ci/python-venv.sh)"

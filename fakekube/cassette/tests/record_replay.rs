@@ -91,6 +91,11 @@ async fn a_replay_with_no_server_answers_as_the_recording_did() {
     let recorded = recorded.lock().unwrap().clone();
     assert!(recorded[3].contains("(1, \"hello \")"), "{recorded:?}");
 
+    let errors = support::schema::check_cassette(&support::schema::schema(), &text);
+    assert!(
+        errors.is_empty(),
+        "the cassette breaks its schema: {errors:#?}"
+    );
     let cassette = Cassette::parse(&text).unwrap();
     assert_eq!(cassette.exchanges.len(), 4);
     let create = &cassette.exchanges[1];
@@ -215,6 +220,11 @@ async fn every_secret_of_a_run_stays_out_of_the_cassette() {
         );
     }
     assert!(text.contains("[REDACTED]"), "redactions are visible");
+    let errors = support::schema::check_cassette(&support::schema::schema(), &text);
+    assert!(
+        errors.is_empty(),
+        "the cassette breaks its schema: {errors:#?}"
+    );
     assert_eq!(Cassette::parse(&text).unwrap().exchanges.len(), 5);
 }
 
@@ -288,6 +298,20 @@ async fn a_client_frame_that_differs_stops_the_replay_with_both_frames() {
         message.contains("\"bye\"") && message.contains("\"hello\""),
         "{message}"
     );
+}
+
+#[test]
+fn the_schema_refuses_an_unknown_field_and_a_record_without_its_exchange() {
+    let schema = support::schema::schema();
+    let header =
+        r#"{"format":"fakekube-cassette","version":1,"recorded_at":"2025-01-01T00:00:00Z"}"#;
+    let good = r#"{"type":"end","exchange":1,"t":0.5,"by":"client"}"#;
+    assert!(support::schema::check_cassette(&schema, &format!("{header}\n{good}")).is_empty());
+    let extra = r#"{"type":"end","exchange":1,"t":0.5,"by":"client","why":"x"}"#;
+    let errors = support::schema::check_cassette(&schema, &format!("{header}\n{extra}"));
+    assert_eq!(errors, ["line 2: : matches 0 of oneOf, not 1"]);
+    let orphan = r#"{"type":"frame","t":0.5,"from":"client"}"#;
+    assert!(!support::schema::check_cassette(&schema, &format!("{header}\n{orphan}")).is_empty());
 }
 
 #[tokio::test]

@@ -2,6 +2,8 @@
 //! small HTTPS client that reads the kubeconfigs the proxy and the replay write, and the
 //! markers every secret of the scripted server is made of.
 
+pub mod schema;
+
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
