@@ -151,9 +151,9 @@ pub(crate) fn full(bytes: impl Into<Bytes>) -> Body {
     http_body_util::Full::new(bytes.into()).boxed()
 }
 
-/// A JSON `metav1.Status` answer with `code`, `reason` and `message`.
-pub(crate) fn status(code: u16, reason: &str, message: &str) -> Response<Body> {
-    let body = serde_json::json!({
+/// A `metav1.Status` of a failure with `code`, `reason` and `message`.
+pub(crate) fn status_body(code: u16, reason: &str, message: &str) -> String {
+    serde_json::json!({
         "kind": "Status",
         "apiVersion": "v1",
         "metadata": {},
@@ -161,8 +161,13 @@ pub(crate) fn status(code: u16, reason: &str, message: &str) -> Response<Body> {
         "message": message,
         "reason": reason,
         "code": code,
-    });
-    let mut response = Response::new(full(body.to_string()));
+    })
+    .to_string()
+}
+
+/// A JSON `metav1.Status` answer with `code`, `reason` and `message`.
+pub(crate) fn status(code: u16, reason: &str, message: &str) -> Response<Body> {
+    let mut response = Response::new(full(status_body(code, reason, message)));
     *response.status_mut() =
         http::StatusCode::from_u16(code).unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
     response.headers_mut().insert(

@@ -185,13 +185,8 @@ async fn handle(state: Arc<State>, request: Request<Incoming>) -> Response<front
     let bytes = match Limited::new(body, MAX_BODY).collect().await {
         Ok(collected) => collected.to_bytes(),
         Err(_) => {
-            let response = front::status(
-                502,
-                "InternalError",
-                "the cluster's answer could not be read whole",
-            );
-            state.record(id, t, http, request, 502, &HeaderMap::new(), b"", None);
-            return response;
+            let message = "the cluster's answer could not be read whole";
+            return state.bad_gateway(id, t, http, request, "InternalError", message);
         }
     };
     state.record(
@@ -266,25 +261,27 @@ impl State {
         error: &UpstreamError,
     ) -> Response<front::Body> {
         let message = format!("the recorded cluster could not be asked: {}", causes(error));
-        let response = front::status(502, "ServiceUnavailable", &message);
-        let body = serde_json::json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
-            "message": message, "reason": "ServiceUnavailable", "code": 502});
+        self.bad_gateway(id, t, http, request, "ServiceUnavailable", &message)
+    }
+
+    /// Answers 502 with a Status of `reason` and `message`, and records that answer.
+    fn bad_gateway(
+        &self,
+        id: u64,
+        t: f64,
+        http: String,
+        request: format::Request,
+        reason: &str,
+        message: &str,
+    ) -> Response<front::Body> {
+        let body = front::status_body(502, reason, message);
         let mut headers = HeaderMap::new();
         headers.insert(
             header::CONTENT_TYPE,
             http::HeaderValue::from_static("application/json"),
         );
-        self.record(
-            id,
-            t,
-            http,
-            request,
-            502,
-            &headers,
-            body.to_string().as_bytes(),
-            None,
-        );
-        response
+        self.record(id, t, http, request, 502, &headers, body.as_bytes(), None);
+        answer_with(StatusCode::BAD_GATEWAY, &headers, front::full(body))
     }
 }
 

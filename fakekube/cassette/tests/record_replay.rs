@@ -300,6 +300,44 @@ async fn a_client_frame_that_differs_stops_the_replay_with_both_frames() {
     );
 }
 
+#[tokio::test]
+async fn a_cluster_that_cannot_be_reached_is_a_recorded_502() {
+    let upstream = Upstream::start().await;
+    let closed = std::net::TcpListener::bind(loopback())
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let port = upstream.url.rsplit(':').next().unwrap();
+    let yaml = upstream.kubeconfig().replace(
+        &format!("127.0.0.1:{port}"),
+        &format!("127.0.0.1:{}", closed.port()),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.jsonl");
+    let recorder = Recorder::create(&path).unwrap();
+    let proxy = Proxy::start(
+        &Kubeconfig::from_yaml(&yaml, None).unwrap(),
+        &recorder,
+        "default",
+        loopback(),
+    )
+    .await
+    .unwrap();
+    let (status, answer) = Client::new(proxy.kubeconfig()).get("/version").await;
+    assert_eq!(status, 502);
+    assert_eq!(answer["kind"], "Status");
+    assert!(
+        answer["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("the recorded cluster could not be asked")
+    );
+    proxy.shutdown().await;
+    recorder.finish().unwrap();
+    let cassette = Cassette::load(&path).unwrap();
+    assert_eq!(cassette.exchanges[0].exchange.response.status, 502);
+}
+
 #[test]
 fn the_schema_refuses_an_unknown_field_and_a_record_without_its_exchange() {
     let schema = support::schema::schema();
