@@ -14,7 +14,7 @@ cargo clippy --workspace --all-targets --features live/live --locked -- -D warni
 
 echo "== import cycles between modules (ci/module-cycles.py)"
 python3 ci/module-cycles.py contract/src adapter/src fakekube/src fakekube/runtime/src \
-    conformance/src conformance/runner/src conformance/protocol/src live/src
+    fakekube/cassette/src conformance/src conformance/runner/src conformance/protocol/src live/src
 
 echo "== Python venvs for the exec tests (ci/python-venv.sh)"
 bash ci/python-venv.sh
@@ -33,3 +33,6 @@ shellcheck ci/*.sh
 
 echo "== live tests against a fakekube process (ci/live.sh)"
 bash ci/live.sh
+
+echo "== record against a fakekube process, then replay without it (ci/cassette.sh)"
+bash ci/cassette.sh

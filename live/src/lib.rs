@@ -24,6 +24,7 @@
 //! - `leaks`: which objects count as left behind.
 //! - `checks`: the live checks, as libtest-mimic trials.
 //! - `timings`: the table of checks and durations printed at the end.
+//! - `recording`: `LIVE_RECORD`, the run's clients through recording proxies.
 //! - `runner`: [`run`], the phases of a run.
 //!
 //! # Known limitations
@@ -42,6 +43,8 @@ mod checks;
 mod leaks;
 #[cfg(feature = "live")]
 mod observer;
+#[cfg(feature = "live")]
+mod recording;
 #[cfg(feature = "live")]
 mod runner;
 #[cfg(feature = "live")]

@@ -14,6 +14,7 @@ use sandbox_contract::{Capabilities, Capability, Provider};
 use crate::checks::{self, State, Testbed};
 use crate::leaks::Observed;
 use crate::observer::Observer;
+use crate::recording::Recording;
 use crate::settings::{Backend, Settings};
 use crate::timings::{self, Timings};
 
@@ -42,6 +43,8 @@ struct Live {
     testbed: Arc<Testbed>,
     /// The server's version, for the header.
     version: String,
+    /// The recording of the run's exchanges (`LIVE_RECORD`), if asked for.
+    recording: Option<Recording>,
 }
 
 /// Runs the live tests with `args` (libtest's arguments): the conformance suite on the
@@ -114,6 +117,8 @@ pub fn run(args: &Arguments) -> ExitCode {
         println!("\nlive: the seed's live checks, in order");
     }
     let conclusion = libtest_mimic::run(&check_args, trials);
+    let written = write_checks_json(&testbed.settings, &timings);
+    let recorded = finish_recording(&runtime, live.recording);
     if !args.list {
         println!(
             "\nlive: checks and timings against {}",
@@ -126,10 +131,45 @@ pub fn run(args: &Arguments) -> ExitCode {
             started.elapsed().as_secs_f64()
         );
     }
-    if report.has_failed() || conclusion.has_failed() {
+    if report.has_failed() || conclusion.has_failed() || !written || !recorded {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// Writes the live checks' outcomes to `LIVE_CHECKS_JSON`, if set; false when that fails.
+fn write_checks_json(settings: &Settings, timings: &Timings) -> bool {
+    let Some(path) = &settings.checks_json else {
+        return true;
+    };
+    let json = timings::to_json(&timings.rows());
+    match std::fs::write(path, format!("{json:#}\n")) {
+        Ok(()) => true,
+        Err(e) => {
+            eprintln!(
+                "live: FAILED: writing LIVE_CHECKS_JSON {}: {e}",
+                path.display()
+            );
+            false
+        }
+    }
+}
+
+/// Closes the recording, if the run made one, and says what it holds; false when that fails.
+fn finish_recording(runtime: &tokio::runtime::Runtime, recording: Option<Recording>) -> bool {
+    let Some(recording) = recording else {
+        return true;
+    };
+    match runtime.block_on(recording.finish()) {
+        Ok(summary) => {
+            println!("live: recorded {summary}");
+            true
+        }
+        Err(e) => {
+            eprintln!("live: FAILED: {e}");
+            false
+        }
     }
 }
 
@@ -182,7 +222,26 @@ async fn prepare(settings: &Settings) -> Result<Live, Stop> {
             kubeconfig.display()
         )));
     }
-    let observer_path = settings.observer().cloned().unwrap_or(kubeconfig);
+    let observer_path = settings.observer().cloned().unwrap_or(kubeconfig.clone());
+    let recording = match &settings.record {
+        Some(cassette) => Some(
+            Recording::start(
+                cassette,
+                &kubeconfig,
+                settings.observer_kubeconfig.as_deref(),
+            )
+            .await
+            .map_err(Stop::Broken)?,
+        ),
+        None => None,
+    };
+    let (kubeconfig, observer_path) = match &recording {
+        Some(r) => (
+            r.kubeconfig().to_path_buf(),
+            r.observer().unwrap_or(r.kubeconfig()).to_path_buf(),
+        ),
+        None => (kubeconfig, observer_path),
+    };
     let observer = Observer::from_kubeconfig(&observer_path, &settings.namespace)
         .await
         .map_err(|e| Stop::Broken(e.report()))?;
@@ -195,8 +254,8 @@ async fn prepare(settings: &Settings) -> Result<Live, Stop> {
         .await
         .map_err(|e| Stop::Broken(e.report()))?;
     let backend = Backend::from_git_commit(&version.git_commit);
-    let direct = connect(direct_pool(settings)?, backend).await?;
-    let warm = connect(warm_pool(settings)?, backend).await?;
+    let direct = connect(direct_pool(settings)?, &kubeconfig, backend).await?;
+    let warm = connect(warm_pool(settings)?, &kubeconfig, backend).await?;
     let baseline = Observed::list(&observer)
         .await
         .map_err(|e| {
@@ -221,6 +280,7 @@ async fn prepare(settings: &Settings) -> Result<Live, Stop> {
     Ok(Live {
         testbed: Arc::new(testbed),
         version: version.git_version,
+        recording,
     })
 }
 
@@ -242,10 +302,17 @@ fn warm_pool(settings: &Settings) -> Result<PoolConfig, Stop> {
     Ok(pool)
 }
 
-/// Sets up a pool's provider from `KUBECONFIG` and checks that it is healthy.
-async fn connect(pool: PoolConfig, backend: Backend) -> Result<Arc<dyn Provider>, Stop> {
+/// Sets up a pool's provider from `kubeconfig` (`KUBECONFIG`'s, or the recording proxy's) and
+/// checks that it is healthy.
+async fn connect(
+    pool: PoolConfig,
+    kubeconfig: &std::path::Path,
+    backend: Backend,
+) -> Result<Arc<dyn Provider>, Stop> {
     let name = pool.name.clone();
-    let options = ConnectOptions::from_env().with_ready_timeout(backend.op_timeout());
+    let options = ConnectOptions::from_env()
+        .with_kubeconfig_path(kubeconfig)
+        .with_ready_timeout(backend.op_timeout());
     let provider = AgentSandbox::connect(pool, options)
         .await
         .map_err(|e| Stop::Broken(format!("pool {name}: {e}")))?;

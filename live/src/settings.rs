@@ -37,6 +37,10 @@ pub struct Settings {
     /// Whether a fakekube server was told that [`Settings::missing_image`] is missing
     /// (`LIVE_MISSING_IMAGE_MARKED=1`); a real cluster needs no telling.
     pub missing_image_marked: bool,
+    /// Where to record the run's exchanges as a cassette (`LIVE_RECORD`).
+    pub record: Option<PathBuf>,
+    /// Where to write the live checks' outcomes as JSON (`LIVE_CHECKS_JSON`).
+    pub checks_json: Option<PathBuf>,
 }
 
 impl Settings {
@@ -71,6 +75,8 @@ impl Settings {
             image: text("LIVE_IMAGE", DEFAULT_IMAGE),
             missing_image: text("LIVE_MISSING_IMAGE", DEFAULT_MISSING_IMAGE),
             missing_image_marked: flag("LIVE_MISSING_IMAGE_MARKED"),
+            record: path("LIVE_RECORD"),
+            checks_json: path("LIVE_CHECKS_JSON"),
         }
     }
 
@@ -191,6 +197,18 @@ mod tests {
         assert_eq!(s.warm_pool, "live-warm");
         assert_eq!(s.image, "debian:bookworm-slim");
         assert_eq!(s.missing_image, "registry.invalid/does-not-exist:0");
+        assert_eq!(s.record, None);
+        assert_eq!(s.checks_json, None);
+    }
+
+    #[test]
+    fn live_record_and_live_checks_json_name_files() {
+        let s = from(&[
+            ("LIVE_RECORD", "/tmp/run.jsonl"),
+            ("LIVE_CHECKS_JSON", "/tmp/c.json"),
+        ]);
+        assert_eq!(s.record, Some(PathBuf::from("/tmp/run.jsonl")));
+        assert_eq!(s.checks_json, Some(PathBuf::from("/tmp/c.json")));
     }
 
     #[test]

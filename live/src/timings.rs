@@ -120,6 +120,35 @@ pub fn table(rows: &[Timing]) -> String {
     out
 }
 
+/// The rows as JSON in the trial shape of the suite's report (`name`, `outcome`, and
+/// `message` or `reason`), so that `conformance compare` reads both.
+pub fn to_json(rows: &[Timing]) -> serde_json::Value {
+    let trials: Vec<serde_json::Value> = rows
+        .iter()
+        .map(|row| {
+            let mut trial = serde_json::json!({
+                "name": row.name,
+                "outcome": match row.outcome {
+                    Outcome::Passed => "passed",
+                    Outcome::Failed(_) => "failed",
+                    Outcome::Skipped(_) => "skipped",
+                },
+                "duration_ms": row.took.as_secs_f64() * 1000.0,
+            });
+            match &row.outcome {
+                Outcome::Failed(message) => trial["message"] = message.as_str().into(),
+                Outcome::Skipped(reason) => trial["reason"] = reason.as_str().into(),
+                Outcome::Passed => {}
+            }
+            if let Some(note) = &row.note {
+                trial["note"] = note.as_str().into();
+            }
+            trial
+        })
+        .collect();
+    serde_json::json!({ "trials": trials })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,6 +200,19 @@ mod tests {
             lines[5].contains("4.463 | 1 passed, 1 failed, 1 skipped"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn json_has_each_check_with_its_outcome_and_why() {
+        let json = to_json(&[
+            row(0, "live::a", Outcome::Passed, 5, Some("took 5 ms")),
+            row(1, "live::b", Outcome::Failed("boom".into()), 1, None),
+            row(2, "live::c", Outcome::Skipped("no DNS".into()), 0, None),
+        ]);
+        assert_eq!(json["trials"][0]["outcome"], "passed");
+        assert_eq!(json["trials"][0]["note"], "took 5 ms");
+        assert_eq!(json["trials"][1]["message"], "boom");
+        assert_eq!(json["trials"][2]["reason"], "no DNS");
     }
 
     #[test]

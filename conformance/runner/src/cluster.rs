@@ -16,6 +16,7 @@ use crate::pools::{
     DIRECT_POOL, WARM_POOL_CONFIG, cluster_fixtures, direct_fixtures, fast_fixtures, load_pools,
     pool_fixtures, warm_fixtures,
 };
+use crate::record::Recording;
 use crate::{finish, suite_with_reports};
 
 /// Runs the suite against the adapter on the cluster of `kubeconfig` (or of `KUBECONFIG`, or
@@ -28,6 +29,18 @@ pub(crate) fn run(
     args: &Arguments,
 ) -> Result<ExitCode, RunError> {
     let started = Instant::now();
+    let recording = match &options.record {
+        Some(cassette) => {
+            let path = kubeconfig
+                .map(Path::to_path_buf)
+                .or_else(|| std::env::var_os("KUBECONFIG").map(Into::into))
+                .ok_or(RunError::RecordNeedsKubeconfig)?;
+            let upstream = fakekube_cassette::Kubeconfig::from_path(&path)
+                .map_err(RunError::RecordKubeconfig)?;
+            Some(runtime.block_on(Recording::start(cassette, &upstream))?)
+        }
+        None => None,
+    };
     let base = if options.fast {
         fast_fixtures()
     } else {
@@ -55,7 +68,11 @@ pub(crate) fn run(
     let providers = runtime.block_on(async {
         let mut providers = Vec::new();
         for (pool, _) in &pools {
-            providers.push(connect(kubeconfig, context, pool.clone()).await?);
+            let options = match &recording {
+                Some(r) => r.connect_options(),
+                None => connect_options(kubeconfig, context),
+            };
+            providers.push(connect(options, pool.clone()).await?);
         }
         Ok::<_, RunError>(providers)
     })?;
@@ -88,6 +105,9 @@ pub(crate) fn run(
         }
         left
     });
+    if let Some(recording) = recording {
+        runtime.block_on(recording.finish())?;
+    }
     println!("\nwall time: {:.2?}", started.elapsed());
     if left.is_empty() {
         println!("leak check: the pools left nothing behind");
@@ -127,21 +147,22 @@ fn preflight(
     }
 }
 
-/// Connects the adapter as `pool` to the cluster of `kubeconfig` (or `KUBECONFIG`, or the
-/// in-cluster service account), in `context` when given.
-async fn connect(
-    kubeconfig: Option<&Path>,
-    context: Option<&str>,
-    pool: PoolConfig,
-) -> Result<AgentSandbox, RunError> {
-    let mut options = ConnectOptions::from_env().with_page_size(5);
+/// The adapter's way to the cluster of `kubeconfig` (or `KUBECONFIG`, or the in-cluster
+/// service account), in `context` when given.
+fn connect_options(kubeconfig: Option<&Path>, context: Option<&str>) -> ConnectOptions {
+    let mut options = ConnectOptions::from_env();
     if let Some(path) = kubeconfig {
         options = options.with_kubeconfig_path(path.to_path_buf());
     }
     if let Some(name) = context {
         options = options.with_context(name);
     }
-    AgentSandbox::connect(pool, options)
+    options
+}
+
+/// Connects the adapter as `pool` with `options` (the cluster's, or the recording proxy's).
+async fn connect(options: ConnectOptions, pool: PoolConfig) -> Result<AgentSandbox, RunError> {
+    AgentSandbox::connect(pool, options.with_page_size(5))
         .await
         .map_err(RunError::Connect)
 }

@@ -18,6 +18,7 @@ use crate::pools::{
     CLUSTER_OBJECTS, DIRECT_POOL, MISSING_IMAGE, NAMESPACE, WARM_POOL, WARM_POOL_CONFIG,
     WARM_TEMPLATE, direct_fixtures, fast_fixtures, warm_fixtures,
 };
+use crate::record::Recording;
 use crate::{finish, suite_with_reports};
 
 /// Members of the warm pool on fakekube: enough for the trials that create several sandboxes
@@ -31,7 +32,7 @@ pub(crate) fn run(
     args: &Arguments,
 ) -> Result<ExitCode, RunError> {
     let started = Instant::now();
-    let (kube, direct, warm) = runtime.block_on(async {
+    let (kube, direct, warm, recording) = runtime.block_on(async {
         let kube = FakeKube::builder()
             .namespace(NAMESPACE)
             .start()
@@ -39,9 +40,21 @@ pub(crate) fn run(
             .map_err(RunError::StartFakekube)?;
         kube.images().mark_missing(MISSING_IMAGE);
         create_warm_pool(&kube).await?;
-        let direct = connect(&kube, DIRECT_POOL).await?;
-        let warm = connect(&kube, WARM_POOL_CONFIG).await?;
-        Ok::<_, RunError>((Arc::new(kube), direct, warm))
+        let recording = match &options.record {
+            Some(cassette) => {
+                let upstream = fakekube_cassette::Kubeconfig::from_yaml(&kube.kubeconfig(), None)
+                    .map_err(RunError::RecordKubeconfig)?;
+                Some(Recording::start(cassette, &upstream).await?)
+            }
+            None => None,
+        };
+        let kubeconfig = match &recording {
+            Some(r) => r.connect_options(),
+            None => ConnectOptions::from_env().with_kubeconfig_yaml(kube.kubeconfig()),
+        };
+        let direct = connect(kubeconfig.clone(), DIRECT_POOL).await?;
+        let warm = connect(kubeconfig, WARM_POOL_CONFIG).await?;
+        Ok::<_, RunError>((Arc::new(kube), direct, warm, recording))
     })?;
     eprintln!(
         "fakekube at {} (started with its pools in {:?})",
@@ -67,6 +80,9 @@ pub(crate) fn run(
     if args.list {
         return Ok(ExitCode::SUCCESS);
     }
+    if let Some(recording) = recording {
+        runtime.block_on(recording.finish())?;
+    }
     let leaks = runtime.block_on(leak_check(&kube));
     println!(
         "\nwall time: {:.2?} (fakekube start and pools included)",
@@ -81,12 +97,12 @@ pub(crate) fn run(
     finish(&report, options, leaks.is_ok())
 }
 
-/// Connects the adapter to `kube` as the pool `yaml` describes, with fakekube's short waits
-/// and a page size small enough that the list trials page.
-async fn connect(kube: &FakeKube, yaml: &str) -> Result<AgentSandbox, RunError> {
+/// Connects the adapter with `options` (fakekube's kubeconfig, or the recording proxy's) as
+/// the pool `yaml` describes, with fakekube's short waits and a page size small enough that
+/// the list trials page.
+async fn connect(options: ConnectOptions, yaml: &str) -> Result<AgentSandbox, RunError> {
     let pool = PoolConfig::from_yaml(yaml).map_err(RunError::PoolConfig)?;
-    let options = ConnectOptions::from_env()
-        .with_kubeconfig_yaml(kube.kubeconfig())
+    let options = options
         .with_env(|_| None)
         .with_service_account_dir("/nonexistent")
         .with_page_size(5)

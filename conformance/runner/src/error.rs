@@ -24,6 +24,18 @@ pub(crate) enum RunError {
     /// fakekube refused an object of `fixtures/live/warm-pool.yaml`.
     #[error("creating fixtures/live/warm-pool.yaml")]
     CreateClusterObject(#[source] fakekube::StatusError),
+    /// `--record` against a cluster named by neither `--kubeconfig` nor `KUBECONFIG`.
+    #[error("--record needs the cluster's kubeconfig: give --kubeconfig or set KUBECONFIG")]
+    RecordNeedsKubeconfig,
+    /// The kubeconfig to record through could not be read.
+    #[error("the kubeconfig to record")]
+    RecordKubeconfig(#[source] fakekube_cassette::KubeconfigError),
+    /// The cassette could not be written.
+    #[error("recording")]
+    Record(#[source] fakekube_cassette::RecordError),
+    /// The recording proxy could not start.
+    #[error("starting the recording proxy")]
+    RecordProxy(#[source] fakekube_cassette::ProxyError),
     /// The warm pool did not reach its replicas in time.
     #[error("the warm pool did not fill")]
     WarmPoolNotFilled(#[source] Box<fakekube::WaitTimeout>),

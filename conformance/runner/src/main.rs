@@ -9,6 +9,8 @@
 //! cargo run --release -p conformance-runner -- --cluster --pools server-config.yaml
 //! cargo run --release -p conformance-runner -- --provider-cmd 'python3 provider.py'
 //! cargo run --release -p conformance-runner -- --provider-url ws://127.0.0.1:7000
+//! cargo run --release -p conformance-runner -- --record run.jsonl --test-threads 1
+//! cargo run --release -p conformance-runner -- compare recorded.json replayed.json
 //! ```
 //!
 //! By default it starts fakekube in-process, creates what a cluster operator would (the
@@ -38,6 +40,8 @@
 //! - `embedded`: the run against an in-process fakekube, its fault switches and leak check.
 //! - `cluster`: the run against a cluster, with its preflight.
 //! - `remote`: the run against a provider through the protocol.
+//! - `record`: `--record`, the adapter through a recording proxy.
+//! - `compare`: the `compare` subcommand, two runs' verdicts trial by trial.
 //! - `error`: [`error::RunError`], why a run could not start, printed with its causes.
 //!
 //! # Known limitations
@@ -51,10 +55,12 @@
 #![deny(missing_docs)]
 
 mod cluster;
+mod compare;
 mod embedded;
 mod error;
 mod options;
 mod pools;
+mod record;
 mod remote;
 
 use std::process::ExitCode;
@@ -67,6 +73,10 @@ use crate::options::{Options, Target, USAGE};
 fn main() -> ExitCode {
     let mut argv = std::env::args();
     let program = argv.next().unwrap_or_else(|| "conformance".into());
+    let mut argv = argv.peekable();
+    if argv.peek().is_some_and(|a| a == "compare") {
+        return compare::main(&argv.skip(1).collect::<Vec<_>>());
+    }
     let options = match Options::parse(argv) {
         Ok(o) => o,
         Err(e) => {

@@ -8,6 +8,7 @@ pub(crate) const USAGE: &str = "\
 conformance: the capability conformance suite against a sandbox provider
 
 USAGE: conformance [TARGET] [OPTIONS] [LIBTEST OPTIONS] [FILTERS]
+       conformance compare A.json B.json
 
 TARGET (default: the agent-sandbox adapter on an embedded fakekube; KUBECONFIG is ignored)
   --provider-cmd 'CMD ARGS'  a provider in any language speaking the provider protocol on its
@@ -75,6 +76,8 @@ pub(crate) struct Options {
     pub(crate) junit: Option<PathBuf>,
     /// `--markdown`: where to write the capability table.
     pub(crate) markdown: Option<PathBuf>,
+    /// `--record`: where to record the run's exchanges as a cassette.
+    pub(crate) record: Option<PathBuf>,
     /// Everything else, in order, for libtest.
     pub(crate) rest: Vec<String>,
 }
@@ -104,6 +107,7 @@ impl Options {
                 "--pools" => o.pools = Some(PathBuf::from(value("--pools")?)),
                 "--json" => o.json = Some(PathBuf::from(value("--json")?)),
                 "--junit" => o.junit = Some(PathBuf::from(value("--junit")?)),
+                "--record" => o.record = Some(PathBuf::from(value("--record")?)),
                 "--markdown" => o.markdown = Some(PathBuf::from(value("--markdown")?)),
                 "--cluster" => o.cluster = true,
                 // The embedded fakekube is the default now; the flag stays for old scripts.
@@ -137,6 +141,9 @@ impl Options {
             .collect();
         if named.len() > 1 {
             return Err(format!("{} do not go together", named.join(" and ")));
+        }
+        if self.record.is_some() && (self.provider_cmd.is_some() || self.provider_url.is_some()) {
+            return Err("--record records the adapter's exchanges: it needs no --provider-cmd or --provider-url".to_owned());
         }
         if self.kubeconfig.is_some() && self.cluster {
             return Err("--kubeconfig and --cluster do not go together".to_owned());
@@ -184,6 +191,8 @@ mod tests {
             "r.xml",
             "--markdown",
             "caps.md",
+            "--record",
+            "run.jsonl",
             "--exact",
         ])
         .unwrap();
@@ -193,6 +202,7 @@ mod tests {
                 json: Some("r.json".into()),
                 junit: Some("r.xml".into()),
                 markdown: Some("caps.md".into()),
+                record: Some("run.jsonl".into()),
                 rest: vec!["exec::".into(), "--exact".into()],
                 ..Options::default()
             }

@@ -1,16 +1,36 @@
-//! `fakekube`: runs the fake API server until SIGINT or SIGTERM and writes a kubeconfig for it.
+//! `fakekube`: runs the fake API server until SIGINT or SIGTERM and writes a kubeconfig for it;
+//! `fakekube record` and `fakekube replay` record a client's exchanges with a cluster and serve
+//! them back (the `fakekube-cassette` crate).
 
-use clap::Parser;
+use clap::{Parser, Subcommand};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// A TLS fake Kubernetes API server with the agent-sandbox CRDs installed, for tests.
 ///
-/// Prints `fakekube listening on https://127.0.0.1:PORT` as its first line on stdout once it
-/// serves, and exits 0 on SIGINT or SIGTERM.
+/// Without a subcommand, serves: prints `fakekube listening on https://127.0.0.1:PORT` as its
+/// first line on stdout once it serves, and exits 0 on SIGINT or SIGTERM.
 #[derive(Debug, Parser)]
-#[command(name = "fakekube", version)]
+#[command(name = "fakekube", version, args_conflicts_with_subcommands = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    serve: Args,
+}
+
+/// The subcommands; without one, `fakekube` serves.
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Record a client's exchanges with a cluster through a TLS proxy into a cassette.
+    Record(fakekube_cassette::cli::RecordArgs),
+    /// Serve a cassette back, stopping at the first request it does not record.
+    Replay(fakekube_cassette::cli::ReplayArgs),
+}
+
+/// The flags of the fake API server.
+#[derive(Debug, clap::Args)]
 struct Args {
     /// Write a kubeconfig for the server (CA, admin token, namespace `default`) to this path.
     #[arg(long, value_name = "PATH")]
@@ -76,7 +96,27 @@ async fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .init();
-    let args = Args::parse();
+    let cli = Cli::parse();
+    match cli.command {
+        None => serve(cli.serve).await,
+        Some(command) => {
+            let signals = match Signals::install() {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("fakekube: installing signal handlers: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            match command {
+                Command::Record(args) => fakekube_cassette::cli::record(args, signals.recv()).await,
+                Command::Replay(args) => fakekube_cassette::cli::replay(args, signals.recv()).await,
+            }
+        }
+    }
+}
+
+/// Serves the fake API server until SIGINT or SIGTERM.
+async fn serve(args: Args) -> ExitCode {
     let mut builder = fakekube::FakeKube::builder()
         .bind(SocketAddr::new(args.address, args.port))
         .kubernetes_minor(args.kubernetes_minor)
