@@ -401,21 +401,11 @@ fn crd_validation_scenario(bin: &str) {
     .success();
 }
 
-/// Every document of the agent-sandbox release but the RBAC ones (whose kinds another part
-/// of fakekube serves), applied to a bare server and to one that installed the CRDs itself.
+/// Every document of the agent-sandbox release (namespace, CRDs, service account, RBAC,
+/// services, Deployment), applied to a bare server and to one that installed the CRDs itself;
+/// the controller's service account then holds the permissions its ClusterRole grants.
 fn release_manifests_scenario(bin: &str) {
-    let rbac = ["ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"];
-    let docs: Vec<&str> = RELEASE
-        .split("\n---\n")
-        .filter(|d| {
-            let kind = d
-                .lines()
-                .find_map(|l| l.strip_prefix("kind: "))
-                .unwrap_or("");
-            !rbac.contains(&kind)
-        })
-        .collect();
-    let manifest = docs.join("\n---\n");
+    let manifest = RELEASE;
     for extra in [&["--bare"][..], &[][..]] {
         let c = Cluster::start(bin, extra);
         let out = c.apply(&manifest).success();
@@ -425,6 +415,12 @@ fn release_manifests_scenario(bin: &str) {
             "serviceaccount/agent-sandbox-controller",
             "service/agent-sandbox-webhook-service",
             "deployment.apps/agent-sandbox-controller",
+            "role.rbac.authorization.k8s.io/agent-sandbox-controller",
+            "clusterrole.rbac.authorization.k8s.io/agent-sandbox-controller",
+            "clusterrole.rbac.authorization.k8s.io/agent-sandbox-controller-extensions",
+            "rolebinding.rbac.authorization.k8s.io/agent-sandbox-controller",
+            "clusterrolebinding.rbac.authorization.k8s.io/agent-sandbox-controller",
+            "clusterrolebinding.rbac.authorization.k8s.io/agent-sandbox-controller-extensions",
         ] {
             assert!(out.stdout.contains(line), "missing {line:?}: {out}");
         }
@@ -452,6 +448,21 @@ fn release_manifests_scenario(bin: &str) {
             image,
             "registry.k8s.io/agent-sandbox/agent-sandbox-controller:v1.0.8"
         );
+        let as_controller =
+            "--as=system:serviceaccount:agent-sandbox-system:agent-sandbox-controller";
+        for (verb, resource, expected) in [
+            ("update", "sandboxes.agents.x-k8s.io", "yes"),
+            ("create", "pods", "yes"),
+            ("delete", "customresourcedefinitions", "no"),
+        ] {
+            let answer =
+                c.k.run(&["auth", "can-i", as_controller, verb, resource, "-A"]);
+            assert_eq!(
+                answer.stdout.trim(),
+                expected,
+                "{verb} {resource}: {answer}"
+            );
+        }
     }
 }
 
@@ -481,7 +492,7 @@ on_kubectl!(kubectl_1_32, 32);
 on_kubectl!(kubectl_1_33, 33);
 
 #[test]
-fn release_manifests_apply_except_rbac() {
+fn release_manifests_apply_and_bind_the_controller() {
     if let Some(bin) = installed(33) {
         release_manifests_scenario(&bin);
     }
