@@ -26,7 +26,7 @@ type TypeKey = String;
 type ObjKey = (String, String);
 
 fn type_key(rt: &ResourceType) -> TypeKey {
-    rt.group_resource()
+    rt.storage_resource()
 }
 
 /// The kind of a watch event.
@@ -586,10 +586,7 @@ impl Inner {
 
     /// An admitted object in `rt`'s version, as it is stored.
     fn to_storage(&self, rt: &ResourceType, obj: Value) -> Result<Value, ApiError> {
-        Ok(self
-            .registry
-            .convert(rt, &obj, &rt.storage_version)?
-            .unwrap_or(obj))
+        Ok(self.registry.to_storage(rt, &obj)?.unwrap_or(obj))
     }
 
     fn next_rv(&mut self) -> u64 {
