@@ -217,7 +217,9 @@ fn service(obj: &mut Value, old: Option<&Value>) -> Vec<Cause> {
         }
         _ => {
             let b = uuid::Uuid::new_v4().into_bytes();
-            let ip = format!("10.96.{}.{}", b[0], b[1].max(1));
+            // 10.96.0.1 is the `kubernetes` Service's.
+            let last = if b[0] == 0 { b[1].max(2) } else { b[1].max(1) };
+            let ip = format!("10.96.{}.{last}", b[0]);
             spec.insert("clusterIP".into(), json!(ip));
             spec.insert("clusterIPs".into(), json!([ip]));
         }

@@ -107,6 +107,7 @@
 mod api;
 mod authn;
 mod authz;
+mod cluster_objects;
 mod controllers;
 mod crd;
 mod defaults;
@@ -296,7 +297,8 @@ impl Builder {
         self
     }
 
-    /// Creates this namespace at start (`default`, `kube-system` and `kube-public` always exist).
+    /// Creates this namespace at start (`default`, `kube-system`, `kube-public` and
+    /// `kube-node-lease` always exist).
     pub fn namespace(mut self, name: impl Into<String>) -> Self {
         self.namespaces.push(name.into());
         self
@@ -404,6 +406,7 @@ impl Builder {
                 "default".to_string(),
                 "kube-system".into(),
                 "kube-public".into(),
+                kubelet::NODE_LEASE_NAMESPACE.into(),
             ];
             all.extend(self.namespaces);
             for ns in all {
@@ -418,7 +421,9 @@ impl Builder {
         if self.agent_sandbox_crds {
             install_agent_sandbox_crds(&store)?;
         }
+        cluster_objects::install(&store, local);
         let shutdown = CancellationToken::new();
+        cluster_objects::spawn_apiservices(store.clone(), shutdown.clone());
         let faults = Arc::new(Faults::default());
         let kubelet = Arc::new(kubelet::Kubelet::new(
             store.clone(),
@@ -428,6 +433,7 @@ impl Builder {
             },
         ));
         if self.kubelet {
+            kubelet::register_node(store.clone(), self.minor, shutdown.clone());
             kubelet.spawn(shutdown.clone());
         }
         kube_controllers::spawn(
@@ -697,7 +703,8 @@ impl FakeKube {
     }
 
     /// The leak check: every Sandbox, SandboxClaim, Pod, Service and PVC still present, as
-    /// `"<plural>/<namespace>/<name>"` (empty when a run cleaned up after itself).
+    /// `"<plural>/<namespace>/<name>"` (empty when a run cleaned up after itself); the
+    /// cluster's own `default/kubernetes` Service is not one.
     pub fn leaks(&self) -> Vec<String> {
         inspect::leaks(&self.store)
     }

@@ -4,6 +4,8 @@
 //!
 //! # What it does
 //!
+//! - **The Node** (`node`): the kubelet registers [`NODE_NAME`](pod::NODE_NAME) and renews
+//!   its Lease in `kube-node-lease`.
 //! - **Scheduling.** A pod without `spec.nodeName` gets [`NODE_NAME`](pod::NODE_NAME) (a
 //!   main-resource write, as a binding makes), unless a PersistentVolumeClaim it mounts does not
 //!   exist: then it stays Pending with `PodScheduled=False` (`Unschedulable`) until the claim
@@ -55,12 +57,14 @@
 mod command;
 mod env;
 mod images;
+mod node;
 mod output;
 mod pod;
 mod run;
 
 pub use command::{CommandCall, CommandError};
 pub use images::Images;
+pub(crate) use node::{NODE_LEASE_NAMESPACE, spawn as register_node};
 
 use crate::status::{ApiError, Target};
 use crate::store::Store;

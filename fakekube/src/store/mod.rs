@@ -736,7 +736,24 @@ impl Inner {
             }
             md.insert("name".into(), json!(name));
         }
-        let name_problem = if rt.group == crate::rbac::GROUP {
+        let name_problem = if rt.group == "apiregistration.k8s.io" {
+            // APIServices are named `<version>.<group>`, the core one `v1.`.
+            match name.split_once('.') {
+                Some((version, group)) if !version.is_empty() => meta::validate_name(version, true)
+                    .or_else(|| {
+                        (!group.is_empty())
+                            .then(|| meta::validate_name(group, false))
+                            .flatten()
+                    }),
+                _ => Some(Cause {
+                    reason: "FieldValueInvalid".into(),
+                    message: format!(
+                        "Invalid value: \"{name}\": must be in the form: <version>.<group>"
+                    ),
+                    field: Some("metadata.name".into()),
+                }),
+            }
+        } else if rt.group == crate::rbac::GROUP {
             // RBAC objects are named by path segments (`system:basic-user`).
             crate::rbac::path_segment_problem(&name).map(|why| Cause {
                 reason: "FieldValueInvalid".into(),
