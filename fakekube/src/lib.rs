@@ -112,6 +112,7 @@ mod controllers;
 mod crd;
 mod defaults;
 mod discovery;
+mod endpoints;
 mod exec;
 mod faults;
 mod finalizer;
@@ -465,6 +466,7 @@ impl Builder {
                 controllers::Config::default(),
                 shutdown.clone(),
             );
+            endpoints::spawn(store.clone(), shutdown.clone());
         }
         let task = tokio::spawn(server::serve(
             listener,
