@@ -7,7 +7,7 @@
 
 use crate::patch::PatchKind;
 use crate::registry::ResourceType;
-use crate::request::{self, Query};
+use crate::request::{self, Query, WriteVerb};
 use crate::response::{json_response, with_warnings};
 use crate::route::ResourcePath;
 use crate::state::Shared;
@@ -56,8 +56,9 @@ pub(crate) async fn create(
     query: &Query,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let opts = request::write_options(query)?;
-    let obj = request::decode(headers, &request::read_body(body).await?)?;
+    let raw = request::read_body(body).await?;
+    let opts = request::write_options(query, WriteVerb::Create)?;
+    let obj = request::decode(headers, &raw)?;
     check_body(rt, rp, &obj)?;
     let (created, warnings) = store.create(rt, &rp.namespace, obj, opts)?;
     Ok(with_warnings(
@@ -76,9 +77,11 @@ pub(crate) async fn update(
     query: &Query,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let opts = request::write_options(query)?;
-    let obj = request::decode(headers, &request::read_body(body).await?)?;
+    let raw = request::read_body(body).await?;
+    let opts = request::write_options(query, WriteVerb::Update)?;
+    let obj = request::decode(headers, &raw)?;
     check_body(rt, rp, &obj)?;
+    check_name(rp, &obj)?;
     let (updated, warnings) = store.update(rt, &rp.namespace, &rp.name, obj, part, opts)?;
     Ok(with_warnings(
         json_response(StatusCode::OK, &updated),
@@ -98,14 +101,20 @@ pub(crate) async fn patch(
     body: Body,
 ) -> Result<Response, ApiError> {
     let (ns, name) = (rp.namespace.as_str(), rp.name.as_str());
-    let opts = request::write_options(query)?;
     let ct = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
     let kind =
         PatchKind::from_content_type(ct).ok_or_else(|| ApiError::unsupported_media_type(ct))?;
-    let patch = request::decode(headers, &request::read_body(body).await?)?;
+    let raw = request::read_body(body).await?;
+    let opts = request::write_options(
+        query,
+        WriteVerb::Patch {
+            apply: kind == PatchKind::Apply,
+        },
+    )?;
+    let patch = request::decode(headers, &raw)?;
     if kind == PatchKind::Apply {
         check_body(rt, rp, &patch)?;
     }
@@ -174,6 +183,23 @@ pub(crate) async fn delete_collection(
             "items": items,
         }),
     ))
+}
+
+/// The update handler's name check: the body must name the object of the URL, a missing name
+/// included (`the name of the object () does not match the name on the URL (x)`).
+fn check_name(rp: &ResourcePath, body: &Value) -> Result<(), ApiError> {
+    let named = body
+        .get("metadata")
+        .and_then(|m| m.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if named != rp.name {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({named}) does not match the name on the URL ({})",
+            rp.name
+        )));
+    }
+    Ok(())
 }
 
 /// Checks that a body's apiVersion, kind and namespace fit the URL.
