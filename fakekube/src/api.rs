@@ -14,6 +14,7 @@
 
 use crate::authn::Credentials;
 use crate::authz::Caller;
+use crate::negotiation::{self, Endpoint};
 use crate::rbac::{Action, Attributes, NonResource, non_resource_verb};
 use crate::request::Query;
 use crate::response::{json_response, with_warnings};
@@ -297,19 +298,38 @@ async fn resource(
     let ns = rp.namespace.as_str();
     let name = rp.name.as_str();
     let store = &shared.store;
-    match (verb, rp.subresource.as_str()) {
-        ("list", "") => objects::list(shared, rt, ns, query),
-        ("watch", "") => watch::serve(shared.clone(), rt.clone(), ns, name, query),
-        ("get", "" | "status") => objects::get(store, rt, ns, name),
-        ("create", "") => objects::create(store, rt, rp, headers, query, body).await,
-        ("update", sub @ ("" | "status")) => {
-            objects::update(store, rt, rp, part(sub), headers, query, body).await
-        }
-        ("patch", sub @ ("" | "status")) => {
-            objects::patch(store, rt, rp, part(sub), headers, query, body).await
-        }
-        ("delete", "") => objects::delete(store, rt, ns, name, query, body).await,
-        ("deletecollection", "") => objects::delete_collection(store, rt, ns, query, body).await,
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+    let negotiate = |endpoint| negotiation::negotiate(accept, endpoint);
+    let sub = rp.subresource.as_str();
+    if sub.is_empty() || sub == "status" {
+        let req = objects::Request {
+            store,
+            rt,
+            rp,
+            headers,
+            query,
+            repr: negotiate(if verb == "watch" {
+                Endpoint::Watch
+            } else {
+                Endpoint::Object
+            })?,
+        };
+        return match (verb, sub) {
+            ("list", "") => objects::list(shared, &req),
+            ("watch", "") => watch::serve(shared.clone(), rt.clone(), ns, name, query, req.repr),
+            ("get", _) => objects::get(&req),
+            ("create", "") => objects::create(&req, body).await,
+            ("update", sub) => objects::update(&req, part(sub), body).await,
+            ("patch", sub) => objects::patch(&req, part(sub), body).await,
+            ("delete", "") => objects::delete(&req, body).await,
+            ("deletecollection", "") => objects::delete_collection(&req, body).await,
+            (verb, _) => Err(ApiError::method_not_allowed(
+                verb,
+                &format!("{}/{sub}", rt.plural),
+            )),
+        };
+    }
+    match (verb, sub) {
         (verb, "scale") => subresources::scale(store, rt, rp, verb, headers, query, body).await,
         ("create", "token") => subresources::token_request(shared, ns, name, headers, body).await,
         (_, "exec" | "attach") => Err(ApiError::bad_request(

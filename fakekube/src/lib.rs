@@ -52,8 +52,13 @@
 //!   WebSocket, and WebSocket channels, into the pod's network), with `upgrade` (recognising
 //!   upgrade requests, the SPDY handshake, 101 replies).
 //! - Request and response: `route` (a path as a `Route`), `request` (query parameters,
-//!   each verb's options, bodies read and decoded), `response` (JSON, warnings, every error as
-//!   a `metav1.Status`) and `state` (what the handlers share: store, tokens, faults, kubelet).
+//!   each verb's options, bodies read and decoded), `negotiation` (the `Accept` header: JSON
+//!   or YAML, `PartialObjectMetadata`, `Table`, 406), `representation` (an answer converted
+//!   as negotiated), `table` (`Table` rows: the built-in kinds' printer columns, CRD
+//!   `additionalPrinterColumns` through a JSONPath subset), `encoding` (the API server's field
+//!   order: `kind` and `apiVersion` first for its own types, sorted keys for custom
+//!   resources), `response` (JSON, warnings, every error as a `metav1.Status`) and `state`
+//!   (what the handlers share: store, tokens, faults, kubelet).
 //! - Authentication, authorization and faults: `impersonation` (the `Impersonate-*` headers),
 //!   above `authz` (the RBAC authorizer over the store's RBAC objects, the caller of a request,
 //!   401 and 403), above `authn` (client certificates, static and service-account tokens, the
@@ -90,8 +95,10 @@
 //!   object into the live one.
 //! - Lists with `continue` are not snapshots: a page reflects the store when it is served.
 //! - Core kinds are not validated beyond the fields their clients need.
-//! - CEL rules are not type-checked and have no cost limit; validation ratcheting is not done;
-//!   Table responses are not served (see `schema` and `fakekube/README.md`).
+//! - CEL rules are not type-checked and have no cost limit; validation ratcheting is not done
+//!   (see `schema` and `fakekube/README.md`).
+//! - Responses are JSON or YAML, never protobuf; the items of a built-in kind's list carry
+//!   `kind` and `apiVersion` (the API server leaves them out of typed lists).
 //! - Service-account tokens are signed with HMAC-SHA256 (`HS256`), not RS256: only fakekube
 //!   verifies them, and there is no `/openid/v1/jwks` to publish a key at.
 //! - A request without credentials is anonymous and authorized by RBAC (health and version are
@@ -111,6 +118,7 @@ mod controllers;
 mod crd;
 mod defaults;
 mod discovery;
+mod encoding;
 mod exec;
 mod faults;
 mod finalizer;
@@ -120,6 +128,7 @@ mod inspect;
 mod kube_controllers;
 mod kubelet;
 mod meta;
+mod negotiation;
 mod objects;
 mod openapi;
 mod patch;
@@ -127,6 +136,7 @@ mod portforward;
 mod protobuf;
 mod rbac;
 mod registry;
+mod representation;
 mod request;
 mod resources;
 mod response;
@@ -140,6 +150,7 @@ mod state;
 mod status;
 mod store;
 mod subresources;
+mod table;
 mod tls;
 mod upgrade;
 mod watch;
