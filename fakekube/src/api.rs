@@ -24,7 +24,8 @@ use crate::state::Shared;
 use crate::status::ApiError;
 use crate::store::Part;
 use crate::{
-    discovery, exec, impersonation, objects, openapi, portforward, reviews, subresources, watch,
+    discovery, exec, impersonation, logs, objects, openapi, portforward, reviews, subresources,
+    watch,
 };
 use axum::Router;
 use axum::body::Body;
@@ -335,7 +336,7 @@ async fn resource(
         (_, "exec" | "attach") => Err(ApiError::bad_request(
             "Upgrade request required: pods/exec and pods/attach are served over WebSocket and SPDY",
         )),
-        (_, "log") => Err(ApiError::bad_request("pods/log is not served by fakekube")),
+        ("get", "log") => logs::serve(shared, rp, query),
         (verb, sub) => Err(ApiError::method_not_allowed(
             verb,
             &format!("{}/{sub}", rt.plural),

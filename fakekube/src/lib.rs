@@ -48,9 +48,10 @@
 //! - Handlers: `objects` (get, list, create, update, patch, delete, deletecollection), `watch`
 //!   (watch streams), `subresources` (`scale`, `serviceaccounts/token`), `reviews` (access,
 //!   rules, token and self-subject reviews), `exec` (`pods/exec` and `pods/attach` over
-//!   WebSocket and SPDY) and `portforward` (`pods/portforward` over SPDY, SPDY tunnelled in
-//!   WebSocket, and WebSocket channels, into the pod's network), with `upgrade` (recognising
-//!   upgrade requests, the SPDY handshake, 101 replies).
+//!   WebSocket and SPDY), `portforward` (`pods/portforward` over SPDY, SPDY tunnelled in
+//!   WebSocket, and WebSocket channels, into the pod's network) and `logs` (`pods/log`, plain
+//!   text, followed while the container runs), with `upgrade` (recognising upgrade requests,
+//!   the SPDY handshake, 101 replies).
 //! - Request and response: `route` (a path as a `Route`), `request` (query parameters,
 //!   each verb's options, bodies read and decoded), `negotiation` (the `Accept` header: JSON
 //!   or YAML, `PartialObjectMetadata`, `Table`, 406), `representation` (an answer converted
@@ -127,6 +128,7 @@ mod impersonation;
 mod inspect;
 mod kube_controllers;
 mod kubelet;
+mod logs;
 mod meta;
 mod negotiation;
 mod objects;
