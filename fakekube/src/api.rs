@@ -180,6 +180,22 @@ fn non_resource(
         Route::ResourceList(g, v) => discovery::resource_list(shared.store.registry(), g, v)
             .map(|d| json_response(StatusCode::OK, &d))
             .ok_or_else(ApiError::path_not_found),
+        Route::OpenApiV2 => {
+            let accept = parts
+                .headers
+                .get(header::ACCEPT)
+                .and_then(|a| a.to_str().ok());
+            let Some(format) = openapi::V2Format::negotiate(accept) else {
+                let mut r = Response::new(Body::empty());
+                *r.status_mut() = StatusCode::NOT_ACCEPTABLE;
+                return Ok(r);
+            };
+            let doc = openapi::v2_document(shared.store.registry(), &shared.version, format);
+            let mut r = cacheable_bytes(&parts.headers, doc, format.content_type());
+            r.headers_mut()
+                .insert(header::VARY, HeaderValue::from_static("Accept"));
+            Ok(r)
+        }
         Route::OpenApiRoot => Ok(cacheable(
             &parts.headers,
             &openapi::root(shared.store.registry(), &shared.version),
@@ -194,7 +210,15 @@ fn non_resource(
 
 /// A document with a strong `ETag`; 304 when the request's `If-None-Match` names it.
 fn cacheable(request: &HeaderMap, doc: &Value, content_type: &str) -> Response {
-    let bytes = serde_json::to_vec(doc).unwrap_or_default();
+    cacheable_bytes(
+        request,
+        serde_json::to_vec(doc).unwrap_or_default(),
+        content_type,
+    )
+}
+
+/// Bytes with a strong `ETag`; 304 when the request's `If-None-Match` names it.
+fn cacheable_bytes(request: &HeaderMap, bytes: Vec<u8>, content_type: &str) -> Response {
     let tag = discovery::etag(&bytes);
     let matches = request
         .get(header::IF_NONE_MATCH)

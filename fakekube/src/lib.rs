@@ -82,9 +82,11 @@
 //!   checks, pruning, defaults, validation, CEL rules), `defaults` (defaults and checks of the
 //!   core kinds), `rbac` (RBAC rules and their matching, the Forbidden wording, the RBAC kinds'
 //!   admission, aggregation, the bootstrap policy; no store), `discovery` (`/version`, `/api`,
-//!   `/apis`, aggregated discovery) and `openapi` (`/openapi/v3`), both built from the registry.
+//!   `/apis`, aggregated discovery) and `openapi` (`/openapi/v3`, and `/openapi/v2` in JSON
+//!   and protobuf), both built from the registry.
 //! - Foundation: `status` (`metav1.Status` and the errors every layer answers with), `meta`
-//!   (object metadata helpers) and `fixtures` (the agent-sandbox CRDs, embedded).
+//!   (object metadata helpers), `accept` (`Accept` headers parsed) and `fixtures` (the
+//!   agent-sandbox CRDs, embedded).
 //!
 //! What runs in a pod is not here: the kubelet starts containers and `pods/exec` sessions on
 //! the hermetic runtime, its own crate ([`fakekube_runtime`]: in-memory filesystems, a POSIX
@@ -112,6 +114,7 @@
 
 #![forbid(unsafe_code)]
 
+mod accept;
 mod api;
 mod authn;
 mod authz;
