@@ -48,7 +48,7 @@ async fn websocket(io: TokioIo<hyper::upgrade::Upgraded>, recorded: &Recorded, s
                 if !shared.pace(origin, frame.t - base).await {
                     return;
                 }
-                let message = server_message(frame, &shared.book().bindings);
+                let message = server_message(frame, &mut shared.book().bindings);
                 // A client that left early is not a difference the replay can show.
                 let _ = tx.send(message).await;
             }
@@ -88,7 +88,7 @@ async fn websocket(io: TokioIo<hyper::upgrade::Upgraded>, recorded: &Recorded, s
 }
 
 /// The recorded server frame as a message in this run's terms.
-fn server_message(frame: &Frame, bindings: &Bindings) -> Message {
+fn server_message(frame: &Frame, bindings: &mut Bindings) -> Message {
     if let Some(close) = &frame.close {
         return Message::Close((close.code != NO_STATUS).then(|| CloseFrame {
             code: close.code.into(),
@@ -96,7 +96,7 @@ fn server_message(frame: &Frame, bindings: &Bindings) -> Message {
         }));
     }
     let payload = match frame.data.whole_text() {
-        Some(text) => Bytes::from(bindings.rewrite(text)),
+        Some(text) => Bytes::from(bindings.answer(text)),
         None => frame.data.to_bytes(),
     };
     match (frame.opcode, frame.channel) {
