@@ -110,6 +110,22 @@ fn generated(pieces: &[Piece<'_>], index: usize) -> bool {
     word.len() >= MIN_GENERATED && (dash_before || dash_after)
 }
 
+/// The skeleton of `s`: its words of [`MIN_GENERATED`] characters or more as `*`, its
+/// timestamps as `T`, everything else kept. Two strings that match under any map have the same
+/// skeleton (only such words may stand for others), so it indexes what may match cheaply.
+pub(crate) fn skeleton(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for piece in pieces(s) {
+        match piece {
+            Piece::Other(text) => out.push_str(text),
+            Piece::Word(word) if word.len() >= MIN_GENERATED => out.push('*'),
+            Piece::Word(word) => out.push_str(word),
+            Piece::Time(_) => out.push('T'),
+        }
+    }
+    out
+}
+
 /// A timestamp's instant, as nanoseconds since the Unix epoch (the map's key).
 fn instant(text: &str) -> Option<(i128, OffsetDateTime)> {
     let t = OffsetDateTime::parse(text, &Rfc3339).ok()?;
