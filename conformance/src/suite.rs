@@ -165,9 +165,10 @@ impl Suite {
                         }
                         let body = case.body.clone();
                         let pool = prepared.pool_rt(case.pool);
+                        let number = case.number;
                         tasks.spawn(async move {
                             let started = Instant::now();
-                            let outcome = execute(pool, body).await;
+                            let outcome = execute(pool, body, number).await;
                             (index, outcome, started.elapsed())
                         });
                     }
@@ -260,6 +261,7 @@ impl Suite {
                         let mut rows = vec![rule.group];
                         rows.extend(rule.also.iter().copied().map(Group::Capability));
                         cases.push(Case {
+                            number: 0,
                             name: format!("{pool_prefix}{}", rule.full_name()),
                             pool: index,
                             group: rule.group,
@@ -281,6 +283,7 @@ impl Suite {
                 }
                 Err(error) => {
                     cases.push(Case {
+                        number: 0,
                         name: format!("{pool_prefix}core::info_answers"),
                         pool: index,
                         group: Group::Core,
@@ -307,6 +310,9 @@ impl Suite {
         // each waiting mid-run for every running trial to finish (a stable sort keeps the
         // catalogue order otherwise).
         cases.sort_by_key(|case| !matches!(case.body, Body::Rule(_, Some(_))));
+        for (number, case) in cases.iter_mut().enumerate() {
+            case.number = number;
+        }
         Prepared {
             runtime,
             pools: pools.into_iter().map(Arc::new).collect(),
@@ -325,7 +331,7 @@ struct PoolRt {
     info: Option<Arc<ProviderInfo>>,
     /// Its fixtures.
     fixtures: Arc<Fixtures>,
-    /// The run's ids.
+    /// The run's ids; each trial takes its own from them.
     ids: Arc<IdSource>,
     /// Held shared by every trial and exclusively by a trial that injects a fault; shared by
     /// every pool of the suite, since pools may share a backend.
@@ -343,6 +349,8 @@ enum Body {
 
 /// One trial: a rule against one pool.
 struct Case {
+    /// Its place in the list, which its sandbox ids carry (see [`IdSource::for_trial`]).
+    number: usize,
     /// The full trial name.
     name: String,
     /// The pool's index.
@@ -383,6 +391,7 @@ impl Case {
         let recorder = recorder.clone();
         let skip = self.skip.clone();
         let body = self.body.clone();
+        let number = self.number;
         let mut template = self.record(Outcome::Passed, Duration::ZERO);
         template.pool = pool.as_ref().map(|p| p.name.clone()).unwrap_or_default();
         let trial = Trial::ignorable_test(self.name.clone(), move || {
@@ -396,7 +405,7 @@ impl Case {
             }
             let started = Instant::now();
             let outcome = match runtime {
-                Some(runtime) => runtime.block_on(execute(pool, body)),
+                Some(runtime) => runtime.block_on(execute(pool, body, number)),
                 None => Outcome::Failed {
                     message: "could not start the suite's tokio runtime".to_owned(),
                 },
@@ -468,9 +477,9 @@ impl Prepared {
     }
 }
 
-/// Runs one case against its pool: the body within the trial timeout, then the fault cleared
-/// and every sandbox the trial made deleted.
-async fn execute(pool: Option<Arc<PoolRt>>, body: Body) -> Outcome {
+/// Runs case `number` against its pool: the body within the trial timeout, then the fault
+/// cleared and every sandbox the trial made deleted.
+async fn execute(pool: Option<Arc<PoolRt>>, body: Body, number: usize) -> Outcome {
     let Some(pool) = pool else {
         return Outcome::Failed {
             message: "the trial names no pool of the suite".to_owned(),
@@ -495,7 +504,7 @@ async fn execute(pool: Option<Arc<PoolRt>>, body: Body) -> Outcome {
         pool.provider.clone(),
         info,
         pool.fixtures.clone(),
-        pool.ids.clone(),
+        Arc::new(pool.ids.for_trial(number)),
     );
     let limit = pool.fixtures.trial_timeout;
     let task = tokio::spawn(tokio::time::timeout(limit, run(scope.clone())));

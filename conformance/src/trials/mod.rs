@@ -487,6 +487,16 @@ impl IdSource {
         }
     }
 
+    /// Returns the source of trial `number`'s ids, `prefix-token-tNUMBER-N`: a trial's ids
+    /// do not depend on which trials started before it, so a run with several test threads
+    /// names its sandboxes alike every time (a recorded run replays).
+    pub(crate) fn for_trial(&self, number: usize) -> IdSource {
+        IdSource {
+            stem: format!("{}-t{number}", self.stem),
+            next: AtomicU64::new(1),
+        }
+    }
+
     /// Returns a fresh id.
     pub(crate) fn next(&self) -> Result<SandboxId, Failure> {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
@@ -823,6 +833,20 @@ mod tests {
         assert_ne!(a, b);
         assert!(a.as_str().starts_with("cf-"), "{a}");
         assert!(IdSource::new("Bad").next().is_err());
+    }
+
+    #[test]
+    fn each_trial_numbers_its_own_ids() {
+        let source = IdSource::new("cf");
+        let first = source.for_trial(3).next().unwrap();
+        let _ = source.for_trial(4).next().unwrap();
+        let again = source.for_trial(3).next().unwrap();
+        assert_eq!(
+            first, again,
+            "trial 3's first id does not depend on trial 4"
+        );
+        assert!(first.as_str().ends_with("-t3-1"), "{first}");
+        assert_ne!(first, source.for_trial(4).next().unwrap());
     }
 
     #[test]
