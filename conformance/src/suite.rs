@@ -140,8 +140,8 @@ impl Suite {
 
     /// Runs every trial without printing anything and returns the report.
     ///
-    /// Trials run concurrently on the suite's runtime; a trial that injects a fault still runs
-    /// alone in its pool. For tests of providers and of the suite itself.
+    /// Trials run concurrently on the suite's runtime; a trial that injects a fault or lists
+    /// the pool still runs alone. For tests of providers and of the suite itself.
     pub fn run_quietly(self) -> Report {
         let started = Instant::now();
         let prepared = self.prepare();
@@ -269,7 +269,7 @@ impl Suite {
                             kind: rule.kind,
                             rows,
                             skip: rule.skip_reason(&info, &spec.fixtures),
-                            body: Body::Rule(rule.run, rule.fault),
+                            body: Body::Rule(rule.run, rule.fault, rule.runs_alone()),
                         });
                     }
                     pools.push(PoolRt {
@@ -306,10 +306,10 @@ impl Suite {
                 }
             }
         }
-        // Trials that inject a fault run alone; started first, they wait for nobody, instead of
-        // each waiting mid-run for every running trial to finish (a stable sort keeps the
-        // catalogue order otherwise).
-        cases.sort_by_key(|case| !matches!(case.body, Body::Rule(_, Some(_))));
+        // Trials that inject a fault or list the pool run alone; started first, they wait for
+        // nobody, instead of each waiting mid-run for every running trial to finish (a stable
+        // sort keeps the catalogue order otherwise).
+        cases.sort_by_key(|case| !matches!(case.body, Body::Rule(_, _, true)));
         for (number, case) in cases.iter_mut().enumerate() {
             case.number = number;
         }
@@ -333,7 +333,7 @@ struct PoolRt {
     fixtures: Arc<Fixtures>,
     /// The run's ids; each trial takes its own from them.
     ids: Arc<IdSource>,
-    /// Held shared by every trial and exclusively by a trial that injects a fault; shared by
+    /// Held shared by every trial and exclusively by one that runs alone; shared by
     /// every pool of the suite, since pools may share a backend.
     lock: Arc<RwLock<()>>,
 }
@@ -341,8 +341,8 @@ struct PoolRt {
 /// What a case runs.
 #[derive(Clone)]
 enum Body {
-    /// A rule's body, and the fault it injects.
-    Rule(fn(TrialScope) -> TrialFuture, Option<Fault>),
+    /// A rule's body, the fault it injects, and whether it runs alone.
+    Rule(fn(TrialScope) -> TrialFuture, Option<Fault>, bool),
     /// A failure known before running (info failed).
     Broken(String),
 }
@@ -485,8 +485,8 @@ async fn execute(pool: Option<Arc<PoolRt>>, body: Body, number: usize) -> Outcom
             message: "the trial names no pool of the suite".to_owned(),
         };
     };
-    let (run, fault) = match body {
-        Body::Rule(run, fault) => (run, fault),
+    let (run, fault, alone) = match body {
+        Body::Rule(run, fault, alone) => (run, fault, alone),
         Body::Broken(message) => return Outcome::Failed { message },
     };
     let Some(info) = pool.info.clone() else {
@@ -495,7 +495,7 @@ async fn execute(pool: Option<Arc<PoolRt>>, body: Body, number: usize) -> Outcom
         };
     };
     let lock = pool.lock.clone();
-    let (_shared, _exclusive) = if fault.is_some() {
+    let (_shared, _exclusive) = if alone {
         (None, Some(lock.write_owned().await))
     } else {
         (Some(lock.read_owned().await), None)
