@@ -68,8 +68,10 @@
 //!   controller, always running; the bootstrap policy at start).
 //! - Kubelet and controllers, the store's clients, neither importing the other: `kubelet` (pods
 //!   from Pending to Running, images, logs, where exec and attach connect; its containers run in
-//!   `runtime`), `controllers` (the agent-sandbox controllers) and `finalizer` (the CRD
-//!   finalizer: a deleted CRD's objects deleted, then the CRD).
+//!   `runtime`), `controllers` (the agent-sandbox controllers), `workloads` (Deployments,
+//!   ReplicaSets, ReplicationControllers, StatefulSets, DaemonSets and Jobs, writing their
+//!   Events through `recorder`) and `finalizer` (the CRD finalizer: a deleted CRD's objects
+//!   deleted, then the CRD).
 //! - Store: `store` (objects, resourceVersions, the change log watches and controllers follow,
 //!   garbage collection; admission calls into the registry), `inspect` (the handle's in-process
 //!   reads: one object, waiting for a state, the leak check), `selector` (label and field
@@ -123,8 +125,8 @@ mod controllers;
 mod crd;
 mod defaults;
 mod discovery;
-mod endpoints;
 mod encoding;
+mod endpoints;
 mod exec;
 mod faults;
 mod finalizer;
@@ -142,6 +144,7 @@ mod patch;
 mod portforward;
 mod protobuf;
 mod rbac;
+mod recorder;
 mod registry;
 mod representation;
 mod request;
@@ -162,6 +165,7 @@ mod tls;
 mod upgrade;
 mod watch;
 mod websocket;
+mod workloads;
 
 // The public interface is:
 pub use authn::Token;
@@ -483,6 +487,11 @@ impl Builder {
                 shutdown.clone(),
             );
             endpoints::spawn(store.clone(), shutdown.clone());
+            workloads::spawn(
+                store.clone(),
+                workloads::Config::default(),
+                shutdown.clone(),
+            );
         }
         let task = tokio::spawn(server::serve(
             listener,
