@@ -46,7 +46,9 @@
 //!   applies the request faults, authenticates (and impersonates), checks the kind, scope and
 //!   verb, authorizes, and hands the request to a handler. It only dispatches.
 //! - Handlers: `objects` (get, list, create, update, patch, delete, deletecollection), `watch`
-//!   (watch streams), `subresources` (`scale`, `serviceaccounts/token`), `reviews` (access,
+//!   (watch streams), `subresources` (`scale`, `serviceaccounts/token`), `eviction`
+//!   (`pods/eviction` and PodDisruptionBudgets), `ephemeral` (`pods/ephemeralcontainers`),
+//!   `reviews` (access,
 //!   rules, token and self-subject reviews), `exec` (`pods/exec` and `pods/attach` over
 //!   WebSocket and SPDY), `portforward` (`pods/portforward` over SPDY, SPDY tunnelled in
 //!   WebSocket, and WebSocket channels, into the pod's network) and `logs` (`pods/log`, plain
@@ -127,6 +129,8 @@ mod defaults;
 mod discovery;
 mod encoding;
 mod endpoints;
+mod ephemeral;
+mod eviction;
 mod exec;
 mod faults;
 mod finalizer;

@@ -454,6 +454,19 @@ pub(crate) static BUILT_IN: &[BuiltIn] = &[
         true,
     ),
     BuiltIn {
+        extra_subresources: &[("approval", &["get", "patch", "update"])],
+        ..grouped(
+            "certificates.k8s.io",
+            "CertificateSigningRequest",
+            "certificatesigningrequests",
+            "certificatesigningrequest",
+            false,
+            &["csr"],
+            StatusMode::Subresource,
+            true,
+        )
+    },
+    BuiltIn {
         group: "apiextensions.k8s.io",
         categories: &["api-extensions"],
         ..core(
