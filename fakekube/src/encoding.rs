@@ -163,9 +163,12 @@ impl Serialize for Sorted<'_> {
     }
 }
 
-/// `value` as JSON bytes in `shape`.
+/// `value` as JSON bytes in `shape`, ending in a newline as the API server's encoder ends every
+/// body (clients that print an error body show it).
 pub(crate) fn to_json(value: &Value, shape: Shape) -> Vec<u8> {
-    serde_json::to_vec(&Wire::new(value, shape)).unwrap_or_else(|_| b"{}".to_vec())
+    let mut bytes = serde_json::to_vec(&Wire::new(value, shape)).unwrap_or_else(|_| b"{}".to_vec());
+    bytes.push(b'\n');
+    bytes
 }
 
 /// `value` as YAML text, keys sorted at every depth.
