@@ -207,8 +207,16 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// The body without the newline every body ends in.
     fn text(v: &Value, shape: Shape) -> String {
-        String::from_utf8(to_json(v, shape)).unwrap_or_default()
+        let body = String::from_utf8(to_json(v, shape)).unwrap_or_default();
+        body.strip_suffix('\n').unwrap_or(&body).to_string()
+    }
+
+    #[test]
+    fn every_json_body_ends_in_one_newline() {
+        let body = to_json(&json!({ "kind": "Status", "code": 409 }), Shape::Typed);
+        assert!(body.ends_with(b"}\n"), "{body:?}");
     }
 
     #[test]
