@@ -1016,13 +1016,22 @@ fn unescape_field_value(raw: &str) -> Result<String, SelectorError> {
     Ok(value)
 }
 
+/// Selectable boolean fields the API server prints even when the object leaves them out
+/// (`false`).
+const BOOLEAN_FIELDS: &[&str] = &["spec.unschedulable"];
+
 /// The value at a dotted field path (`status.phase`) in a JSON object, as a field selector
 /// compares it: strings as they are, numbers and booleans printed. `None` when the path is
-/// missing or leads to null, an object or a list.
+/// missing or leads to null, an object or a list, except for the boolean fields the API server
+/// always prints (a Node's `spec.unschedulable` is `false` when absent).
 pub(crate) fn field_value(object: &Value, path: &str) -> Option<String> {
     let mut current = object;
     for segment in path.split('.') {
-        current = current.as_object()?.get(segment)?;
+        match current.as_object().and_then(|o| o.get(segment)) {
+            Some(next) => current = next,
+            None if BOOLEAN_FIELDS.contains(&path) => return Some("false".to_string()),
+            None => return None,
+        }
     }
     match current {
         Value::String(s) => Some(s.clone()),
@@ -1571,6 +1580,21 @@ mod tests {
             ))
         );
         assert!(s.matches(|f| (f == " metadata.name ").then(|| " a".to_string())));
+    }
+
+    #[test]
+    fn a_node_without_unschedulable_selects_as_false() {
+        let node = json!({ "metadata": { "name": "n" }, "spec": {} });
+        assert_eq!(
+            field_value(&node, "spec.unschedulable").as_deref(),
+            Some("false")
+        );
+        let cordoned = json!({ "spec": { "unschedulable": true } });
+        assert_eq!(
+            field_value(&cordoned, "spec.unschedulable").as_deref(),
+            Some("true")
+        );
+        assert_eq!(field_value(&node, "spec.other"), None);
     }
 
     #[test]
