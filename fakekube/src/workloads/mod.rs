@@ -513,3 +513,6 @@ pub(crate) fn condition_true(obj: &Value, ty: &str) -> bool {
         .and_then(Value::as_str)
         == Some("True")
 }
+
+#[cfg(test)]
+mod tests;
