@@ -7,7 +7,7 @@
 //! deleted `ttlSecondsAfterFinished` later. `suspend` stops the pods and the clock.
 
 use super::write_status;
-use super::{Ctx, Requeue, condition_true, create, delete, generation, int_at, pods};
+use super::{Ctx, Requeue, condition_true, create, delete, int_at, pods};
 use crate::meta::{self, meta_str};
 use crate::recorder::{self, EventType};
 use serde_json::{Value, json};
@@ -21,19 +21,24 @@ use tokio::time::Instant;
 const COMPONENT: &str = "job-controller";
 const INDEX_KEY: &str = "batch.kubernetes.io/job-completion-index";
 
-/// What the controller keeps between passes, by Job uid: the failures seen and when the next
-/// pod may be made.
+/// What the controller keeps between passes, by Job namespace and name (with the uid, so a
+/// Job made again under the same name starts afresh): the failures seen and when the next pod
+/// may be made. An entry goes when its Job finishes or is deleted.
 #[derive(Debug, Default)]
 pub(crate) struct Memory {
-    backoff: HashMap<String, (i64, Instant)>,
+    backoff: HashMap<(String, String), (String, i64, Instant)>,
 }
 
 pub(crate) fn reconcile(ctx: &mut Ctx<'_>, ns: &str, name: &str) -> Requeue {
     let rt = ctx.kinds.jobs.clone();
-    let job = ctx.store.get_opt(&rt, ns, name)?;
+    let key = (ns.to_string(), name.to_string());
+    let Some(job) = ctx.store.get_opt(&rt, ns, name) else {
+        ctx.jobs.backoff.remove(&key);
+        return None;
+    };
     let uid = meta_str(&job, "uid").unwrap_or("").to_string();
     if super::deleting(&job) {
-        ctx.jobs.backoff.remove(&uid);
+        ctx.jobs.backoff.remove(&key);
         return None;
     }
     let mut status = job.get("status").cloned().unwrap_or(json!({}));
@@ -41,7 +46,7 @@ pub(crate) fn reconcile(ctx: &mut Ctx<'_>, ns: &str, name: &str) -> Requeue {
         status = json!({});
     }
     if condition_true(&job, "Complete") || condition_true(&job, "Failed") {
-        ctx.jobs.backoff.remove(&uid);
+        ctx.jobs.backoff.remove(&key);
         return ttl(ctx, &job);
     }
     let owned = pods::owned(ctx, &job);
@@ -210,9 +215,9 @@ pub(crate) fn reconcile(ctx: &mut Ctx<'_>, ns: &str, name: &str) -> Requeue {
         let (seen, not_before) = ctx
             .jobs
             .backoff
-            .get(&uid)
-            .copied()
-            .unwrap_or((0, Instant::now()));
+            .get(&key)
+            .filter(|(u, _, _)| *u == uid)
+            .map_or((0, Instant::now()), |(_, seen, at)| (*seen, *at));
         let not_before = if failures > seen {
             let exp = u32::try_from((failures - 1).clamp(0, 16)).unwrap_or(16);
             let wait = ctx
@@ -221,7 +226,9 @@ pub(crate) fn reconcile(ctx: &mut Ctx<'_>, ns: &str, name: &str) -> Requeue {
                 .saturating_mul(2u32.saturating_pow(exp))
                 .min(ctx.config.job_backoff.saturating_mul(36));
             let at = Instant::now() + wait;
-            ctx.jobs.backoff.insert(uid.clone(), (failures, at));
+            ctx.jobs
+                .backoff
+                .insert(key.clone(), (uid.clone(), failures, at));
             at
         } else {
             not_before
@@ -274,7 +281,6 @@ pub(crate) fn reconcile(ctx: &mut Ctx<'_>, ns: &str, name: &str) -> Requeue {
             m.insert("conditions".into(), json!(conditions));
         }
     }
-    let _ = generation(&job);
     write_status(ctx.store, &rt, ns, name, status);
     if failure.is_some() || complete {
         return ttl(ctx, &job);
