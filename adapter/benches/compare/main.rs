@@ -161,46 +161,53 @@ fn main() -> Result<(), BoxError> {
 
     // Throughput of BYTES of stdout.
     let zeros = clients::zeros(BYTES);
-    let check = |got: usize| -> Result<usize, BoxError> {
+    let check = |who: &str, got: usize| -> Result<usize, BoxError> {
         if got == BYTES {
             Ok(got)
         } else {
-            Err(format!("{got} bytes arrived, not {BYTES}").into())
+            Err(format!("{who}: {got} bytes arrived, not {BYTES}").into())
         }
     };
     let mut flows = Vec::new();
     flows.push(Row::measured(
         "adapter exec_stream",
         runtime.block_on(time_async(0, counts.transfers, || async {
-            check(clients::adapter_stream(&adapter, &id, &zeros).await?)
+            check(
+                "adapter exec_stream",
+                clients::adapter_stream(&adapter, &id, &zeros).await?,
+            )
         }))?,
     ));
     flows.push(Row::measured(
         "adapter exec (output gathered)",
         runtime.block_on(time_async(0, counts.transfers, || async {
-            check(clients::adapter_exec(&adapter, &id, &zeros).await?)
+            check(
+                "adapter exec",
+                clients::adapter_exec(&adapter, &id, &zeros).await?,
+            )
         }))?,
     ));
     flows.push(Row::measured(
         "kube-rs Api::<Pod>::exec",
         runtime.block_on(time_async(0, counts.transfers, || async {
-            check(clients::kube_exec(&pods, &target, &zeros).await?)
+            check("kube-rs", clients::kube_exec(&pods, &target, &zeros).await?)
         }))?,
     ));
     flows.push(match &python_runs {
-        Some(runs) => Row::measured(python_label("(frames read from its WebSocket)"), runs.transfers.clone()),
+        Some(runs) => Row::measured(
+            python_label("(frames read from its WebSocket)"),
+            runs.transfers.clone(),
+        ),
         None => Row::skipped(python_label("(frames read from its WebSocket)"), no_python),
     });
     flows.push(if kubectl {
         Row::measured(
             "kubectl 1.33 exec, stdout piped",
             time_sync(0, counts.transfers, || {
-                check(clients::kubectl_exec(
-                    &kubeconfig,
-                    cache.path(),
-                    &target,
-                    &zeros,
-                )?)
+                check(
+                    "kubectl",
+                    clients::kubectl_exec(&kubeconfig, cache.path(), &target, &zeros)?,
+                )
             })?,
         )
     } else {
@@ -209,7 +216,7 @@ fn main() -> Result<(), BoxError> {
     flows.push(Row::measured(
         "raw rustls loopback copy (the limit)",
         runtime.block_on(time_async(0, counts.transfers, || async {
-            check(raw.copy().await?)
+            check("raw TLS", raw.copy().await?)
         }))?,
     ));
 
