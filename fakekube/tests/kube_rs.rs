@@ -505,11 +505,18 @@ async fn patches_that_change_nothing_keep_the_resource_version() {
         "kind": "Secret",
         "metadata": { "name": "same", "labels": { "k": "v" } },
     });
-    let applied = secrets
-        .patch("same", &PatchParams::apply("test"), &Patch::Apply(applied))
+    // The first apply records its manager in managedFields, which is a change; applying the
+    // same fields again is not.
+    let first = secrets
+        .patch("same", &PatchParams::apply("test"), &Patch::Apply(&applied))
         .await
         .expect("apply");
-    assert_eq!(rv_of(&applied), rv_of(&created), "a no-op apply");
+    assert!(rv_of(&first) > rv_of(&created), "a new manager is recorded");
+    let applied = secrets
+        .patch("same", &PatchParams::apply("test"), &Patch::Apply(&applied))
+        .await
+        .expect("apply again");
+    assert_eq!(rv_of(&applied), rv_of(&first), "a no-op apply");
     let changed = secrets
         .patch(
             "same",
@@ -691,6 +698,132 @@ async fn server_side_apply_creates_then_updates_with_generation_following_the_sp
         "applying the same object again keeps the generation"
     );
     assert_eq!(same.data["spec"], respecced.data["spec"]);
+    kube.shutdown().await;
+}
+
+#[tokio::test]
+async fn server_side_apply_records_managers_and_refuses_another_managers_field_unless_forced() {
+    let kube = start().await;
+    let api = sandboxes(&client(&kube).await);
+    let applied = |labels: Value| {
+        json!({
+            "apiVersion": "agents.x-k8s.io/v1beta1",
+            "kind": "Sandbox",
+            "metadata": { "name": "owned", "labels": labels },
+            "spec": {
+                "podTemplate": { "spec": { "containers": [{ "name": "main", "image": "busybox:1.36" }] } },
+            },
+        })
+    };
+    let created = api
+        .patch(
+            "owned",
+            &PatchParams::apply("alice"),
+            &Patch::Apply(applied(json!({"team": "a"}))),
+        )
+        .await
+        .expect("alice applies");
+    let entries = created.managed_fields();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert_eq!(entries[0].manager.as_deref(), Some("alice"));
+    assert_eq!(entries[0].operation.as_deref(), Some("Apply"));
+    assert_eq!(
+        entries[0].api_version.as_deref(),
+        Some("agents.x-k8s.io/v1beta1")
+    );
+    assert!(entries[0].time.is_some());
+    let fields = &entries[0].fields_v1.as_ref().expect("fieldsV1").0;
+    assert_eq!(fields["f:metadata"], json!({"f:labels": {"f:team": {}}}));
+    assert_eq!(
+        fields["f:spec"]["f:podTemplate"]["f:spec"],
+        json!({"f:containers": {"k:{\"name\":\"main\"}": {".": {}, "f:image": {}, "f:name": {}}}}),
+        "the CRD's list-map-keys key the containers"
+    );
+
+    let status = api_error(
+        api.patch(
+            "owned",
+            &PatchParams::apply("bob"),
+            &Patch::Apply(applied(json!({"team": "b"}))),
+        )
+        .await,
+    );
+    assert_eq!(status.code, 409);
+    assert_eq!(status.reason, "Conflict");
+    assert_eq!(
+        status.message,
+        "Apply failed with 1 conflict: conflict with \"alice\": .metadata.labels.team"
+    );
+    assert_eq!(
+        api.get("owned").await.expect("get").labels()["team"],
+        "a",
+        "the refused apply changed nothing"
+    );
+
+    let forced = api
+        .patch(
+            "owned",
+            &PatchParams::apply("bob").force(),
+            &Patch::Apply(applied(json!({"team": "b"}))),
+        )
+        .await
+        .expect("bob forces");
+    assert_eq!(forced.labels()["team"], "b");
+    let owners: Vec<(String, Value)> = forced
+        .managed_fields()
+        .iter()
+        .map(|e| {
+            let fields = e.fields_v1.as_ref().expect("fieldsV1").0.clone();
+            (
+                e.manager.clone().unwrap_or_default(),
+                fields["f:metadata"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        owners,
+        [
+            ("alice".to_string(), Value::Null),
+            ("bob".to_string(), json!({"f:labels": {"f:team": {}}})),
+        ],
+        "the forced label moved to bob; alice keeps the spec they share"
+    );
+
+    let mut edited = api.get("owned").await.expect("get");
+    edited.labels_mut().insert("team".into(), "c".into());
+    edited.metadata.managed_fields = None;
+    let params = PostParams {
+        field_manager: Some("editor".into()),
+        ..PostParams::default()
+    };
+    let replaced = api
+        .replace("owned", &params, &edited)
+        .await
+        .expect("replace");
+    let editor = replaced
+        .managed_fields()
+        .iter()
+        .find(|e| e.manager.as_deref() == Some("editor"))
+        .expect("the replace is recorded");
+    assert_eq!(editor.operation.as_deref(), Some("Update"));
+    assert_eq!(
+        editor.fields_v1.as_ref().expect("fieldsV1").0,
+        json!({"f:metadata": {"f:labels": {"f:team": {}}}}),
+        "the updater owns what it changed"
+    );
+    let status = api_error(
+        api.patch(
+            "owned",
+            &PatchParams::apply("bob"),
+            &Patch::Apply(applied(json!({"team": "b"}))),
+        )
+        .await,
+    );
+    assert_eq!(status.code, 409, "the updater now owns the label");
+    assert_eq!(
+        status.message,
+        "Apply failed with 1 conflict: conflict with \"editor\" using agents.x-k8s.io/v1beta1: .metadata.labels.team"
+    );
     kube.shutdown().await;
 }
 
