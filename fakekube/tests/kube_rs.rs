@@ -3,11 +3,11 @@
 //! Rust controller would use, so fakekube is proven against a real client and not only against
 //! its own expectations.
 
-use futures_util::{Stream, StreamExt};
+use futures_util::{AsyncBufReadExt, Stream, StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, ListParams, ObjectList, Patch, PatchParams,
-    PostParams, WatchEvent, WatchParams,
+    Api, ApiResource, DeleteParams, DynamicObject, ListParams, LogParams, ObjectList, Patch,
+    PatchParams, PostParams, WatchEvent, WatchParams,
 };
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::core::Status;
@@ -1743,6 +1743,121 @@ async fn metadata_lists_and_cluster_wide_pages_work_through_kube() {
         .await
         .expect("get_metadata");
     assert_eq!(one.metadata.namespace.as_deref(), Some("other"));
+    kube.shutdown().await;
+}
+
+#[tokio::test]
+async fn pod_logs_are_read_and_streamed_through_kube() {
+    let kube = start().await;
+    let pods: Api<Pod> = Api::default_namespaced(client(&kube).await);
+    let mut talker = pod("talker", &[], &["main"]);
+    if let Some(spec) = talker.spec.as_mut() {
+        spec.restart_policy = Some("Never".into());
+        spec.containers[0].command = Some(vec![
+            "sh".into(),
+            "-c".into(),
+            "echo one; echo two; echo three".into(),
+        ]);
+    }
+    pods.create(&PostParams::default(), &talker)
+        .await
+        .expect("create");
+    kube.wait_for("pods", "default", "talker", EVENT_WAIT, |p| {
+        p.is_some_and(|p| p["status"]["phase"] == "Succeeded")
+    })
+    .await
+    .expect("the pod completes");
+    let all = pods
+        .logs("talker", &LogParams::default())
+        .await
+        .expect("logs");
+    assert_eq!(all, "one\ntwo\nthree\n");
+    let tail = pods
+        .logs(
+            "talker",
+            &LogParams {
+                tail_lines: Some(2),
+                container: Some("main".into()),
+                ..LogParams::default()
+            },
+        )
+        .await
+        .expect("logs with tailLines");
+    assert_eq!(tail, "two\nthree\n");
+    let lines: Vec<String> = pods
+        .log_stream(
+            "talker",
+            &LogParams {
+                follow: true,
+                ..LogParams::default()
+            },
+        )
+        .await
+        .expect("log_stream")
+        .lines()
+        .try_collect()
+        .await
+        .expect("the stream ends with the finished container");
+    assert_eq!(lines, ["one", "two", "three"]);
+    let status = api_error(
+        pods.logs(
+            "talker",
+            &LogParams {
+                container: Some("nope".into()),
+                ..LogParams::default()
+            },
+        )
+        .await,
+    );
+    assert_eq!(status.code, 400);
+    assert_eq!(status.message, "container nope is not valid for pod talker");
+    kube.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_metadata_watcher_sees_partial_objects_of_pods() {
+    let kube = start().await;
+    let c = client(&kube).await;
+    let pods: Api<Pod> = Api::default_namespaced(c.clone());
+    pods.create(
+        &PostParams::default(),
+        &pod("before", &[("app", "x")], &["main"]),
+    )
+    .await
+    .expect("create");
+    // kube asks for PartialObjectMetadata whenever the Api is of PartialObjectMeta.
+    let metadata: Api<kube::core::PartialObjectMeta<Pod>> = Api::default_namespaced(c);
+    let mut stream =
+        std::pin::pin!(watcher(metadata, watcher::Config::default()).applied_objects());
+    let first = tokio::time::timeout(EVENT_WAIT, stream.next())
+        .await
+        .expect("an event in time")
+        .expect("the stream goes on")
+        .expect("no watch error");
+    assert_eq!(first.name_any(), "before");
+    assert_eq!(first.labels().get("app").map(String::as_str), Some("x"));
+    assert_eq!(
+        first.types.as_ref().map(|t| t.kind.as_str()),
+        Some("PartialObjectMetadata")
+    );
+    pods.create(&PostParams::default(), &pod("after", &[], &["main"]))
+        .await
+        .expect("create");
+    let names = tokio::time::timeout(EVENT_WAIT, async {
+        loop {
+            let next = stream
+                .next()
+                .await
+                .expect("the stream goes on")
+                .expect("no watch error");
+            if next.name_any() == "after" {
+                return next;
+            }
+        }
+    })
+    .await
+    .expect("the new pod is seen");
+    assert_eq!(names.metadata.namespace.as_deref(), Some("default"));
     kube.shutdown().await;
 }
 
