@@ -828,6 +828,38 @@ async fn server_side_apply_records_managers_and_refuses_another_managers_field_u
 }
 
 #[tokio::test]
+async fn an_apply_to_the_status_is_recorded_under_the_status_subresource() {
+    let kube = start().await;
+    let pods: Api<Pod> = Api::default_namespaced(client(&kube).await);
+    pods.create(&PostParams::default(), &pod("st", &[], &["main"]))
+        .await
+        .expect("create");
+    let applied = json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": { "name": "st" },
+        "status": { "conditions": [{ "type": "example.com/Checked", "status": "True" }] },
+    });
+    let patched = pods
+        .patch_status("st", &PatchParams::apply("checker"), &Patch::Apply(applied))
+        .await
+        .expect("apply to the status");
+    let entry = patched
+        .managed_fields()
+        .iter()
+        .find(|e| e.manager.as_deref() == Some("checker"))
+        .expect("the status apply is recorded");
+    assert_eq!(entry.operation.as_deref(), Some("Apply"));
+    assert_eq!(entry.subresource.as_deref(), Some("status"));
+    assert_eq!(
+        entry.fields_v1.as_ref().expect("fieldsV1").0,
+        json!({"f:status": {"f:conditions": {"k:{\"type\":\"example.com/Checked\"}": {
+            ".": {}, "f:status": {}, "f:type": {}}}}})
+    );
+    kube.shutdown().await;
+}
+
+#[tokio::test]
 async fn a_replace_with_a_stale_resource_version_is_a_conflict() {
     let kube = start().await;
     let api = sandboxes(&client(&kube).await);

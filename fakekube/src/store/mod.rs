@@ -934,12 +934,21 @@ impl Inner {
         // Start from the right base for the part written.
         if part == Part::Status {
             let status = obj.get("status").cloned();
+            // The managed fields are the one piece of metadata a status write carries (those
+            // an apply to the status computed, or a client's own).
+            let managed = obj
+                .get("metadata")
+                .and_then(|m| m.get("managedFields"))
+                .cloned();
             let mut base = Value::clone(&old);
             if let Some(o) = base.as_object_mut() {
                 match status {
                     Some(s) => o.insert("status".into(), s),
                     None => o.remove("status"),
                 };
+            }
+            if let (Some(list), Some(md)) = (managed, meta::metadata_mut(&mut base)) {
+                md.insert("managedFields".into(), list);
             }
             obj = base;
         } else if rt.status == StatusMode::Subresource
