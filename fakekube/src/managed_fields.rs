@@ -8,7 +8,9 @@
 //!   configuration (an `Apply` entry), removes the fields it applied before and dropped now
 //!   (unless another manager owns them), and fails with a 409 listing every field whose value
 //!   it would change while another manager owns it, unless `force` is given, which moves those
-//!   fields to the applier;
+//!   fields to the applier (and `kubectl`, the manager of `kubectl apply --server-side`, takes
+//!   over without a conflict the fields a client-side `kubectl apply` set and nobody changed
+//!   since, as the API server lets it);
 //! - any other write ([`record_update`]) makes the manager own the fields it added or changed
 //!   (an `Update` entry, one per manager and API version) and takes them from every other
 //!   manager, without conflicts.
@@ -728,7 +730,11 @@ pub(crate) fn apply(
         }
     }
     if !conflicts.is_empty() {
-        if !applier.force {
+        let upgrading = applier.manager == KUBECTL_SERVER_SIDE
+            && conflicts
+                .iter()
+                .all(|(_, path)| last_applied_unchanged(live, keys, applier.scope, path));
+        if !applier.force && !upgrading {
             return Err(conflict_error(&list, &conflicts));
         }
         for (i, path) in &conflicts {
@@ -741,9 +747,13 @@ pub(crate) fn apply(
         for other in &list {
             kept.union_with(&other.fields);
         }
+        // A path that still has owned fields below it stays (a map the applier owned whole
+        // and now owns field by field).
         let dropped = previous.difference(&kept);
         for path in dropped.members() {
-            remove_value(merged, &path);
+            if kept.node(&path).is_none() {
+                remove_value(merged, &path);
+            }
         }
     }
 
@@ -757,6 +767,34 @@ pub(crate) fn apply(
     list.push(entry);
     store_entries(merged, list);
     Ok(())
+}
+
+/// The manager `kubectl apply --server-side` applies as by default: the one the API server lets
+/// take over the fields a client-side `kubectl apply` set.
+const KUBECTL_SERVER_SIDE: &str = "kubectl";
+
+/// The annotation where a client-side `kubectl apply` keeps what it applied.
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// Whether `path` is a field of the client-side apply recorded in `live`'s last-applied
+/// annotation that still has the value that apply gave it: the API server lets `kubectl apply
+/// --server-side` take such fields over without a conflict, so moving from client-side to
+/// server-side apply does not ask for `--force-conflicts`.
+fn last_applied_unchanged(live: &Value, keys: &MergeKeys, scope: Scope, path: &[String]) -> bool {
+    let Some(text) = live
+        .get("metadata")
+        .and_then(|m| m.get("annotations"))
+        .and_then(|a| a.get(LAST_APPLIED))
+        .and_then(Value::as_str)
+    else {
+        return false;
+    };
+    let Ok(last) = serde_json::from_str::<Value>(text) else {
+        return false;
+    };
+    let mut set = field_set(&last, keys, Walk::Applied);
+    set.strip(scope);
+    set.node(path).is_some_and(|n| n.member) && lookup(&last, path) == lookup(live, path)
 }
 
 /// The time of `like`'s entry in `obj`'s managed fields.
@@ -1043,6 +1081,18 @@ mod tests {
     }
 
     #[test]
+    fn a_map_owned_whole_before_is_kept_when_its_fields_are_still_applied() {
+        let mut live = cm(json!({"a": "1"}));
+        live["metadata"]["managedFields"] = json!([{
+            "manager": "alice", "operation": "Apply", "apiVersion": "v1",
+            "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:data": {".": {}, "f:a": {}}}
+        }]);
+        let out = ssa(&live, cm(json!({"a": "2"})), "alice", false).unwrap();
+        assert_eq!(out["data"], json!({"a": "2"}));
+    }
+
+    #[test]
     fn an_update_takes_the_fields_it_changes_and_the_applier_then_conflicts() {
         let live = ssa(&Value::Null, cm(json!({"a": "1"})), "alice", false).unwrap();
         let mut edited = live.clone();
@@ -1069,6 +1119,30 @@ mod tests {
             err.message,
             "Apply failed with 1 conflict: conflict with \"kubectl-edit\" using v1: .data.a"
         );
+    }
+
+    #[test]
+    fn kubectl_server_side_takes_over_what_a_client_side_apply_set() {
+        let keys = MergeKeys::for_core_kind("ConfigMap");
+        let mut live = cm(json!({"a": "1", "b": "1"}));
+        live["metadata"]["annotations"] =
+            json!({LAST_APPLIED: r#"{"apiVersion":"v1","kind":"ConfigMap","data":{"a":"1"}}"#});
+        record_update(
+            &Value::Null,
+            &mut live,
+            "kubectl-client-side-apply",
+            "v1",
+            Scope::Whole,
+            &keys,
+        );
+        let out = ssa(&live, cm(json!({"a": "2"})), "kubectl", false).unwrap();
+        assert_eq!(out["data"]["a"], "2");
+        // A field the client-side apply did not set stays a conflict, and so does any field
+        // for another manager than kubectl's.
+        let err = ssa(&live, cm(json!({"b": "2"})), "kubectl", false).unwrap_err();
+        assert_eq!(err.code, StatusCode::CONFLICT);
+        let err = ssa(&live, cm(json!({"a": "2"})), "deployer", false).unwrap_err();
+        assert_eq!(err.code, StatusCode::CONFLICT);
     }
 
     #[test]

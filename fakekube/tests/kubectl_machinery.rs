@@ -210,7 +210,8 @@ fn logs_scenario(minor: u32) {
 
 /// `kubectl apply --server-side` by two field managers: the second one's change to a field the
 /// first owns is refused with the conflict listed, `--force-conflicts` takes the field over,
-/// and `--show-managed-fields` shows who owns what.
+/// and `--show-managed-fields` shows who owns what; a client-side apply moves to server-side
+/// apply without a conflict.
 fn server_side_apply_scenario(minor: u32) {
     let Some(c) = Cluster::start(minor, &["--api-only"]) else {
         return;
@@ -282,6 +283,23 @@ fn server_side_apply_scenario(minor: u32) {
             .any(|e| e["manager"] == "alice" && e["operation"] == "Apply"),
         "alice still owns the container: {entries:?}"
     );
+    // Moving from client-side to server-side apply needs no --force-conflicts.
+    let migrated = |team: &str| labelled(team).replace("name: shared", "name: migrated");
+    k.run_input(&migrated("a"), &["apply", "-f", "-"])
+        .success()
+        .stdout_is("pod/migrated created\n");
+    k.run_input(&migrated("b"), &["apply", "--server-side", "-f", "-"])
+        .success()
+        .stdout_is("pod/migrated serverside-applied\n");
+    k.run(&[
+        "get",
+        "pod",
+        "migrated",
+        "-o",
+        "jsonpath={.metadata.labels.team}",
+    ])
+    .success()
+    .stdout_is("b");
     // kubectl's own writes are recorded under its managers, as Updates.
     k.run(&["label", "pod", "shared", "extra=1"]).success();
     let pod = k
