@@ -147,6 +147,11 @@ pub(crate) async fn delete(
             Ok(json_response(StatusCode::OK, &status::success(t, uid)))
         }
         Deleted::Gone(obj) => Ok(json_response(StatusCode::OK, &obj)),
+        // A pod deleted gracefully stays until its kubelet is done: 200 with the pod, as the
+        // API server answers (its 202 is only for `orphanDependents: false`).
+        Deleted::Pending(obj) if !rt.custom && rt.group.is_empty() && rt.plural == "pods" => {
+            Ok(json_response(StatusCode::OK, &obj))
+        }
         Deleted::Pending(obj) => Ok(json_response(StatusCode::ACCEPTED, &obj)),
     }
 }

@@ -159,6 +159,14 @@ pub(crate) fn delete_options(query: &Query, raw: &[u8]) -> Result<DeleteOptions,
             )));
         }
     };
+    let grace_period = match query.get("gracePeriodSeconds") {
+        Some(v) => Some(v.parse::<i64>().map_err(|_| {
+            ApiError::bad_request(format!(
+                "gracePeriodSeconds: Invalid value: \"{v}\": must be an integer"
+            ))
+        })?),
+        None => body.get("gracePeriodSeconds").and_then(Value::as_i64),
+    };
     let pre = body.get("preconditions");
     let dry_run = query.get("dryRun") == Some("All")
         || body
@@ -176,6 +184,7 @@ pub(crate) fn delete_options(query: &Query, raw: &[u8]) -> Result<DeleteOptions,
             .and_then(Value::as_str)
             .map(str::to_string),
         dry_run,
+        grace_period,
     })
 }
 

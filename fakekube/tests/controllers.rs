@@ -144,6 +144,13 @@ async fn run_pod(c: &Client, name: &str, ip: &str, node: &str) {
     .await;
 }
 
+/// Plays the kubelet once a terminating Pod's containers have stopped: it deletes the Pod with
+/// grace period 0, which removes it.
+async fn finish_pod(c: &Client, name: &str) {
+    let path = format!("/api/v1/namespaces/default/pods/{name}?gracePeriodSeconds=0");
+    delete(c, &path).await;
+}
+
 fn sandbox(name: &str, spec_extra: Value) -> Value {
     let mut spec = json!({
         "podTemplate": {
@@ -386,6 +393,30 @@ async fn suspending_deletes_the_pod_and_keeps_service_and_pvcs_and_resuming_make
         json!({ "spec": { "operatingMode": "Suspended" } }),
     )
     .await;
+    // The pod terminates (no kubelet here ends it): the sandbox says so and keeps its IPs.
+    let pod = wait(&kube, "pods", "susp", "a terminating pod", |o| {
+        o.is_some_and(|o| o["metadata"].get("deletionTimestamp").is_some())
+    })
+    .await;
+    assert_eq!(pod["metadata"]["deletionGracePeriodSeconds"], 30);
+    let sb = wait(&kube, "sandboxes", "susp", "suspending", |o| {
+        has_reason(o, "Suspended", "PodTerminating")
+    })
+    .await;
+    assert_eq!(
+        cond_of(&sb, "Suspended"),
+        triple(
+            "False",
+            "PodTerminating",
+            "Pod is terminating. Sandbox is suspending"
+        )
+    );
+    assert_eq!(
+        cond_of(&sb, "Ready"),
+        triple("False", "SandboxSuspended", "Sandbox is suspending")
+    );
+    assert_eq!(sb["status"]["podIPs"], json!(["10.0.0.5"]));
+    finish_pod(&c, "susp").await;
     wait_gone(&kube, "pods", "susp").await;
     let sb = wait(&kube, "sandboxes", "susp", "suspended", |o| {
         o.and_then(|o| cond(o, "Suspended"))
@@ -451,6 +482,11 @@ async fn expired_retained_sandbox_loses_pod_and_service_keeps_conditions_and_rev
         json!({ "spec": { "shutdownTime": "2020-01-01T00:00:00Z" } }),
     )
     .await;
+    wait(&kube, "pods", "exp", "a terminating pod", |o| {
+        o.is_some_and(|o| o["metadata"].get("deletionTimestamp").is_some())
+    })
+    .await;
+    finish_pod(&c, "exp").await;
     wait_gone(&kube, "pods", "exp").await;
     wait_gone(&kube, "services", "exp").await;
     let sb = wait(&kube, "sandboxes", "exp", "status cleared", |o| {

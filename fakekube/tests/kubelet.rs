@@ -382,9 +382,9 @@ async fn a_file_under_a_claim_outlives_its_pod_and_a_file_elsewhere_does_not() {
 }
 
 #[tokio::test]
-async fn deleting_a_pod_ends_its_main_process() {
+async fn deleting_a_pod_stops_it_gracefully_and_kills_a_main_process_that_ignores_sigterm() {
     let (kube, c) = start().await;
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let (tx, mut rx) = tokio::sync::oneshot::channel::<()>();
     let tx = Arc::new(std::sync::Mutex::new(Some(tx)));
     kube.register_command("until-killed", move |call| {
         let tx = tx.clone();
@@ -395,21 +395,39 @@ async fn deleting_a_pod_ends_its_main_process() {
             0
         }
     });
-    create(
-        &c,
-        PODS,
-        &pod(
-            "p",
-            json!({ "name": "c", "image": "busybox", "command": ["until-killed"] }),
-        ),
-    )
-    .await;
+    let mut p = pod(
+        "p",
+        json!({ "name": "c", "image": "busybox", "command": ["until-killed"] }),
+    );
+    p["spec"]["terminationGracePeriodSeconds"] = json!(45);
+    create(&c, PODS, &p).await;
     wait_pod(&kube, "p", |p| p["status"]["phase"] == "Running").await;
-    delete(&c, &format!("{PODS}/p")).await;
+    let r = c
+        .call(Method::DELETE, &format!("{PODS}/p"), None, Vec::new())
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.json());
+    assert_eq!(r.json()["metadata"]["deletionGracePeriodSeconds"], 45);
+    let killing = kube
+        .wait_for_event("default", "p", "Killing", WAIT)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(killing["message"], "Stopping container c");
+    assert_eq!(killing["involvedObject"]["fieldPath"], "spec.containers{c}");
+    assert_eq!(killing["source"]["component"], "kubelet");
+    // SIGTERM went to pid 1, which does not trap it: it still runs, and the pod is still there.
+    assert!(rx.try_recv().is_err());
+    let still = kube
+        .get("pods", "default", "p")
+        .expect("the pod is still there");
+    assert!(still["metadata"]["deletionTimestamp"].is_string());
+    kube.advance_clock(Duration::from_secs(45));
     let ended = tokio::time::timeout(WAIT, rx).await;
     assert!(
         matches!(ended, Ok(Err(_))),
-        "the main process was not ended: {ended:?}"
+        "the main process was not killed at the deadline: {ended:?}"
     );
+    kube.wait_for("pods", "default", "p", WAIT, |p| p.is_none())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     kube.shutdown().await;
 }

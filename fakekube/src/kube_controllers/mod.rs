@@ -1,13 +1,15 @@
-//! The kube-controller-manager's controllers that authentication and RBAC rely on, emulated:
-//! ClusterRole aggregation ([`aggregation`]) and the service-account token controller
-//! ([`token_secrets`]), plus the bootstrap policy a server starts with.
+//! The kube-controller-manager's controllers that authentication, RBAC and storage rely on,
+//! emulated: ClusterRole aggregation ([`aggregation`]), the service-account token controller
+//! ([`token_secrets`]) and the PVC protection controller ([`pvc_protection`]), plus the
+//! bootstrap policy a server starts with.
 //!
-//! One task runs both. Like the agent-sandbox controllers it follows the store's change log,
+//! One task runs them all. Like the agent-sandbox controllers it follows the store's change log,
 //! reconciles what a change concerns, and sleeps until the next change; it runs whether or not
 //! the agent-sandbox controllers do, since without it `admin`, `edit` and `view` would hold no
 //! rules and token Secrets no token.
 
 mod aggregation;
+mod pvc_protection;
 mod token_secrets;
 
 use crate::authn::{Authenticator, TOKEN_SECRET_TYPE};
@@ -27,6 +29,8 @@ pub(crate) struct Kinds {
     cluster_role_bindings: Arc<ResourceType>,
     secrets: Arc<ResourceType>,
     service_accounts: Arc<ResourceType>,
+    pods: Arc<ResourceType>,
+    pvcs: Arc<ResourceType>,
 }
 
 impl Kinds {
@@ -37,6 +41,8 @@ impl Kinds {
             cluster_role_bindings: registry.find(GROUP, "v1", "clusterrolebindings")?,
             secrets: registry.find("", "v1", "secrets")?,
             service_accounts: registry.find("", "v1", "serviceaccounts")?,
+            pods: registry.find("", "v1", "pods")?,
+            pvcs: registry.find("", "v1", "persistentvolumeclaims")?,
         })
     }
 }
@@ -75,6 +81,8 @@ struct Work {
     secrets: BTreeSet<(String, String)>,
     /// Deleted service accounts, as namespace, name and uid.
     gone_accounts: Vec<(String, String, String)>,
+    /// Claims that may have lost their last pod, as namespace and name.
+    claims: BTreeSet<(String, String)>,
 }
 
 /// Starts the controllers as one task that runs until `shutdown`. Tokens are signed by
@@ -114,6 +122,10 @@ pub(crate) fn spawn(
                         {
                             let uid = meta_str(&e.object, "uid").unwrap_or("").to_string();
                             work.gone_accounts.push((ns, name, uid));
+                        } else if e.rt.same_resource(&kinds.pvcs) && e.kind != EventType::Deleted {
+                            work.claims.insert((ns, name));
+                        } else if e.rt.same_resource(&kinds.pods) {
+                            work.claims.extend(pvc_protection::claims_of(&e.object));
                         }
                     }
                 }
@@ -132,6 +144,9 @@ pub(crate) fn spawn(
             for (ns, name) in &batch.secrets {
                 token_secrets::reconcile(&store, &kinds, &authn, &ca_pem, ns, name);
             }
+            for (ns, name) in &batch.claims {
+                pvc_protection::reconcile(&store, &kinds.pvcs, &kinds.pods, ns, name);
+            }
             if changes.has_changed().unwrap_or(false) {
                 continue;
             }
@@ -149,6 +164,12 @@ fn full_resync(store: &Store, kinds: &Kinds) -> Work {
         aggregate: true,
         ..Work::default()
     };
+    for c in store.list_all(&kinds.pvcs, None) {
+        work.claims.insert((
+            meta_str(&c, "namespace").unwrap_or("").to_string(),
+            meta_str(&c, "name").unwrap_or("").to_string(),
+        ));
+    }
     for s in store.list_all(&kinds.secrets, None) {
         if s.get("type").and_then(|t| t.as_str()) == Some(TOKEN_SECRET_TYPE) {
             work.secrets.insert((

@@ -53,15 +53,20 @@
 //!   `StartError` and is restarted as the policy says, without a separate `RunContainerError`.
 
 mod command;
+mod containers;
 mod env;
 mod images;
 mod output;
 mod pod;
+mod probe;
 mod run;
+mod status;
+mod termination;
 
 pub use command::{CommandCall, CommandError};
 pub use images::Images;
 
+use crate::events::{Emitter, Recorder};
 use crate::status::{ApiError, Target};
 use crate::store::Store;
 use bytes::Bytes;
@@ -69,7 +74,7 @@ use fakekube_runtime::{PodFs, PodNetwork, ProcessTable, Programs};
 use http::StatusCode;
 use pod::{CState, PodRun};
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -164,6 +169,13 @@ pub(crate) struct Kubelet {
     commands: Programs,
     /// The pods it runs and the claims' storage.
     state: Mutex<State>,
+    /// Images on the node (normalised), for the pull Events. Its own lock: pulls happen while
+    /// `state` is held.
+    pulled: Mutex<HashSet<String>>,
+    /// The kubelet's Events (`source.component: kubelet`, the node as host).
+    recorder: Recorder,
+    /// The scheduler's Events (`Scheduled`, `FailedScheduling`).
+    scheduler: Emitter,
 }
 
 impl Kubelet {
@@ -175,11 +187,19 @@ impl Kubelet {
             images: Images::default(),
             commands: Programs::new(),
             state: Mutex::new(State::default()),
+            pulled: Mutex::default(),
+            recorder: Recorder::new("kubelet", pod::NODE_NAME),
+            scheduler: Emitter::new("default-scheduler", "fakekube-control-plane"),
         }
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The images on the node (taken while `state` may be held; never the other way round).
+    fn pulled(&self) -> MutexGuard<'_, HashSet<String>> {
+        self.pulled.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The fake registry's marks.
@@ -322,7 +342,7 @@ impl Kubelet {
         let st = self.lock();
         st.pods
             .get(uid)
-            .filter(|p| p.ip.is_some() && !p.terminal && !p.deleting)
+            .filter(|p| p.ip.is_some() && !p.terminal)
             .map(|p| {
                 let netns = images::hex64(&format!("netns{uid}"));
                 PortForwardTarget {
