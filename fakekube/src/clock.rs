@@ -114,6 +114,11 @@ impl Clock {
         micro_time(self.now_utc())
     }
 
+    /// Now as Go's `time.RFC3339Nano` writes it in UTC (fraction without trailing zeros).
+    pub(crate) fn now_rfc3339_nano(&self) -> String {
+        rfc3339_nano(self.now_utc())
+    }
+
     /// Nanoseconds since the Unix epoch now (the suffix of Event names), made unique: a call
     /// in the same nanosecond as the last (always, on a manual clock) gets the next one.
     pub(crate) fn unix_nanos(&self) -> u128 {
@@ -270,6 +275,22 @@ pub(crate) fn micro_time(t: OffsetDateTime) -> String {
     }
 }
 
+/// A time as Go's `time.RFC3339Nano` writes it in UTC: the fraction of a second with its
+/// trailing zeros cut, none when whole.
+pub(crate) fn rfc3339_nano(t: OffsetDateTime) -> String {
+    let nanos = t.nanosecond();
+    let whole = t.replace_nanosecond(0).unwrap_or(t);
+    let base = whole
+        .format(&Rfc3339)
+        .unwrap_or_else(|_| "1970-01-01T00:00:00Z".to_string());
+    let fraction = format!("{nanos:09}");
+    let fraction = fraction.trim_end_matches('0');
+    match base.strip_suffix('Z') {
+        Some(head) if !fraction.is_empty() => format!("{head}.{fraction}Z"),
+        _ => base,
+    }
+}
+
 /// The time `secs` whole seconds after `t` (negative: before).
 pub(crate) fn add_secs(t: SystemTime, secs: i64) -> SystemTime {
     let d = Duration::from_secs(secs.unsigned_abs());
@@ -337,6 +358,19 @@ mod tests {
         clock.sleep(Duration::from_secs(3600)).await;
         assert!(clock.now() >= start + Duration::from_secs(3600));
         shutdown.cancel();
+    }
+
+    #[test]
+    fn rfc3339_nano_cuts_trailing_zeros_of_the_fraction() {
+        let at = |n: i128| OffsetDateTime::from_unix_timestamp_nanos(n).expect("a valid time");
+        assert_eq!(
+            rfc3339_nano(at(1_700_000_000_120_000_000)),
+            "2023-11-14T22:13:20.12Z"
+        );
+        assert_eq!(
+            rfc3339_nano(at(1_700_000_000_000_000_000)),
+            "2023-11-14T22:13:20Z"
+        );
     }
 
     #[test]

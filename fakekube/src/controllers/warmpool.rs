@@ -12,8 +12,10 @@
 //! `readyReplicas`, `selector` and `observedGeneration`, which the `scale` subresource reads.
 //!
 //! Differences from upstream: members are created in one pass (no slow-start batches beyond
-//! the cap of 300, no token bucket, no replenish hold), the `WarmPoolNotProgressing` Event is
-//! not emitted, and ties between members created in the same second are broken by name.
+//! the cap of 300, no token bucket, no replenish hold), and ties between members created in the same second are broken by name.
+
+/// How often a pool holding unschedulable members looks again (upstream's default).
+const UNSCHEDULABLE_RECHECK: Duration = Duration::from_secs(60);
 
 use super::{
     CREATED_BY_LABEL, Cluster, LAUNCH_TYPE_LABEL, POD_NAME_ANNOTATION, POD_TEMPLATE_HASH_LABEL,
@@ -27,7 +29,6 @@ use crate::store::{DeleteOptions, Part};
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 use std::time::Duration;
-use time::OffsetDateTime;
 
 /// The most members created or deleted in one pass (`--sandbox-warm-pool-max-batch-size`).
 const MAX_BATCH: usize = 300;
@@ -229,9 +230,10 @@ pub(crate) fn reconcile(cluster: Cluster<'_>, ns: &str, name: &str) -> Requeue {
         };
         active.push(sb);
     }
-    let now = OffsetDateTime::now_utc();
+    let now = cluster.store.clock().now_utc();
     let grace = cluster.config.warm_pool_ready_grace;
     let mut healthy = Vec::new();
+    let mut unschedulable = 0usize;
     for sb in active {
         let created = created_at(&sb);
         if condition_true(&sb, "Ready") || created.is_none() {
@@ -246,6 +248,7 @@ pub(crate) fn reconcile(cluster: Cluster<'_>, ns: &str, name: &str) -> Requeue {
             continue;
         }
         if pod_unschedulable(cluster, &sb) {
+            unschedulable += 1;
             healthy.push(sb);
             continue;
         }
@@ -260,6 +263,19 @@ pub(crate) fn reconcile(cluster: Cluster<'_>, ns: &str, name: &str) -> Requeue {
         .unwrap_or(1)
         .max(0);
     let desired = usize::try_from(desired).unwrap_or(0);
+    // Unschedulable members past the grace are held, and the pool says it is not progressing
+    // (once per episode), re-checked every minute.
+    let message = format!(
+        "{unschedulable}/{desired} sandboxes are unschedulable past the {} readiness grace \
+         period; holding them instead of replacing (replacements would be equally unschedulable)",
+        crate::meta::go_duration(grace.as_secs())
+    );
+    cluster
+        .recorders
+        .warm_pool_progress(cluster.store, &pool, unschedulable > 0, &message);
+    if unschedulable > 0 {
+        requeue = Some(requeue.map_or(UNSCHEDULABLE_RECHECK, |r| r.min(UNSCHEDULABLE_RECHECK)));
+    }
     let current = healthy.len();
     let ready = healthy
         .iter()

@@ -558,17 +558,7 @@ pub(crate) fn pod_ip(n: u32) -> String {
     format!("10.244.{third}.{fourth}")
 }
 
-/// A Go `time.Duration` string for whole seconds (`10s`, `1m20s`, `5m0s`).
-pub(crate) fn go_duration(secs: u64) -> String {
-    let (h, m, s) = (secs / 3600, (secs % 3600) / 60, secs % 60);
-    if h > 0 {
-        format!("{h}h{m}m{s}s")
-    } else if m > 0 {
-        format!("{m}m{s}s")
-    } else {
-        format!("{s}s")
-    }
-}
+pub(crate) use crate::meta::go_duration;
 
 /// The back-off a real kubelet would print for the `n`-th consecutive restart: 10 s doubling,
 /// at most 5 minutes.
