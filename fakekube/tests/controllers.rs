@@ -981,6 +981,8 @@ async fn claim_for_a_missing_pool_says_so() {
             "SandboxWarmPool \"nope\" not found"
         )
     );
+    // Not bound: an empty `sandbox`, as upstream's struct field is written.
+    assert_eq!(got["status"]["sandbox"], json!({}));
     // The pool appears: the claim cold-starts (its member never gets an IP).
     post(
         &c,
@@ -1317,4 +1319,35 @@ async fn a_template_edit_does_not_reach_a_bound_claims_sandbox() {
         before["spec"]["podTemplate"]["metadata"]
     );
     assert_eq!(after["metadata"]["labels"], before["metadata"]["labels"]);
+}
+
+#[tokio::test]
+async fn a_recreate_pool_whose_template_is_gone_has_its_members_left_alone_by_claims() {
+    let (kube, c) = start().await;
+    let member = ready_pool(&kube, &c, json!({})).await;
+    let name = name_of(&member);
+    merge(
+        &c,
+        &format!("{EXT}/sandboxwarmpools/wp"),
+        json!({ "spec": { "updateStrategy": { "type": "Recreate" } } }),
+    )
+    .await;
+    delete(&c, &format!("{EXT}/sandboxtemplates/t")).await;
+    wait_gone(&kube, "sandboxtemplates", "t").await;
+    post(
+        &c,
+        &format!("{EXT}/sandboxclaims"),
+        claim("late", "wp", json!({})),
+    )
+    .await;
+    let got = wait(&kube, "sandboxclaims", "late", "TemplateNotFound", |o| {
+        has_reason(o, "Ready", "TemplateNotFound")
+    })
+    .await;
+    assert_eq!(got["status"]["sandbox"], json!({}));
+    let sb = kube.get("sandboxes", "default", &name).unwrap_or_default();
+    assert_eq!(
+        sb["metadata"]["ownerReferences"][0]["kind"],
+        "SandboxWarmPool"
+    );
 }

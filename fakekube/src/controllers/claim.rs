@@ -123,6 +123,8 @@ impl ClaimError {
         match self {
             ClaimError::TemplateNotFound(m) => ClaimError::TemplateNotFound(format!("{prefix}{m}")),
             ClaimError::Reconciler(m) => ClaimError::Reconciler(format!("{prefix}{m}")),
+            // Wrapped with %w upstream: still WarmPoolNotFound, whose message names the pool.
+            ClaimError::WarmPoolNotFound(pool) => ClaimError::WarmPoolNotFound(pool),
             other => ClaimError::Reconciler(format!("{prefix}{other}")),
         }
     }
@@ -411,9 +413,11 @@ fn write_status(
     if !sorted.is_empty() {
         status.insert("conditions".into(), json!(sorted));
     }
-    if let Some(s) = sandbox {
-        status.insert("sandbox".into(), s.clone());
-    }
+    // A struct field upstream (`omitempty` does not drop a struct): `{}` until bound.
+    status.insert(
+        "sandbox".into(),
+        sandbox.cloned().unwrap_or_else(|| json!({})),
+    );
     let status = Value::Object(status);
     if claim.get("status").unwrap_or(&json!({})) == &status {
         return Ok(());
@@ -848,13 +852,18 @@ fn adopt_from_pool(cluster: Cluster<'_>, claim: &Value) -> Result<Lookup, ClaimE
     let ns = meta_str(claim, "namespace").unwrap_or("");
     let pool = str_at(claim, &["spec", "warmPoolRef", "name"])
         .and_then(|p| cluster.store.get_opt(&k.pool, ns, p));
-    let recreate_template = pool
-        .as_ref()
-        .filter(|p| str_at(p, &["spec", "updateStrategy", "type"]) == Some("Recreate"))
-        .and_then(|p| {
-            let t = str_at(p, &["spec", "sandboxTemplateRef", "name"])?;
-            cluster.store.get_opt(&k.template, ns, t)
-        });
+    // Under Recreate only members of the current template are served. When the pool or (under
+    // Recreate) its template cannot be read, upstream adopts nothing: the candidates wait
+    // (counted as pending when they have no IP yet) and the claim retries or cold-starts.
+    let (unresolved, recreate_template) = match &pool {
+        None => (true, None),
+        Some(p) if str_at(p, &["spec", "updateStrategy", "type"]) == Some("Recreate") => {
+            let tpl = str_at(p, &["spec", "sandboxTemplateRef", "name"])
+                .and_then(|t| cluster.store.get_opt(&k.template, ns, t));
+            (tpl.is_none(), tpl)
+        }
+        Some(_) => (false, None),
+    };
     let mut candidates: Vec<Arc<Value>> = cluster
         .store
         .list_all(&k.sandbox, Some(ns))
@@ -871,6 +880,12 @@ fn adopt_from_pool(cluster: Cluster<'_>, claim: &Value) -> Result<Lookup, ClaimE
     let mut fallback = None;
     let mut per_node: BTreeMap<String, usize> = BTreeMap::new();
     for c in &candidates {
+        if unresolved {
+            if !pod_ips_of(c) {
+                pending += 1;
+            }
+            continue;
+        }
         if let Some(tpl) = &recreate_template
             && label(c, TEMPLATE_HASH_LABEL) != Some(blueprint_hash(tpl).as_str())
             && !same_blueprint(tpl, c)

@@ -44,17 +44,37 @@ pub(crate) fn blueprint(tpl: &Value) -> Value {
     Value::Object(m)
 }
 
-/// `NameHash` of the JSON of a template's blueprint (`sandbox-template-hash`).
+/// `NameHash` of the JSON of a template's blueprint (`sandbox-template-hash`), keys sorted.
 pub(crate) fn blueprint_hash(tpl: &Value) -> String {
-    name_hash(&blueprint(tpl).to_string())
+    name_hash(&canonical(&blueprint(tpl)).to_string())
 }
 
-/// `NameHash` of the JSON of a template's pod template (`sandbox-pod-template-hash`).
+/// `NameHash` of the JSON of a template's pod template (`sandbox-pod-template-hash`), keys
+/// sorted.
 fn pod_template_hash(tpl: &Value) -> String {
     let pt = at(tpl, &["spec", "podTemplate"])
         .cloned()
         .unwrap_or(Value::Null);
-    name_hash(&pt.to_string())
+    name_hash(&canonical(&pt).to_string())
+}
+
+/// `v` with every object's keys in sorted order. Upstream hashes the typed structure, whose
+/// field order does not depend on how a client ordered its JSON; sorting gives the same
+/// independence (the hashes still differ from upstream's, which follow Go's field order).
+fn canonical(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            Value::Object(
+                keys.into_iter()
+                    .map(|k| (k.clone(), canonical(&m[k])))
+                    .collect(),
+            )
+        }
+        Value::Array(a) => Value::Array(a.iter().map(canonical).collect()),
+        other => other.clone(),
+    }
 }
 
 /// `ApplySandboxSecureDefaults`: no service account token unless asked, and public DNS when
@@ -407,6 +427,21 @@ mod tests {
         apply_secure_defaults(&with_policy, &mut spec);
         assert_eq!(spec["automountServiceAccountToken"], true);
         assert!(spec.get("dnsPolicy").is_none());
+    }
+
+    #[test]
+    fn template_hashes_do_not_depend_on_the_order_of_keys() {
+        let a: Value = serde_json::from_str(
+            r#"{"spec":{"podTemplate":{"spec":{"containers":[{"name":"c","image":"i"}]},"metadata":{}}}}"#,
+        )
+        .expect("json");
+        let b: Value = serde_json::from_str(
+            r#"{"spec":{"podTemplate":{"metadata":{},"spec":{"containers":[{"image":"i","name":"c"}]}}}}"#,
+        )
+        .expect("json");
+        assert_ne!(a.to_string(), b.to_string());
+        assert_eq!(blueprint_hash(&a), blueprint_hash(&b));
+        assert_eq!(pod_template_hash(&a), pod_template_hash(&b));
     }
 
     #[test]

@@ -754,6 +754,9 @@ impl Inner {
                     }],
                 ));
             }
+            // The name generator keeps 58 characters of the prefix, so that with its five
+            // random ones the name fits 63.
+            let gen_name: String = gen_name.chars().take(58).collect();
             let mut tries = 0;
             loop {
                 let candidate = format!("{gen_name}{}", meta::random_suffix());
