@@ -48,12 +48,18 @@
 //! - Handlers: `objects` (get, list, create, update, patch, delete, deletecollection), `watch`
 //!   (watch streams), `subresources` (`scale`, `serviceaccounts/token`), `reviews` (access,
 //!   rules, token and self-subject reviews), `exec` (`pods/exec` and `pods/attach` over
-//!   WebSocket and SPDY) and `portforward` (`pods/portforward` over SPDY, SPDY tunnelled in
-//!   WebSocket, and WebSocket channels, into the pod's network), with `upgrade` (recognising
-//!   upgrade requests, the SPDY handshake, 101 replies).
+//!   WebSocket and SPDY), `portforward` (`pods/portforward` over SPDY, SPDY tunnelled in
+//!   WebSocket, and WebSocket channels, into the pod's network) and `logs` (`pods/log`, plain
+//!   text, followed while the container runs), with `upgrade` (recognising upgrade requests,
+//!   the SPDY handshake, 101 replies).
 //! - Request and response: `route` (a path as a `Route`), `request` (query parameters,
-//!   each verb's options, bodies read and decoded), `response` (JSON, warnings, every error as
-//!   a `metav1.Status`) and `state` (what the handlers share: store, tokens, faults, kubelet).
+//!   each verb's options, bodies read and decoded), `negotiation` (the `Accept` header: JSON
+//!   or YAML, `PartialObjectMetadata`, `Table`, 406), `representation` (an answer converted
+//!   as negotiated), `table` (`Table` rows: the built-in kinds' printer columns, CRD
+//!   `additionalPrinterColumns` through a JSONPath subset), `encoding` (the API server's field
+//!   order: `kind` and `apiVersion` first for its own types, sorted keys for custom
+//!   resources), `response` (JSON, warnings, every error as a `metav1.Status`) and `state`
+//!   (what the handlers share: store, tokens, faults, kubelet).
 //! - Authentication, authorization and faults: `impersonation` (the `Impersonate-*` headers),
 //!   above `authz` (the RBAC authorizer over the store's RBAC objects, the caller of a request,
 //!   401 and 403), above `authn` (client certificates, static and service-account tokens, the
@@ -78,9 +84,11 @@
 //!   checks, pruning, defaults, validation, CEL rules), `defaults` (defaults and checks of the
 //!   core kinds), `rbac` (RBAC rules and their matching, the Forbidden wording, the RBAC kinds'
 //!   admission, aggregation, the bootstrap policy; no store), `discovery` (`/version`, `/api`,
-//!   `/apis`, aggregated discovery) and `openapi` (`/openapi/v3`), both built from the registry.
+//!   `/apis`, aggregated discovery) and `openapi` (`/openapi/v3`, and `/openapi/v2` in JSON
+//!   and protobuf), both built from the registry.
 //! - Foundation: `status` (`metav1.Status` and the errors every layer answers with), `meta`
-//!   (object metadata helpers) and `fixtures` (the agent-sandbox CRDs, embedded).
+//!   (object metadata helpers), `accept` (`Accept` headers parsed) and `fixtures` (the
+//!   agent-sandbox CRDs, embedded).
 //!
 //! What runs in a pod is not here: the kubelet starts containers and `pods/exec` sessions on
 //! the hermetic runtime, its own crate ([`fakekube_runtime`]: in-memory filesystems, a POSIX
@@ -92,8 +100,10 @@
 //!   object into the live one.
 //! - Lists with `continue` are not snapshots: a page reflects the store when it is served.
 //! - Core kinds are not validated beyond the fields their clients need.
-//! - CEL rules are not type-checked and have no cost limit; validation ratcheting is not done;
-//!   Table responses are not served (see `schema` and `fakekube/README.md`).
+//! - CEL rules are not type-checked and have no cost limit; validation ratcheting is not done
+//!   (see `schema` and `fakekube/README.md`).
+//! - Responses are JSON or YAML, never protobuf; the items of a built-in kind's list carry
+//!   `kind` and `apiVersion` (the API server leaves them out of typed lists).
 //! - Service-account tokens are signed with HMAC-SHA256 (`HS256`), not RS256: only fakekube
 //!   verifies them, and there is no `/openid/v1/jwks` to publish a key at.
 //! - A request without credentials is anonymous and authorized by RBAC (health and version are
@@ -109,6 +119,7 @@
 
 #![forbid(unsafe_code)]
 
+mod accept;
 mod api;
 mod authn;
 mod authz;
@@ -117,6 +128,7 @@ mod controllers;
 mod crd;
 mod defaults;
 mod discovery;
+mod encoding;
 mod events;
 mod exec;
 mod faults;
@@ -126,7 +138,9 @@ mod impersonation;
 mod inspect;
 mod kube_controllers;
 mod kubelet;
+mod logs;
 mod meta;
+mod negotiation;
 mod objects;
 mod openapi;
 mod patch;
@@ -134,6 +148,7 @@ mod portforward;
 mod protobuf;
 mod rbac;
 mod registry;
+mod representation;
 mod request;
 mod resources;
 mod response;
@@ -147,6 +162,7 @@ mod state;
 mod status;
 mod store;
 mod subresources;
+mod table;
 mod tls;
 mod upgrade;
 mod watch;

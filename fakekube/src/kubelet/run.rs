@@ -412,7 +412,7 @@ impl Kubelet {
                 PatchKind::Merge,
                 &body,
                 Part::Main,
-                opts,
+                opts.clone(),
             ) {
                 tracing::debug!(pvc = name, error = %e.message, "binding a claim");
                 return;

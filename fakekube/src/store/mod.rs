@@ -83,7 +83,7 @@ pub(crate) enum FieldValidation {
 }
 
 /// Options of a create, update or patch.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct WriteOptions {
     /// Unknown-field handling.
     pub(crate) field_validation: FieldValidation,
@@ -577,6 +577,29 @@ impl Store {
     }
 }
 
+/// The API server's check that a written object names the object of the URL: another name
+/// (or, for a namespaced kind, another namespace) in its metadata is a bad request. A missing
+/// name is taken from the URL here; the PUT handler refuses it before the store is reached.
+fn check_identity(rt: &ResourceType, ns: &str, name: &str, obj: &Value) -> Result<(), ApiError> {
+    if let Some(n) = meta_str(obj, "name")
+        && n != name
+    {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({n}) does not match the name on the URL ({name})"
+        )));
+    }
+    if rt.namespaced
+        && let Some(o) = meta_str(obj, "namespace")
+        && !o.is_empty()
+        && o != ns
+    {
+        return Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        ));
+    }
+    Ok(())
+}
+
 fn matches(obj: &Value, q: &ListQuery) -> bool {
     if let Some(l) = &q.labels
         && !l.matches(meta::labels(obj))
@@ -668,7 +691,7 @@ impl Inner {
         obj: &mut Value,
         old: Option<&Value>,
         part: Part,
-        opts: WriteOptions,
+        opts: &WriteOptions,
     ) -> Result<Vec<String>, ApiError> {
         let mut warnings = Vec::new();
         if crds::is_crd_kind(rt) {
@@ -788,9 +811,6 @@ impl Inner {
         } else {
             md.remove("namespace");
         }
-        if self.get(rt, ns, &name).is_some() {
-            return Err(ApiError::already_exists(target(rt, &name)));
-        }
         for k in [
             "uid",
             "resourceVersion",
@@ -819,7 +839,12 @@ impl Inner {
         {
             return Err(Inner::refuse_while_terminating(rt));
         }
-        let warnings = self.admit(rt, &name, &mut obj, None, Part::Main, opts)?;
+        let warnings = self.admit(rt, &name, &mut obj, None, Part::Main, &opts)?;
+        // Storage refuses a taken name only after admission and validation, as etcd's
+        // create-if-absent does in the API server; a dry run asks storage too.
+        if self.get(rt, ns, &name).is_some() {
+            return Err(ApiError::already_exists(target(rt, &name)));
+        }
         deletion::protect_in_use(rt, &mut obj);
         if opts.dry_run {
             return Ok((Arc::new(obj), warnings));
@@ -880,6 +905,9 @@ impl Inner {
             .get(rt, ns, name)
             .ok_or_else(|| ApiError::not_found(target(rt, name)))?;
         let old = self.read_as(rt, &stored)?;
+        // The handler's name and namespace checks come before storage's resourceVersion
+        // checks: a body naming another object is a bad request whatever its version.
+        check_identity(rt, ns, name, &obj)?;
         let old_rv = meta_str(&old, "resourceVersion").unwrap_or("").to_string();
         let given_rv = meta_str(&obj, "resourceVersion").unwrap_or("").to_string();
         if given_rv.is_empty() {
@@ -938,13 +966,6 @@ impl Inner {
         let old_finalizers = finalizers(&old);
         let md = meta::metadata_mut(&mut obj)
             .ok_or_else(|| ApiError::bad_request("metadata must be an object"))?;
-        if let Some(n) = md.get("name").and_then(Value::as_str)
-            && n != name
-        {
-            return Err(ApiError::bad_request(format!(
-                "the name of the object ({n}) does not match the name on the URL ({name})"
-            )));
-        }
         for k in [
             "name",
             "namespace",
@@ -981,7 +1002,7 @@ impl Inner {
                 ));
             }
         }
-        let warnings = self.admit(rt, name, &mut obj, Some(&old), part, opts)?;
+        let warnings = self.admit(rt, name, &mut obj, Some(&old), part, &opts)?;
         let with_status = rt.custom && rt.status == StatusMode::Plain;
         if rt.has_spec && spec_part(&obj, with_status) != spec_part(&old, with_status) {
             let g = old
