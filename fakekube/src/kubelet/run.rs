@@ -513,6 +513,9 @@ impl Kubelet {
                             if let Err(e) = r.processes.signal_main(Signal::Kill) {
                                 tracing::debug!(error = %e, "SIGKILL to a container");
                             }
+                            // Pid 1 killed, the container ends as a whole, even when its main
+                            // process had not entered the process table yet.
+                            r.cancel.cancel();
                         }
                         for p in r.probes.iter_mut() {
                             if p.next_at.is_some_and(|at| at <= now) {
