@@ -75,7 +75,8 @@
 //!   (the Event recorders of the kubelet and the controllers), `clock` (the cluster's time, which
 //!   tests may advance), `inspect` (the handle's in-process
 //!   reads: one object, waiting for a state, the leak check), `selector` (label and field
-//!   selectors), `patch` (merge, JSON, strategic merge and apply patches) and `protobuf` (the
+//!   selectors), `patch` (merge, JSON, strategic merge and apply patches), `managed_fields`
+//!   (`metadata.managedFields`: field managers, apply conflicts, `force`) and `protobuf` (the
 //!   protobuf bodies client-go sends).
 //! - Registry: `registry` (the served kinds, built-in and CRD-defined, each described the
 //!   same way; conversion between versions), `resources` (the static table of built-in kinds),
@@ -96,8 +97,9 @@
 //!
 //! # Known limitations
 //!
-//! - Server-side apply has no field managers: an apply is a strategic merge of the applied
-//!   object into the live one.
+//! - Server-side apply merges the applied object into the live one as a strategic merge (by
+//!   the strategic merge keys of built-in kinds, the list types of CRD schemas); field
+//!   ownership keys lists by one key only (see `managed_fields`).
 //! - Lists with `continue` are not snapshots: a page reflects the store when it is served.
 //! - Core kinds are not validated beyond the fields their clients need.
 //! - CEL rules are not type-checked and have no cost limit; validation ratcheting is not done
@@ -139,6 +141,7 @@ mod inspect;
 mod kube_controllers;
 mod kubelet;
 mod logs;
+mod managed_fields;
 mod meta;
 mod negotiation;
 mod objects;

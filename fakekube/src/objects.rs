@@ -6,6 +6,7 @@
 //! The request is already routed, authorized and known to be for a served kind; watches, the
 //! other subresources and the reviews have their own modules.
 
+use crate::managed_fields;
 use crate::negotiation::Representation;
 use crate::patch::PatchKind;
 use crate::registry::ResourceType;
@@ -15,7 +16,7 @@ use crate::response::with_warnings;
 use crate::route::ResourcePath;
 use crate::state::Shared;
 use crate::status::{self, ApiError, Target};
-use crate::store::{Deleted, Part, Store};
+use crate::store::{Deleted, Part, Store, WriteOptions};
 use axum::body::Body;
 use axum::response::Response;
 use http::{HeaderMap, StatusCode, header};
@@ -45,6 +46,22 @@ impl Request<'_> {
     fn respond(&self, code: StatusCode, answer: Answer<'_>) -> Result<Response, ApiError> {
         representation::respond(code, self.rt, answer, self.repr, self.query)
     }
+
+    /// The write options of the query; a write without `fieldManager` is recorded under the
+    /// manager its `User-Agent` names, as the API server records it.
+    fn write_options(&self, verb: WriteVerb) -> Result<WriteOptions, ApiError> {
+        let mut opts = request::write_options(self.query, verb)?;
+        if opts.manager.is_none() {
+            let agent = self
+                .headers
+                .get(header::USER_AGENT)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
+            let manager = managed_fields::manager_from_user_agent(agent);
+            opts.manager = (!manager.is_empty()).then_some(manager);
+        }
+        Ok(opts)
+    }
 }
 
 /// `GET` of one object (or of its status, which is the whole object).
@@ -69,7 +86,7 @@ pub(crate) fn list(shared: &Shared, req: &Request<'_>) -> Result<Response, ApiEr
 pub(crate) async fn create(req: &Request<'_>, body: Body) -> Result<Response, ApiError> {
     let (rt, rp) = (req.rt, req.rp);
     let raw = request::read_body(body).await?;
-    let opts = request::write_options(req.query, WriteVerb::Create)?;
+    let opts = req.write_options(WriteVerb::Create)?;
     let obj = request::decode(req.headers, &raw)?;
     check_body(rt, rp, &obj)?;
     let (created, warnings) = req.store.create(rt, &rp.namespace, obj, opts)?;
@@ -87,7 +104,7 @@ pub(crate) async fn update(
 ) -> Result<Response, ApiError> {
     let (rt, rp) = (req.rt, req.rp);
     let raw = request::read_body(body).await?;
-    let opts = request::write_options(req.query, WriteVerb::Update)?;
+    let opts = req.write_options(WriteVerb::Update)?;
     let obj = request::decode(req.headers, &raw)?;
     check_body(rt, rp, &obj)?;
     check_name(rp, &obj)?;
@@ -113,12 +130,9 @@ pub(crate) async fn patch(req: &Request<'_>, part: Part, body: Body) -> Result<R
     let kind =
         PatchKind::from_content_type(ct).ok_or_else(|| ApiError::unsupported_media_type(ct))?;
     let raw = request::read_body(body).await?;
-    let opts = request::write_options(
-        req.query,
-        WriteVerb::Patch {
-            apply: kind == PatchKind::Apply,
-        },
-    )?;
+    let opts = req.write_options(WriteVerb::Patch {
+        apply: kind == PatchKind::Apply,
+    })?;
     let patch = request::decode(req.headers, &raw)?;
     if kind == PatchKind::Apply {
         check_body(rt, rp, &patch)?;

@@ -219,6 +219,8 @@ pub(crate) fn write_options(query: &Query, verb: WriteVerb) -> Result<WriteOptio
         field_validation,
         dry_run,
         patch: false,
+        manager: (!manager.is_empty()).then(|| manager.to_owned()),
+        force: force.unwrap_or(false),
     })
 }
 

@@ -208,6 +208,124 @@ fn logs_scenario(minor: u32) {
         .stderr_has("container nope is not valid for pod talker");
 }
 
+/// `kubectl apply --server-side` by two field managers: the second one's change to a field the
+/// first owns is refused with the conflict listed, `--force-conflicts` takes the field over,
+/// and `--show-managed-fields` shows who owns what; a client-side apply moves to server-side
+/// apply without a conflict.
+fn server_side_apply_scenario(minor: u32) {
+    let Some(c) = Cluster::start(minor, &["--api-only"]) else {
+        return;
+    };
+    let k = &c.k;
+    let labelled = |team: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: shared\n  labels:\n    team: {team}\nspec:\n  containers:\n  - name: main\n    image: nginx:1.25\n"
+        )
+    };
+    k.run_input(
+        &labelled("a"),
+        &["apply", "--server-side", "--field-manager=alice", "-f", "-"],
+    )
+    .success()
+    .stdout_is("pod/shared serverside-applied\n");
+    k.run_input(
+        &labelled("b"),
+        &["apply", "--server-side", "--field-manager=bob", "-f", "-"],
+    )
+    .failure()
+    .stderr_has("Apply failed with 1 conflict: conflict with \"alice\": .metadata.labels.team");
+    k.run(&[
+        "get",
+        "pod",
+        "shared",
+        "-o",
+        "jsonpath={.metadata.labels.team}",
+    ])
+    .success()
+    .stdout_is("a");
+    k.run_input(
+        &labelled("b"),
+        &[
+            "apply",
+            "--server-side",
+            "--field-manager=bob",
+            "--force-conflicts",
+            "-f",
+            "-",
+        ],
+    )
+    .success()
+    .stdout_is("pod/shared serverside-applied\n");
+    let pod = k
+        .run(&[
+            "get",
+            "pod",
+            "shared",
+            "-o",
+            "json",
+            "--show-managed-fields",
+        ])
+        .success()
+        .json();
+    assert_eq!(pod["metadata"]["labels"]["team"], "b");
+    let entries = pod["metadata"]["managedFields"]
+        .as_array()
+        .expect("managedFields");
+    let owner_of_team: Vec<&str> = entries
+        .iter()
+        .filter(|e| !e["fieldsV1"]["f:metadata"]["f:labels"]["f:team"].is_null())
+        .filter_map(|e| e["manager"].as_str())
+        .collect();
+    assert_eq!(owner_of_team, ["bob"], "{entries:?}");
+    assert!(
+        entries
+            .iter()
+            .any(|e| e["manager"] == "alice" && e["operation"] == "Apply"),
+        "alice still owns the container: {entries:?}"
+    );
+    // Moving from client-side to server-side apply needs no --force-conflicts.
+    let migrated = |team: &str| labelled(team).replace("name: shared", "name: migrated");
+    k.run_input(&migrated("a"), &["apply", "-f", "-"])
+        .success()
+        .stdout_is("pod/migrated created\n");
+    k.run_input(&migrated("b"), &["apply", "--server-side", "-f", "-"])
+        .success()
+        .stdout_is("pod/migrated serverside-applied\n");
+    k.run(&[
+        "get",
+        "pod",
+        "migrated",
+        "-o",
+        "jsonpath={.metadata.labels.team}",
+    ])
+    .success()
+    .stdout_is("b");
+    // kubectl's own writes are recorded under its managers, as Updates.
+    k.run(&["label", "pod", "shared", "extra=1"]).success();
+    let pod = k
+        .run(&[
+            "get",
+            "pod",
+            "shared",
+            "-o",
+            "json",
+            "--show-managed-fields",
+        ])
+        .success()
+        .json();
+    let label = pod["metadata"]["managedFields"]
+        .as_array()
+        .expect("managedFields")
+        .iter()
+        .find(|e| e["manager"] == "kubectl-label")
+        .expect("kubectl label is recorded");
+    assert_eq!(label["operation"], "Update");
+    assert_eq!(
+        label["fieldsV1"],
+        serde_json::json!({"f:metadata": {"f:labels": {"f:extra": {}}}})
+    );
+}
+
 macro_rules! old_tests {
     ($minor:expr) => {
         #[test]
@@ -227,6 +345,11 @@ macro_rules! new_tests {
         #[test]
         fn logs_take_their_options_and_follow_until_the_container_exits() {
             crate::logs_scenario($minor);
+        }
+
+        #[test]
+        fn server_side_apply_conflicts_between_two_managers_until_forced() {
+            crate::server_side_apply_scenario($minor);
         }
     };
 }

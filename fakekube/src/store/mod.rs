@@ -5,6 +5,7 @@
 //! log is in resourceVersion order. Nothing here awaits while holding the lock.
 
 use crate::clock::Clock;
+use crate::managed_fields;
 use crate::meta::{self, finalizers, meta_str, owner_uids};
 use crate::patch::{self, MergeKeys, PatchKind};
 use crate::registry::{Registry, ResourceType};
@@ -91,6 +92,11 @@ pub(crate) struct WriteOptions {
     pub(crate) dry_run: bool,
     /// The write is a patch (its strict-decoding errors are worded without the decoder prefix).
     pub(crate) patch: bool,
+    /// The field manager the write is recorded under in `metadata.managedFields`; `None` for
+    /// the fake's own controllers, whose writes are not recorded.
+    pub(crate) manager: Option<String>,
+    /// `force=true` on a server-side apply: take the fields other managers own.
+    pub(crate) force: bool,
 }
 
 /// Which part of an object a write targets.
@@ -840,6 +846,19 @@ impl Inner {
             return Err(Inner::refuse_while_terminating(rt));
         }
         let warnings = self.admit(rt, &name, &mut obj, None, Part::Main, &opts)?;
+        managed_fields::carry_over(None, &mut obj);
+        if let Some(manager) = &opts.manager {
+            let scope = field_scope(rt, Part::Main);
+            let keys = field_keys(rt);
+            managed_fields::record_update(
+                &Value::Null,
+                &mut obj,
+                manager,
+                &rt.api_version(),
+                scope,
+                &keys,
+            );
+        }
         // Storage refuses a taken name only after admission and validation, as etcd's
         // create-if-absent does in the API server; a dry run asks storage too.
         if self.get(rt, ns, &name).is_some() {
@@ -945,12 +964,21 @@ impl Inner {
         // Start from the right base for the part written.
         if part == Part::Status {
             let status = obj.get("status").cloned();
+            // The managed fields are the one piece of metadata a status write carries (those
+            // an apply to the status computed, or a client's own).
+            let managed = obj
+                .get("metadata")
+                .and_then(|m| m.get("managedFields"))
+                .cloned();
             let mut base = Value::clone(&old);
             if let Some(o) = base.as_object_mut() {
                 match status {
                     Some(s) => o.insert("status".into(), s),
                     None => o.remove("status"),
                 };
+            }
+            if let (Some(list), Some(md)) = (managed, meta::metadata_mut(&mut base)) {
+                md.insert("managedFields".into(), list);
             }
             obj = base;
         } else if rt.status == StatusMode::Subresource
@@ -1003,6 +1031,12 @@ impl Inner {
             }
         }
         let warnings = self.admit(rt, name, &mut obj, Some(&old), part, &opts)?;
+        managed_fields::carry_over(Some(&old), &mut obj);
+        if let Some(manager) = &opts.manager {
+            let scope = field_scope(rt, part);
+            let keys = field_keys(rt);
+            managed_fields::record_update(&old, &mut obj, manager, &rt.api_version(), scope, &keys);
+        }
         let with_status = rt.custom && rt.status == StatusMode::Plain;
         if rt.has_spec && spec_part(&obj, with_status) != spec_part(&old, with_status) {
             let g = old
@@ -1079,6 +1113,11 @@ impl Inner {
                 if let Some(md) = meta::metadata_mut(&mut obj) {
                     md.insert("name".into(), json!(name));
                 }
+                self.record_apply(rt, part, &Value::Null, body, &mut obj, &opts)?;
+                let opts = WriteOptions {
+                    manager: None,
+                    ..opts
+                };
                 return self.create(rt, ns, obj, opts);
             }
             return Err(ApiError::not_found(target(rt, name)));
@@ -1120,6 +1159,15 @@ impl Inner {
             ..opts
         };
         let mut patched = patch::apply_patch(kind, &old, body, &keys).map_err(patch_error)?;
+        let opts = if kind == PatchKind::Apply {
+            self.record_apply(rt, part, &old, body, &mut patched, &opts)?;
+            WriteOptions {
+                manager: None,
+                ..opts
+            }
+        } else {
+            opts
+        };
         // A resourceVersion in the patch is a precondition; otherwise the patch applies to the
         // current object.
         let precondition = match kind {
@@ -1132,6 +1180,30 @@ impl Inner {
             md.insert("resourceVersion".into(), json!(rv));
         }
         self.update(rt, ns, name, patched, part, opts, false)
+    }
+
+    /// Records a server-side apply of `config` that turned `live` into `merged` in `merged`'s
+    /// managed fields (see [`managed_fields::apply`]).
+    fn record_apply(
+        &self,
+        rt: &ResourceType,
+        part: Part,
+        live: &Value,
+        config: &Value,
+        merged: &mut Value,
+        opts: &WriteOptions,
+    ) -> Result<(), ApiError> {
+        let Some(manager) = opts.manager.as_deref() else {
+            return Ok(());
+        };
+        let api_version = rt.api_version();
+        let applier = managed_fields::Applier {
+            manager,
+            force: opts.force,
+            api_version: &api_version,
+            scope: field_scope(rt, part),
+        };
+        managed_fields::apply(live, config, merged, applier, &field_keys(rt))
     }
 }
 
@@ -1147,6 +1219,25 @@ pub(crate) fn present(
         Some(defaulted) => Arc::new(defaulted),
         None => converted,
     })
+}
+
+/// Which fields of `rt` a write to `part` can own.
+fn field_scope(rt: &ResourceType, part: Part) -> managed_fields::Scope {
+    match (part, rt.status) {
+        (Part::Status, _) => managed_fields::Scope::Status,
+        (Part::Main, StatusMode::Subresource) => managed_fields::Scope::MainOnly,
+        (Part::Main, _) => managed_fields::Scope::Whole,
+    }
+}
+
+/// How the lists of `rt` are keyed in field sets: a custom kind's by its schema's list types,
+/// a built-in kind's by its strategic merge keys.
+fn field_keys(rt: &ResourceType) -> MergeKeys {
+    match (rt.custom, rt.schema()) {
+        (true, Some(schema)) => MergeKeys::from_schema(schema.root()),
+        (true, None) => MergeKeys::none(),
+        (false, _) => MergeKeys::for_core_kind(&rt.kind),
+    }
 }
 
 fn patch_error(e: patch::PatchError) -> ApiError {
