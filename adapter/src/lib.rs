@@ -38,6 +38,13 @@
 //! - Readiness is polled with GET (the Role has no `watch`), from 1 ms up to every 250 ms.
 //! - An exec plugin's renewed client certificate is presented by new connections only; an
 //!   open HTTP/2 connection keeps the certificate of its handshake.
+//! - `stop` returns once the sandbox's pod is gone, and `start` of a sandbox still stopping
+//!   first waits for that: the new pod takes the old one's name. In direct mode the pod's main
+//!   process is a shell loop that traps SIGTERM and exits 0 (`trap 'exit 0' TERM; while true;
+//!   do sleep 3600 & wait; done`), so a stop takes well under the 30 s default grace period. A
+//!   pod whose main process ignores SIGTERM (a Sandbox edited by hand) stops only when its
+//!   `terminationGracePeriodSeconds` run out; if that outlasts the readiness timeout, the stop
+//!   fails with `unavailable` ("its pod is still terminating").
 //! - Kubeconfig `auth-provider` entries and exec plugins that need a terminal are refused.
 //! - `list_dir` cannot represent names holding a newline.
 //! - In direct mode an exec goes straight to the pod an earlier exec ran in, without reading

@@ -735,7 +735,8 @@ impl AgentSandbox {
     /// Polls until `probe` says done: once more at once (a controller often finishes during
     /// the first round trip), then with a backoff doubling from 1 ms to 250 ms (a fast backend
     /// answers within a few polls; a slow one gets no more requests than a 5 ms start would
-    /// send), until the readiness timeout; transient errors are retried until then.
+    /// send), until the readiness timeout; transient errors are retried until then. `what` is
+    /// the timeout error's subject (`sandbox x was not ready`).
     async fn poll<T>(&self, what: &str, mut probe: impl AsyncProbe<T>) -> Result<T, Error> {
         let deadline = tokio::time::Instant::now() + self.inner.ready_timeout;
         let mut delay = Duration::ZERO;
@@ -754,7 +755,7 @@ impl AgentSandbox {
             let now = tokio::time::Instant::now();
             if now >= deadline {
                 return Err(Error::unavailable(format!(
-                    "{what} was not ready after {}s: {last}",
+                    "{what} after {}s: {last}",
                     self.inner.ready_timeout.as_secs()
                 )));
             }
@@ -767,11 +768,25 @@ impl AgentSandbox {
         }
     }
 
+    /// Waits until the suspended Sandbox `name` has no pod left: its pod ends once its main
+    /// process does, at the latest when `terminationGracePeriodSeconds` runs out. A timeout
+    /// says the pod is still terminating.
+    async fn wait_stopped(&self, name: &str) -> Result<SandboxView, Error> {
+        self.poll(
+            &format!("sandbox {name} had not stopped"),
+            StoppedProbe {
+                provider: self,
+                name,
+            },
+        )
+        .await
+    }
+
     /// Waits until the Sandbox `name` is ready for its current generation, failing fast on a
     /// missing image (the Sandbox is then deleted) or a crash loop.
     async fn wait_sandbox_ready(&self, name: &str) -> Result<SandboxView, Error> {
         self.poll(
-            &format!("sandbox {name}"),
+            &format!("sandbox {name} was not ready"),
             SandboxProbe {
                 provider: self,
                 name,
@@ -783,7 +798,7 @@ impl AgentSandbox {
     /// Waits until the claim `name` is ready, failing fast on reasons that will not change.
     async fn wait_claim_ready(&self, name: &str) -> Result<ClaimView, Error> {
         self.poll(
-            &format!("sandbox {name}"),
+            &format!("sandbox {name} was not ready"),
             ClaimProbe {
                 provider: self,
                 name,
@@ -1496,15 +1511,7 @@ impl Provider for AgentSandbox {
         if !view.is_suspended_mode() {
             self.set_mode(name, "Suspended").await?;
         }
-        let stopped = self
-            .poll(
-                &format!("sandbox {name}"),
-                StoppedProbe {
-                    provider: self,
-                    name,
-                },
-            )
-            .await?;
+        let stopped = self.wait_stopped(name).await?;
         self.sandbox_from_direct(&stopped).await
     }
 
@@ -1522,6 +1529,12 @@ impl Provider for AgentSandbox {
                     "sandbox {id} is {state}; only a stopped sandbox can be started"
                 )));
             }
+        }
+        if sandbox.state == SandboxState::Stopping {
+            // The new pod takes the old one's name, so on a cluster it comes only once the old
+            // pod is gone: wait for the stop to finish first, so the readiness seen next is the
+            // new pod's, not the terminating one's.
+            self.wait_stopped(name).await?;
         }
         self.set_mode(name, "Running").await?;
         let ready = self.wait_sandbox_ready(name).await?;
@@ -1629,7 +1642,11 @@ impl AsyncProbe<SandboxView> for StoppedProbe<'_> {
         let view = self.provider.get_sandbox(self.name).await?;
         match manifest::sandbox_readiness(&view) {
             Readiness::Suspended { done: true } => Ok(Step::Done(view)),
-            _ => Ok(Step::Wait("the pod is still terminating".to_owned())),
+            _ => Ok(Step::Wait(
+                "its pod is still terminating (a main process that ignores SIGTERM keeps it until \
+                 the pod's terminationGracePeriodSeconds, 30 s by default, run out)"
+                    .to_owned(),
+            )),
         }
     }
 }

@@ -701,6 +701,61 @@ async fn stop_and_start_keep_only_the_volume() {
 }
 
 #[tokio::test]
+async fn a_pod_that_ignores_sigterm_holds_a_stop_until_its_grace_period_and_start_waits_for_it() {
+    let kube = fake().await;
+    let token = role_token(&kube, "role-token-stubborn");
+    let pool = agentsandbox::PoolConfig::from_yaml(&pool_yaml("direct", &["volumeSize: 1Gi"]))
+        .expect("pool config");
+    // A readiness timeout well under the 30 s grace period.
+    let opts = options(&kube, &token).with_ready_timeout(Duration::from_secs(1));
+    let p = agentsandbox::AgentSandbox::connect(pool, opts)
+        .await
+        .unwrap();
+    let sb = id("sb-stubborn");
+    p.create(CreateRequest::new(sb.clone())).await.unwrap();
+    p.write_file(&sb, "/workspace/kept.txt", Bytes::from_static(b"kept"))
+        .await
+        .unwrap();
+    // The adapter's own loop traps SIGTERM: this stop is quick.
+    assert_eq!(p.stop(&sb).await.unwrap().state, SandboxState::Stopped);
+    // Someone replaces the loop with one that does not trap SIGTERM (pid 1 then ignores it).
+    let mut containers = stored(&kube, "sandboxes", "sb-stubborn").await["spec"]["podTemplate"]
+        ["spec"]["containers"]
+        .clone();
+    containers[0]["command"] = json!(["/bin/sh", "-c", "while true; do sleep 3600 & wait; done"]);
+    let admin = admin(&kube).await;
+    sandboxes(&admin)
+        .patch(
+            "sb-stubborn",
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({ "spec": { "podTemplate": { "spec": { "containers": containers } } } }),
+            ),
+        )
+        .await
+        .unwrap();
+    assert_eq!(p.start(&sb).await.unwrap().state, SandboxState::Running);
+    let old_uid = stored(&kube, "pods", "sb-stubborn").await["metadata"]["uid"].clone();
+    let error = p.stop(&sb).await.unwrap_err();
+    assert_eq!(error.code(), ErrorCode::Unavailable, "{error}");
+    assert!(error.to_string().contains("still terminating"), "{error}");
+    let pod = stored(&kube, "pods", "sb-stubborn").await;
+    assert_eq!(pod["metadata"]["deletionGracePeriodSeconds"], 30);
+    assert_eq!(p.get(&sb).await.unwrap().state, SandboxState::Stopping);
+    // The grace period runs out on the cluster's clock: SIGKILL, the pod goes, and a start
+    // (which waits for that) brings up a new pod with the volume kept.
+    kube.advance_clock(Duration::from_secs(30));
+    let started = p.start(&sb).await.unwrap();
+    assert_eq!(started.state, SandboxState::Running);
+    let new_uid = stored(&kube, "pods", "sb-stubborn").await["metadata"]["uid"].clone();
+    assert_ne!(new_uid, old_uid);
+    assert_eq!(
+        p.read_file(&sb, "/workspace/kept.txt", 10).await.unwrap(),
+        "kept"
+    );
+}
+
+#[tokio::test]
 async fn exec_after_another_client_stopped_or_deleted_the_sandbox_says_what_it_is_now() {
     let kube = fake().await;
     let p = direct(&kube, &["volumeSize: 1Gi"]).await;

@@ -76,6 +76,49 @@ pub(crate) async fn wait_for(
     }
 }
 
+/// Waits until a core/v1 Event in `namespace` about the object named `involved` has reason
+/// `reason`, re-checking after every change; returns the Event.
+pub(crate) async fn wait_for_event(
+    store: &Store,
+    namespace: &str,
+    involved: &str,
+    reason: &str,
+    timeout: Duration,
+) -> Result<Value, WaitTimeout> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut changes = store.subscribe();
+    let find = || {
+        let rt = store.registry().find("", "v1", "events")?;
+        store
+            .list_all(&rt, Some(namespace))
+            .into_iter()
+            .find(|e| {
+                e.get("reason").and_then(Value::as_str) == Some(reason)
+                    && e.pointer("/involvedObject/name").and_then(Value::as_str) == Some(involved)
+            })
+            .map(|e| Value::clone(&e))
+    };
+    loop {
+        changes.borrow_and_update();
+        if let Some(ev) = find() {
+            return Ok(ev);
+        }
+        let timed_out = tokio::select! {
+            r = changes.changed() => r.is_err(),
+            _ = tokio::time::sleep_until(deadline) => true,
+        };
+        if timed_out {
+            return find().ok_or_else(|| WaitTimeout {
+                resource: "events".into(),
+                namespace: namespace.to_string(),
+                name: format!("{involved} ({reason})"),
+                timeout,
+                last: None,
+            });
+        }
+    }
+}
+
 /// Every Sandbox, SandboxClaim, Pod, Service and PVC still present, as `plural/ns/name`,
 /// but for the API server's own `default/kubernetes` Service.
 pub(crate) fn leaks(store: &Store) -> Vec<String> {

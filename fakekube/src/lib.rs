@@ -66,16 +66,18 @@
 //!   above `authz` (the RBAC authorizer over the store's RBAC objects, the caller of a request,
 //!   401 and 403), above `authn` (client certificates, static and service-account tokens, the
 //!   token signer); and `faults` (the switches of [`Faults`]).
-//! - Cluster controllers: `kube_controllers` (ClusterRole aggregation and the token Secret
-//!   controller, always running; the bootstrap policy at start).
+//! - Cluster controllers: `kube_controllers` (ClusterRole aggregation, the token Secret
+//!   controller and PVC protection, always running; the bootstrap policy at start).
 //! - Kubelet and controllers, the store's clients, neither importing the other: `kubelet` (pods
-//!   from Pending to Running, images, logs, where exec and attach connect; its containers run in
-//!   `runtime`), `controllers` (the agent-sandbox controllers), `workloads` (Deployments,
-//!   ReplicaSets, ReplicationControllers, StatefulSets, DaemonSets and Jobs, writing their
-//!   Events through `recorder`) and `finalizer` (the CRD finalizer: a deleted CRD's objects
-//!   deleted, then the CRD).
+//!   from Pending to Running, images, init containers, probes, graceful stops, logs, where exec
+//!   and attach connect; its containers run in `runtime`), `controllers` (the agent-sandbox
+//!   controllers), `workloads` (Deployments, ReplicaSets, ReplicationControllers, StatefulSets,
+//!   DaemonSets and Jobs) and `finalizer` (the CRD finalizer: a deleted CRD's objects deleted,
+//!   then the CRD).
 //! - Store: `store` (objects, resourceVersions, the change log watches and controllers follow,
-//!   garbage collection; admission calls into the registry), `inspect` (the handle's in-process
+//!   graceful deletion of pods, garbage collection; admission calls into the registry), `events`
+//!   (the Event recorders of the kubelet and the controllers), `clock` (the cluster's time, which
+//!   tests may advance), `inspect` (the handle's in-process
 //!   reads: one object, waiting for a state, the leak check), `selector` (label and field
 //!   selectors), `patch` (merge, JSON, strategic merge and apply patches), `managed_fields`
 //!   (`metadata.managedFields`: field managers, apply conflicts, `force`) and `protobuf` (the
@@ -113,6 +115,9 @@
 //! - A request without credentials is anonymous and authorized by RBAC (health and version are
 //!   public); when refused it gets 401, where the API server would answer 403 for
 //!   `system:anonymous`.
+//! - A pod's grace period is counted from when the kubelet begins to stop it, on the cluster's
+//!   clock; [`FakeKube::advance_clock`] moves that clock (and every timestamp) ahead of the
+//!   clients' clocks.
 //! - RBAC escalation checks (`bind`, `escalate`) are not made: whoever may create a Role or
 //!   binding may grant anything in it.
 //! - The bootstrap policy holds the roles of users, service accounts and discovery, not those of
@@ -124,6 +129,7 @@ mod accept;
 mod api;
 mod authn;
 mod authz;
+mod clock;
 mod cluster_objects;
 mod controllers;
 mod crd;
@@ -132,6 +138,7 @@ mod discovery;
 mod encoding;
 mod endpoints;
 mod ephemeral;
+mod events;
 mod eviction;
 mod exec;
 mod faults;
@@ -151,7 +158,6 @@ mod patch;
 mod portforward;
 mod protobuf;
 mod rbac;
-mod recorder;
 mod registry;
 mod representation;
 mod request;
@@ -259,6 +265,7 @@ pub struct Builder {
     crd_cleanup_delay: Duration,
     pod_start_delay: Duration,
     crash_backoff: Duration,
+    clock: clock::ClockMode,
 }
 
 impl std::fmt::Debug for Builder {
@@ -295,6 +302,7 @@ impl Default for Builder {
             crd_cleanup_delay: Duration::from_millis(10),
             pod_start_delay: Duration::from_millis(2),
             crash_backoff: Duration::from_millis(10),
+            clock: clock::ClockMode::Real,
         }
     }
 }
@@ -399,6 +407,25 @@ impl Builder {
         self
     }
 
+    /// Runs the cluster on a manual clock: it stands still at the time the server started and
+    /// moves only by [`FakeKube::advance_clock`], so timestamps are exact and every timer (the
+    /// kubelet's start delay and back-offs, grace periods, probes, expiry, the controllers'
+    /// waits) fires only when a test moves it past the deadline. (Without this the clock runs
+    /// on real time, and may still be advanced.)
+    pub fn manual_clock(mut self) -> Self {
+        self.clock = clock::ClockMode::Manual;
+        self
+    }
+
+    /// Runs the cluster on real time, but whenever a timer is pending and the store has seen no
+    /// change for `quiet`, the clock jumps to the earliest pending deadline: a run never waits
+    /// out a grace period, a back-off or a TTL. Its timestamps run ahead of the clients' clocks
+    /// by what was skipped.
+    pub fn auto_advance_clock(mut self, quiet: Duration) -> Self {
+        self.clock = clock::ClockMode::AutoAdvance(quiet);
+        self
+    }
+
     /// Starts the server: makes the TLS material, binds, and serves in the background.
     pub async fn start(self) -> Result<FakeKube, Error> {
         let material = tls::generate(&[])?;
@@ -421,7 +448,12 @@ impl Builder {
             tokens.add(t);
         }
         let registry = Arc::new(registry::Registry::new());
-        let store = Arc::new(store::Store::new(self.store, registry));
+        let clock = clock::Clock::new(self.clock);
+        let store = Arc::new(store::Store::with_clock(
+            self.store,
+            registry,
+            clock.clone(),
+        ));
         let signer = authn::Signer::generate().map_err(|_| Error::TokenKey)?;
         let authn = Arc::new(authn::Authenticator::new(
             tokens,
@@ -452,6 +484,7 @@ impl Builder {
         cluster_objects::install(&store, local);
         let shutdown = CancellationToken::new();
         cluster_objects::spawn_apiservices(store.clone(), shutdown.clone());
+        clock.spawn_auto_advance(store.subscribe(), shutdown.clone());
         let faults = Arc::new(Faults::default());
         let kubelet = Arc::new(kubelet::Kubelet::new(
             store.clone(),
@@ -711,6 +744,19 @@ impl FakeKube {
             .map(|b| String::from_utf8_lossy(&b).into_owned())
     }
 
+    /// The cluster's time now (its clock: real time plus what was advanced, or a manual
+    /// clock's time).
+    pub fn now(&self) -> SystemTime {
+        self.store.clock().now()
+    }
+
+    /// Moves the cluster's clock forward by `by`: every timer whose deadline is now passed
+    /// fires (a pod's grace period and SIGKILL, probes, back-offs, `shutdownTime`, claim
+    /// expiry, the controllers' waits), and timestamps written from now on are that much later.
+    pub fn advance_clock(&self, by: Duration) {
+        self.store.clock().advance(by);
+    }
+
     /// The current cluster-wide resourceVersion.
     pub fn resource_version(&self) -> u64 {
         self.store.resource_version()
@@ -734,6 +780,19 @@ impl FakeKube {
         pred: impl Fn(Option<&serde_json::Value>) -> bool,
     ) -> Result<Option<serde_json::Value>, WaitTimeout> {
         inspect::wait_for(&self.store, resource, namespace, name, timeout, pred).await
+    }
+
+    /// Waits until an Event (core/v1) in `namespace` about the object named `involved` has
+    /// `reason` (`Killing`, `Started`, `SandboxAdopted`...), re-checking after every change to
+    /// the store; returns the Event.
+    pub async fn wait_for_event(
+        &self,
+        namespace: &str,
+        involved: &str,
+        reason: &str,
+        timeout: Duration,
+    ) -> Result<serde_json::Value, WaitTimeout> {
+        inspect::wait_for_event(&self.store, namespace, involved, reason, timeout).await
     }
 
     /// The leak check: every Sandbox, SandboxClaim, Pod, Service and PVC still present, as

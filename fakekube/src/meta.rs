@@ -139,6 +139,18 @@ pub(crate) fn finalizers(obj: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// A Go `time.Duration` string for whole seconds (`10s`, `1m20s`, `5m0s`).
+pub(crate) fn go_duration(secs: u64) -> String {
+    let (h, m, s) = (secs / 3600, (secs % 3600) / 60, secs % 60);
+    if h > 0 {
+        format!("{h}h{m}m{s}s")
+    } else if m > 0 {
+        format!("{m}m{s}s")
+    } else {
+        format!("{s}s")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -173,6 +173,11 @@ pub(crate) async fn delete(req: &Request<'_>, body: Body) -> Result<Response, Ap
             req.respond(StatusCode::OK, Answer::Status(&status::success(t, uid)))
         }
         Deleted::Gone(obj) => req.respond(StatusCode::OK, Answer::Object(&obj)),
+        // A pod deleted gracefully stays until its kubelet is done: 200 with the pod, as the
+        // API server answers (its 202 is only for `orphanDependents: false`).
+        Deleted::Pending(obj) if !rt.custom && rt.group.is_empty() && rt.plural == "pods" => {
+            req.respond(StatusCode::OK, Answer::Object(&obj))
+        }
         Deleted::Pending(obj) => req.respond(StatusCode::ACCEPTED, Answer::Object(&obj)),
     }
 }

@@ -300,6 +300,25 @@ pub(crate) fn delete_options(query: &Query, raw: &[u8]) -> Result<DeleteOptions,
             None
         }
     };
+    // `gracePeriodSeconds` (pods): from the body when there is one, else the query.
+    let grace_period = if from_body {
+        body.get("gracePeriodSeconds").and_then(Value::as_i64)
+    } else {
+        match query.get("gracePeriodSeconds") {
+            Some(v) => match v.parse::<i64>() {
+                Ok(n) => Some(n),
+                Err(_) => {
+                    causes.push(Cause {
+                        reason: "FieldValueInvalid".into(),
+                        message: format!("Invalid value: {v:?}: must be an integer"),
+                        field: Some("gracePeriodSeconds".into()),
+                    });
+                    None
+                }
+            },
+            None => None,
+        }
+    };
     if let Some(bad) = dry_run.iter().find(|v| v.as_str() != "All") {
         causes.push(Cause {
             reason: "FieldValueNotSupported".into(),
@@ -330,6 +349,7 @@ pub(crate) fn delete_options(query: &Query, raw: &[u8]) -> Result<DeleteOptions,
             .and_then(Value::as_str)
             .map(str::to_string),
         dry_run: !dry_run.is_empty(),
+        grace_period,
     })
 }
 

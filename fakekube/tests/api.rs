@@ -1071,3 +1071,22 @@ async fn discovery_lists_the_agent_sandbox_kinds_and_openapi_serves_their_patch_
     assert!(doc["paths"].as_object().is_some_and(|p| !p.is_empty()));
     kube.shutdown().await;
 }
+
+#[tokio::test]
+async fn generate_name_keeps_58_characters_of_its_prefix() {
+    let (kube, c) = start().await;
+    let prefix = "p".repeat(70);
+    let body = json!({ "apiVersion": "v1", "kind": "Secret",
+        "metadata": { "generateName": prefix } });
+    let r = c
+        .json(Method::POST, "/api/v1/namespaces/default/secrets", &body)
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.json());
+    let name = r.json()["metadata"]["name"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    assert_eq!(name.len(), 63, "{name}");
+    assert!(name.starts_with(&"p".repeat(58)));
+    kube.shutdown().await;
+}

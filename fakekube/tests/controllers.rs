@@ -79,6 +79,13 @@ async fn wait(
     }
 }
 
+/// The Event with `reason` about the object named `involved`, once written.
+async fn event(kube: &FakeKube, involved: &str, reason: &str) -> Value {
+    kube.wait_for_event("default", involved, reason, WAIT)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
 async fn wait_gone(kube: &FakeKube, resource: &str, name: &str) {
     wait(
         kube,
@@ -142,6 +149,13 @@ async fn run_pod(c: &Client, name: &str, ip: &str, node: &str) {
         } }),
     )
     .await;
+}
+
+/// Plays the kubelet once a terminating Pod's containers have stopped: it deletes the Pod with
+/// grace period 0, which removes it.
+async fn finish_pod(c: &Client, name: &str) {
+    let path = format!("/api/v1/namespaces/default/pods/{name}?gracePeriodSeconds=0");
+    delete(c, &path).await;
 }
 
 fn sandbox(name: &str, spec_extra: Value) -> Value {
@@ -386,6 +400,30 @@ async fn suspending_deletes_the_pod_and_keeps_service_and_pvcs_and_resuming_make
         json!({ "spec": { "operatingMode": "Suspended" } }),
     )
     .await;
+    // The pod terminates (no kubelet here ends it): the sandbox says so and keeps its IPs.
+    let pod = wait(&kube, "pods", "susp", "a terminating pod", |o| {
+        o.is_some_and(|o| o["metadata"].get("deletionTimestamp").is_some())
+    })
+    .await;
+    assert_eq!(pod["metadata"]["deletionGracePeriodSeconds"], 30);
+    let sb = wait(&kube, "sandboxes", "susp", "suspending", |o| {
+        has_reason(o, "Suspended", "PodTerminating")
+    })
+    .await;
+    assert_eq!(
+        cond_of(&sb, "Suspended"),
+        triple(
+            "False",
+            "PodTerminating",
+            "Pod is terminating. Sandbox is suspending"
+        )
+    );
+    assert_eq!(
+        cond_of(&sb, "Ready"),
+        triple("False", "SandboxSuspended", "Sandbox is suspending")
+    );
+    assert_eq!(sb["status"]["podIPs"], json!(["10.0.0.5"]));
+    finish_pod(&c, "susp").await;
     wait_gone(&kube, "pods", "susp").await;
     let sb = wait(&kube, "sandboxes", "susp", "suspended", |o| {
         o.and_then(|o| cond(o, "Suspended"))
@@ -451,6 +489,11 @@ async fn expired_retained_sandbox_loses_pod_and_service_keeps_conditions_and_rev
         json!({ "spec": { "shutdownTime": "2020-01-01T00:00:00Z" } }),
     )
     .await;
+    wait(&kube, "pods", "exp", "a terminating pod", |o| {
+        o.is_some_and(|o| o["metadata"].get("deletionTimestamp").is_some())
+    })
+    .await;
+    finish_pod(&c, "exp").await;
     wait_gone(&kube, "pods", "exp").await;
     wait_gone(&kube, "services", "exp").await;
     let sb = wait(&kube, "sandboxes", "exp", "status cleared", |o| {
@@ -938,6 +981,8 @@ async fn claim_for_a_missing_pool_says_so() {
             "SandboxWarmPool \"nope\" not found"
         )
     );
+    // Not bound: an empty `sandbox`, as upstream's struct field is written.
+    assert_eq!(got["status"]["sandbox"], json!({}));
     // The pool appears: the claim cold-starts (its member never gets an IP).
     post(
         &c,
@@ -950,6 +995,9 @@ async fn claim_for_a_missing_pool_says_so() {
         o.is_some()
     })
     .await;
+    let ev = event(&kube, "lost", "SandboxProvisioned").await;
+    assert_eq!(ev["message"], "Created Sandbox \"lost\"");
+    assert_eq!(ev["action"], "Provisioning");
 }
 
 #[tokio::test]
@@ -1068,6 +1116,12 @@ async fn expired_claim_with_retain_deletes_its_sandbox_and_stays_claim_expired()
         cond(&got, "Ready").map(|c| &c["observedGeneration"]),
         Some(&json!(2))
     );
+    let ev = event(&kube, "keep", "ClaimExpired").await;
+    assert_eq!(ev["type"], "Normal");
+    assert_eq!(ev["action"], "Claim Expired");
+    assert_eq!(ev["message"], "Claim expired");
+    assert_eq!(ev["reportingComponent"], "sandboxclaim-controller");
+    assert_eq!(ev["involvedObject"]["kind"], "SandboxClaim");
 }
 
 #[tokio::test]
@@ -1146,5 +1200,154 @@ async fn converged_controllers_write_nothing_more() {
         quiet.is_err(),
         "the controllers kept writing: rv {settled} -> {}",
         kube.resource_version()
+    );
+}
+
+#[tokio::test]
+async fn an_adopting_claim_gets_its_event_and_first_observed_and_first_ready_annotations() {
+    let (kube, c) = start().await;
+    let member = ready_pool(&kube, &c, json!({})).await;
+    let name = name_of(&member);
+    post(
+        &c,
+        &format!("{EXT}/sandboxclaims"),
+        claim("mine", "wp", json!({})),
+    )
+    .await;
+    wait(&kube, "sandboxclaims", "mine", "claim Ready", ready_true).await;
+    let ev = event(&kube, "mine", "SandboxAdopted").await;
+    assert_eq!(ev["type"], "Normal");
+    assert_eq!(ev["action"], "Adoption");
+    assert_eq!(ev["message"], format!("Adopted warm pool Sandbox {name:?}"));
+    assert_eq!(ev["reportingComponent"], "sandboxclaim-controller");
+    assert!(ev["eventTime"].is_string(), "{ev}");
+    let got = wait(&kube, "sandboxclaims", "mine", "first-ready", |o| {
+        o.is_some_and(|o| {
+            o["metadata"]["annotations"]
+                .get("agents.x-k8s.io/claim-first-ready-at")
+                .is_some()
+        })
+    })
+    .await;
+    let notes = &got["metadata"]["annotations"];
+    let parse = |key: &str| {
+        notes[key]
+            .as_str()
+            .and_then(|s| {
+                time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).ok()
+            })
+            .unwrap_or_else(|| panic!("{key} is not RFC 3339: {notes}"))
+    };
+    let observed = parse("agents.x-k8s.io/controller-first-observed-at");
+    let ready = parse("agents.x-k8s.io/claim-first-ready-at");
+    assert!(observed <= ready, "{notes}");
+}
+
+#[tokio::test]
+async fn two_pods_owned_by_a_sandbox_give_one_multiple_pods_warning() {
+    let (kube, c) = start().await;
+    let sb = post(&c, SB, sandbox("two", json!({}))).await;
+    let first = wait(&kube, "pods", "two", "the pod", |o| o.is_some()).await;
+    let mut other = first.clone();
+    other["metadata"] = json!({
+        "name": "two-extra",
+        "labels": first["metadata"]["labels"],
+        "ownerReferences": first["metadata"]["ownerReferences"],
+    });
+    other.as_object_mut().map(|o| o.remove("status"));
+    post(&c, "/api/v1/namespaces/default/pods", other).await;
+    let got = wait(&kube, "sandboxes", "two", "MultiplePods", |o| {
+        has_reason(o, "Ready", "MultiplePods")
+    })
+    .await;
+    assert_eq!(got["metadata"]["uid"], sb["metadata"]["uid"]);
+    let ev = event(&kube, "two", "MultiplePods").await;
+    assert_eq!(ev["type"], "Warning");
+    assert_eq!(ev["action"], "Reconciling");
+    assert_eq!(ev["reportingComponent"], "sandbox-controller");
+    assert_eq!(
+        ev["message"],
+        "multiple Pods (2) are controlled by this Sandbox; refusing to choose or create a Pod"
+    );
+}
+
+#[tokio::test]
+async fn a_template_edit_does_not_reach_a_bound_claims_sandbox() {
+    let (kube, c) = start().await;
+    ready_pool(&kube, &c, json!({})).await;
+    post(
+        &c,
+        &format!("{EXT}/sandboxclaims"),
+        claim("bound", "wp", json!({})),
+    )
+    .await;
+    let got = wait(&kube, "sandboxclaims", "bound", "claim Ready", ready_true).await;
+    let sb_name = got["status"]["sandbox"]["name"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    let before = kube
+        .get("sandboxes", "default", &sb_name)
+        .unwrap_or_default();
+    merge(
+        &c,
+        &format!("{EXT}/sandboxtemplates/t"),
+        json!({ "spec": { "podTemplate": { "metadata": { "labels": { "edited": "yes" } } } } }),
+    )
+    .await;
+    // A later claim, once seen, shows the controllers have handled the edit too (one task
+    // reconciles changes in order, and this test shares its thread).
+    post(
+        &c,
+        &format!("{EXT}/sandboxclaims"),
+        claim("later", "elsewhere", json!({})),
+    )
+    .await;
+    wait(&kube, "sandboxclaims", "later", "observed", |o| {
+        o.is_some_and(|o| {
+            o["metadata"]["annotations"]
+                .get("agents.x-k8s.io/controller-first-observed-at")
+                .is_some()
+        })
+    })
+    .await;
+    let after = kube
+        .get("sandboxes", "default", &sb_name)
+        .unwrap_or_default();
+    assert_eq!(
+        after["spec"]["podTemplate"]["metadata"],
+        before["spec"]["podTemplate"]["metadata"]
+    );
+    assert_eq!(after["metadata"]["labels"], before["metadata"]["labels"]);
+}
+
+#[tokio::test]
+async fn a_recreate_pool_whose_template_is_gone_has_its_members_left_alone_by_claims() {
+    let (kube, c) = start().await;
+    let member = ready_pool(&kube, &c, json!({})).await;
+    let name = name_of(&member);
+    merge(
+        &c,
+        &format!("{EXT}/sandboxwarmpools/wp"),
+        json!({ "spec": { "updateStrategy": { "type": "Recreate" } } }),
+    )
+    .await;
+    delete(&c, &format!("{EXT}/sandboxtemplates/t")).await;
+    wait_gone(&kube, "sandboxtemplates", "t").await;
+    post(
+        &c,
+        &format!("{EXT}/sandboxclaims"),
+        claim("late", "wp", json!({})),
+    )
+    .await;
+    let got = wait(&kube, "sandboxclaims", "late", "TemplateNotFound", |o| {
+        has_reason(o, "Ready", "TemplateNotFound")
+    })
+    .await;
+    assert_eq!(got["status"]["sandbox"], json!({}));
+    let sb = kube.get("sandboxes", "default", &name).unwrap_or_default();
+    assert_eq!(
+        sb["metadata"]["ownerReferences"][0]["kind"],
+        "SandboxWarmPool"
     );
 }

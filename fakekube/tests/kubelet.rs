@@ -382,9 +382,9 @@ async fn a_file_under_a_claim_outlives_its_pod_and_a_file_elsewhere_does_not() {
 }
 
 #[tokio::test]
-async fn deleting_a_pod_ends_its_main_process() {
+async fn deleting_a_pod_stops_it_gracefully_and_kills_a_main_process_that_ignores_sigterm() {
     let (kube, c) = start().await;
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let (tx, mut rx) = tokio::sync::oneshot::channel::<()>();
     let tx = Arc::new(std::sync::Mutex::new(Some(tx)));
     kube.register_command("until-killed", move |call| {
         let tx = tx.clone();
@@ -395,21 +395,207 @@ async fn deleting_a_pod_ends_its_main_process() {
             0
         }
     });
-    create(
-        &c,
-        PODS,
-        &pod(
-            "p",
-            json!({ "name": "c", "image": "busybox", "command": ["until-killed"] }),
-        ),
-    )
-    .await;
+    let mut p = pod(
+        "p",
+        json!({ "name": "c", "image": "busybox", "command": ["until-killed"] }),
+    );
+    p["spec"]["terminationGracePeriodSeconds"] = json!(45);
+    create(&c, PODS, &p).await;
     wait_pod(&kube, "p", |p| p["status"]["phase"] == "Running").await;
-    delete(&c, &format!("{PODS}/p")).await;
+    let r = c
+        .call(Method::DELETE, &format!("{PODS}/p"), None, Vec::new())
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.json());
+    assert_eq!(r.json()["metadata"]["deletionGracePeriodSeconds"], 45);
+    let killing = kube
+        .wait_for_event("default", "p", "Killing", WAIT)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(killing["message"], "Stopping container c");
+    assert_eq!(killing["involvedObject"]["fieldPath"], "spec.containers{c}");
+    assert_eq!(killing["source"]["component"], "kubelet");
+    // SIGTERM went to pid 1, which does not trap it: it still runs, and the pod is still there.
+    assert!(rx.try_recv().is_err());
+    let still = kube
+        .get("pods", "default", "p")
+        .expect("the pod is still there");
+    assert!(still["metadata"]["deletionTimestamp"].is_string());
+    kube.advance_clock(Duration::from_secs(45));
     let ended = tokio::time::timeout(WAIT, rx).await;
     assert!(
         matches!(ended, Ok(Err(_))),
-        "the main process was not ended: {ended:?}"
+        "the main process was not killed at the deadline: {ended:?}"
     );
+    kube.wait_for("pods", "default", "p", WAIT, |p| p.is_none())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    kube.shutdown().await;
+}
+
+/// A container running the adapter's keep-alive loop: it ends at once on SIGTERM.
+fn trapping(name: &str) -> Value {
+    pod(
+        name,
+        json!({ "name": "c", "image": "busybox", "command": ["sh", "-c",
+            "trap 'exit 0' TERM; while true; do sleep 3600 & wait; done"] }),
+    )
+}
+
+#[tokio::test]
+async fn a_main_process_that_traps_sigterm_ends_at_once_and_its_pod_goes_before_the_grace_period() {
+    let (kube, c) = start().await;
+    create(&c, PODS, &trapping("p")).await;
+    wait_pod(&kube, "p", |p| p["status"]["phase"] == "Running").await;
+    delete(&c, &format!("{PODS}/p")).await;
+    // The clock is not advanced: only the trap ends the container before the 30 s.
+    kube.wait_for("pods", "default", "p", WAIT, |p| p.is_none())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let killing = kube
+        .wait_for_event("default", "p", "Killing", WAIT)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(killing["type"], "Normal");
+    kube.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_delete_with_grace_period_0_removes_a_running_pod_at_once() {
+    let (kube, c) = start().await;
+    create(&c, PODS, &trapping("p")).await;
+    wait_pod(&kube, "p", |p| p["status"]["phase"] == "Running").await;
+    let path = format!("{PODS}/p");
+    let r = c
+        .call(
+            Method::DELETE,
+            &format!("{path}?gracePeriodSeconds=0"),
+            None,
+            Vec::new(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.json());
+    assert_eq!(c.get(&path).await.status, StatusCode::NOT_FOUND);
+    kube.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_claim_keeps_its_protection_finalizer_while_a_pod_uses_it() {
+    let (kube, c) = start().await;
+    let claims = "/api/v1/namespaces/default/persistentvolumeclaims";
+    create(&c, claims, &claim("data")).await;
+    let pvc = c.get(&format!("{claims}/data")).await.json();
+    assert_eq!(
+        pvc["metadata"]["finalizers"],
+        json!(["kubernetes.io/pvc-protection"])
+    );
+    let mut p = trapping("p");
+    p["spec"]["containers"][0]["volumeMounts"] =
+        json!([ { "name": "data", "mountPath": "/data" } ]);
+    p["spec"]["volumes"] =
+        json!([ { "name": "data", "persistentVolumeClaim": { "claimName": "data" } } ]);
+    create(&c, PODS, &p).await;
+    wait_pod(&kube, "p", |p| p["status"]["phase"] == "Running").await;
+    let r = c
+        .call(Method::DELETE, &format!("{claims}/data"), None, Vec::new())
+        .await;
+    assert!(r.status.is_success(), "{}", r.json());
+    // Held while the pod runs.
+    let held = kube
+        .get("persistentvolumeclaims", "default", "data")
+        .expect("the claim is still there");
+    assert!(held["metadata"]["deletionTimestamp"].is_string());
+    delete(&c, &format!("{PODS}/p")).await;
+    kube.wait_for("persistentvolumeclaims", "default", "data", WAIT, |p| {
+        p.is_none()
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(kube.get("pods", "default", "p").is_none());
+    kube.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_readiness_probe_keeps_a_running_pod_unready_until_it_passes() {
+    let (kube, c) = start().await;
+    let go = Arc::new(tokio::sync::Notify::new());
+    let g = go.clone();
+    kube.register_command("ready-later", move |call| {
+        let g = g.clone();
+        async move {
+            g.notified().await;
+            if call.write_file("/tmp/ready", b"yes").is_err() {
+                return 1;
+            }
+            call.cancelled().await;
+            0
+        }
+    });
+    let p = pod(
+        "p",
+        json!({ "name": "c", "image": "busybox", "command": ["ready-later"],
+            "readinessProbe": { "exec": { "command": ["cat", "/tmp/ready"] },
+                "periodSeconds": 5 } }),
+    );
+    create(&c, PODS, &p).await;
+    let unhealthy = kube
+        .wait_for_event("default", "p", "Unhealthy", WAIT)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        unhealthy["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("Readiness probe failed:")),
+        "{unhealthy}"
+    );
+    let p = wait_pod(&kube, "p", |p| p["status"]["phase"] == "Running").await;
+    assert_eq!(condition(&p, "Ready")["status"], "False", "{p}");
+    assert_eq!(condition(&p, "Ready")["reason"], "ContainersNotReady");
+    assert_eq!(first_status(&p)["ready"], false);
+    go.notify_one();
+    // The next probe is 5 s away on the cluster's clock.
+    kube.advance_clock(Duration::from_secs(5));
+    let p = wait_pod(&kube, "p", |p| condition(p, "Ready")["status"] == "True").await;
+    assert_eq!(first_status(&p)["ready"], true);
+    kube.shutdown().await;
+}
+
+#[tokio::test]
+async fn init_containers_run_to_completion_in_order_before_the_containers_start() {
+    let (kube, c) = start().await;
+    let mount = json!([ { "name": "work", "mountPath": "/work" } ]);
+    let p = json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": { "name": "p" },
+        "spec": {
+            "initContainers": [
+                { "name": "one", "image": "busybox", "volumeMounts": mount,
+                  "command": ["sh", "-c", "echo one > /work/log"] },
+                { "name": "two", "image": "busybox", "volumeMounts": mount,
+                  "command": ["sh", "-c", "echo two >> /work/log"] },
+            ],
+            "containers": [
+                { "name": "c", "image": "busybox", "volumeMounts": mount,
+                  "command": ["sh", "-c",
+                    "cat /work/log; trap 'exit 0' TERM; while true; do sleep 3600 & wait; done"] },
+            ],
+            "volumes": [ { "name": "work", "emptyDir": {} } ],
+        },
+    });
+    create(&c, PODS, &p).await;
+    let p = wait_pod(&kube, "p", |p| condition(p, "Ready")["status"] == "True").await;
+    assert_eq!(condition(&p, "Initialized")["status"], "True");
+    let inits = p["status"]["initContainerStatuses"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let names: Vec<&str> = inits.iter().filter_map(|s| s["name"].as_str()).collect();
+    assert_eq!(names, ["one", "two"]);
+    for s in &inits {
+        assert_eq!(s["state"]["terminated"]["reason"], "Completed", "{s}");
+        assert_eq!(s["state"]["terminated"]["exitCode"], 0);
+    }
+    let log = kube.container_log("default", "p", "c").unwrap_or_default();
+    assert_eq!(log, "one\ntwo\n");
     kube.shutdown().await;
 }

@@ -22,10 +22,17 @@
 //! while its Sandbox is deleted (`Retain`). Deleting a claim removes its Sandbox (and through it
 //! the Pod, Service and PVCs) by garbage collection only.
 //!
+//! The claim is stamped `agents.x-k8s.io/controller-first-observed-at` when first seen and
+//! `agents.x-k8s.io/claim-first-ready-at` when first Ready (`unknown` if it was Ready before
+//! the stamp); Events: `SandboxAdopted`, `SandboxProvisioned`, `ClaimExpired`. A claim hears of
+//! a template only at its creation and of its pool's creation, deletion and spec changes only
+//! while unbound, as upstream's watches are filtered, so template and pool edits reach a bound
+//! claim at its next reconcile, not at once.
+//!
 //! Differences from upstream: candidates come from a list of the pool's members rather than an
-//! in-memory queue fed by watch events; the pending-member window defaults to 1 s instead of
-//! 2 s and is measured, as upstream, from the claim's `creationTimestamp`; the legacy per-claim
-//! NetworkPolicy clean-up, Events and observability annotations are left out.
+//! in-memory queue fed by watch events; the pending-member window (2 s, re-checked every
+//! 500 ms) is measured, as upstream, from the claim's `creationTimestamp`; the legacy
+//! per-claim NetworkPolicy clean-up and the trace-context annotation are left out.
 
 use super::warmpool::{apply_secure_defaults, blueprint, blueprint_hash, same_blueprint};
 use super::{
@@ -37,6 +44,7 @@ use super::{
     name_hash, obj_at, owner_group, owner_kind, owner_name, parse_time, remove_condition,
     set_condition, set_map_key, str_at, string_map, until,
 };
+use crate::events::EventType;
 use crate::meta::meta_str;
 use crate::store::{DeleteOptions, Part, Propagation};
 use serde_json::{Map, Value, json};
@@ -115,6 +123,8 @@ impl ClaimError {
         match self {
             ClaimError::TemplateNotFound(m) => ClaimError::TemplateNotFound(format!("{prefix}{m}")),
             ClaimError::Reconciler(m) => ClaimError::Reconciler(format!("{prefix}{m}")),
+            // Wrapped with %w upstream: still WarmPoolNotFound, whose message names the pool.
+            ClaimError::WarmPoolNotFound(pool) => ClaimError::WarmPoolNotFound(pool),
             other => ClaimError::Reconciler(format!("{prefix}{other}")),
         }
     }
@@ -148,17 +158,36 @@ pub(crate) fn reconcile(cluster: Cluster<'_>, ns: &str, name: &str) -> Requeue {
     let gen_ = generation(&claim);
     let mut conds = conditions(&claim);
     let mut sandbox_status = at(&claim, &["status", "sandbox"]).cloned();
-    let now = OffsetDateTime::now_utc();
+    let claim = match first_observed(cluster, claim) {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::debug!(claim = name, error = %e, "stamping first-observed");
+            return Some(CONFLICT_RETRY);
+        }
+    };
+    let was_ready = condition_true(&claim, "Ready");
+    let now = cluster.store.clock().now_utc();
     let (expired, _) = expiry(&claim, &conds, now);
     if expired && !claim_expired(&conds) {
-        set_condition(&mut conds, expired_condition(gen_));
+        set_condition(&mut conds, expired_condition(gen_), &cluster.now());
         return match write_status(cluster, &claim, &conds, sandbox_status.as_ref()) {
-            Ok(()) => Some(Duration::ZERO),
+            Ok(()) => {
+                expired_event(cluster, &claim);
+                Some(Duration::ZERO)
+            }
             Err(e) => e.is_conflict().then_some(CONFLICT_RETRY),
         };
     }
     let policy = str_at(&claim, &["spec", "lifecycle", "shutdownPolicy"]).unwrap_or("Retain");
     if expired && matches!(policy, "Delete" | "DeleteForeground") {
+        cluster.recorders.claim.emit(
+            cluster.store,
+            &claim,
+            EventType::Normal,
+            "ClaimExpired",
+            "Deleting",
+            &format!("Deleting Claim (ShutdownPolicy={policy})"),
+        );
         let opts = DeleteOptions {
             propagation: (policy == "DeleteForeground").then_some(Propagation::Foreground),
             ..Default::default()
@@ -188,11 +217,11 @@ pub(crate) fn reconcile(cluster: Cluster<'_>, ns: &str, name: &str) -> Requeue {
         && str_at(&claim, &["status", "sandbox", "name"]).is_some_and(|n| !n.is_empty());
     if !keep {
         let ready = ready_condition(&claim, sandbox.as_deref(), err.as_ref(), expired);
-        set_condition(&mut conds, ready);
+        set_condition(&mut conds, ready, &cluster.now());
         match &sandbox {
             Some(sb) => {
                 match find_condition(&conditions(sb), "Finished").and_then(Cond::from_value) {
-                    Some(f) => set_condition(&mut conds, f),
+                    Some(f) => set_condition(&mut conds, f, &cluster.now()),
                     None => remove_condition(&mut conds, "Finished"),
                 }
                 let mut s = Map::new();
@@ -217,17 +246,31 @@ pub(crate) fn reconcile(cluster: Cluster<'_>, ns: &str, name: &str) -> Requeue {
             }
         }
     }
-    let (expired_now, left) = expiry(&claim, &conds, OffsetDateTime::now_utc());
+    let (expired_now, left) = expiry(&claim, &conds, cluster.store.clock().now_utc());
     if expired_now && !claim_expired(&conds) {
-        set_condition(&mut conds, expired_condition(gen_));
+        set_condition(&mut conds, expired_condition(gen_), &cluster.now());
         return match write_status(cluster, &claim, &conds, sandbox_status.as_ref()) {
-            Ok(()) => Some(Duration::ZERO),
+            Ok(()) => {
+                expired_event(cluster, &claim);
+                Some(Duration::ZERO)
+            }
             Err(e) => e.is_conflict().then_some(CONFLICT_RETRY),
         };
     }
     let wrote = write_status(cluster, &claim, &conds, sandbox_status.as_ref());
     if let Err(e) = &wrote {
         tracing::debug!(claim = name, error = %e, "writing claim status");
+    }
+    let ready_now = find_condition(&conds, "Ready")
+        .and_then(|c| c.get("status"))
+        .and_then(Value::as_str)
+        == Some("True");
+    if wrote.is_ok()
+        && (ready_now || was_ready)
+        && let Err(e) = first_ready(cluster, &claim, was_ready)
+    {
+        tracing::debug!(claim = name, error = %e, "stamping first-ready");
+        return Some(CONFLICT_RETRY);
     }
     let conflict = wrote.as_ref().is_err_and(WriteError::is_conflict)
         || matches!(err, Some(ClaimError::AdoptionConflict(_)))
@@ -239,6 +282,71 @@ pub(crate) fn reconcile(cluster: Cluster<'_>, ns: &str, name: &str) -> Requeue {
         return None;
     }
     left.map(|d| d.max(Duration::from_millis(1)))
+}
+
+/// The annotation the controller stamps on a claim the first time it sees it.
+const FIRST_OBSERVED_ANNOTATION: &str = "agents.x-k8s.io/controller-first-observed-at";
+/// The annotation the controller stamps on a claim the first time it is Ready.
+const FIRST_READY_ANNOTATION: &str = "agents.x-k8s.io/claim-first-ready-at";
+
+/// `initializeAnnotations`: a claim without the first-observed annotation gets it (the
+/// cluster's time, RFC 3339 with nanoseconds); returns the claim as stored then.
+fn first_observed(cluster: Cluster<'_>, claim: Arc<Value>) -> Result<Arc<Value>, WriteError> {
+    if annotation(&claim, FIRST_OBSERVED_ANNOTATION).is_some_and(|v| !v.is_empty()) {
+        return Ok(claim);
+    }
+    let stamp = cluster.store.clock().now_rfc3339_nano();
+    let ns = meta_str(&claim, "namespace").unwrap_or("").to_string();
+    let name = meta_str(&claim, "name").unwrap_or("").to_string();
+    let stored = modify(cluster, &cluster.kinds.claim, &ns, &name, Part::Main, |v| {
+        if annotation(v, FIRST_OBSERVED_ANNOTATION).is_none_or(str::is_empty) {
+            set_map_key(
+                v,
+                &["metadata", "annotations"],
+                FIRST_OBSERVED_ANNOTATION,
+                Some(&stamp),
+            );
+        }
+    })?;
+    Ok(stored.unwrap_or(claim))
+}
+
+/// `recordCreationLatencyMetric`'s stamp: the first time the claim turns Ready it gets the
+/// first-ready annotation (now); one that was Ready already and lacks it gets `unknown`.
+fn first_ready(cluster: Cluster<'_>, claim: &Value, was_ready: bool) -> Result<(), WriteError> {
+    if annotation(claim, FIRST_READY_ANNOTATION).is_some_and(|v| !v.is_empty()) {
+        return Ok(());
+    }
+    let stamp = if was_ready {
+        "unknown".to_string()
+    } else {
+        cluster.store.clock().now_rfc3339_nano()
+    };
+    let ns = meta_str(claim, "namespace").unwrap_or("").to_string();
+    let name = meta_str(claim, "name").unwrap_or("").to_string();
+    modify(cluster, &cluster.kinds.claim, &ns, &name, Part::Main, |v| {
+        if annotation(v, FIRST_READY_ANNOTATION).is_none_or(str::is_empty) {
+            set_map_key(
+                v,
+                &["metadata", "annotations"],
+                FIRST_READY_ANNOTATION,
+                Some(&stamp),
+            );
+        }
+    })
+    .map(|_| ())
+}
+
+/// The Event of a claim that just expired.
+fn expired_event(cluster: Cluster<'_>, claim: &Value) {
+    cluster.recorders.claim.emit(
+        cluster.store,
+        claim,
+        EventType::Normal,
+        "ClaimExpired",
+        "Claim Expired",
+        "Claim expired",
+    );
 }
 
 fn expired_condition(gen_: i64) -> Cond {
@@ -305,9 +413,11 @@ fn write_status(
     if !sorted.is_empty() {
         status.insert("conditions".into(), json!(sorted));
     }
-    if let Some(s) = sandbox {
-        status.insert("sandbox".into(), s.clone());
-    }
+    // A struct field upstream (`omitempty` does not drop a struct): `{}` until bound.
+    status.insert(
+        "sandbox".into(),
+        sandbox.cloned().unwrap_or_else(|| json!({})),
+    );
     let status = Value::Object(status);
     if claim.get("status").unwrap_or(&json!({})) == &status {
         return Ok(());
@@ -742,13 +852,18 @@ fn adopt_from_pool(cluster: Cluster<'_>, claim: &Value) -> Result<Lookup, ClaimE
     let ns = meta_str(claim, "namespace").unwrap_or("");
     let pool = str_at(claim, &["spec", "warmPoolRef", "name"])
         .and_then(|p| cluster.store.get_opt(&k.pool, ns, p));
-    let recreate_template = pool
-        .as_ref()
-        .filter(|p| str_at(p, &["spec", "updateStrategy", "type"]) == Some("Recreate"))
-        .and_then(|p| {
-            let t = str_at(p, &["spec", "sandboxTemplateRef", "name"])?;
-            cluster.store.get_opt(&k.template, ns, t)
-        });
+    // Under Recreate only members of the current template are served. When the pool or (under
+    // Recreate) its template cannot be read, upstream adopts nothing: the candidates wait
+    // (counted as pending when they have no IP yet) and the claim retries or cold-starts.
+    let (unresolved, recreate_template) = match &pool {
+        None => (true, None),
+        Some(p) if str_at(p, &["spec", "updateStrategy", "type"]) == Some("Recreate") => {
+            let tpl = str_at(p, &["spec", "sandboxTemplateRef", "name"])
+                .and_then(|t| cluster.store.get_opt(&k.template, ns, t));
+            (tpl.is_none(), tpl)
+        }
+        Some(_) => (false, None),
+    };
     let mut candidates: Vec<Arc<Value>> = cluster
         .store
         .list_all(&k.sandbox, Some(ns))
@@ -765,6 +880,12 @@ fn adopt_from_pool(cluster: Cluster<'_>, claim: &Value) -> Result<Lookup, ClaimE
     let mut fallback = None;
     let mut per_node: BTreeMap<String, usize> = BTreeMap::new();
     for c in &candidates {
+        if unresolved {
+            if !pod_ips_of(c) {
+                pending += 1;
+            }
+            continue;
+        }
         if let Some(tpl) = &recreate_template
             && label(c, TEMPLATE_HASH_LABEL) != Some(blueprint_hash(tpl).as_str())
             && !same_blueprint(tpl, c)
@@ -816,9 +937,11 @@ fn adopt_from_pool(cluster: Cluster<'_>, claim: &Value) -> Result<Lookup, ClaimE
         let deadline = created
             + time::Duration::try_from(cluster.config.warm_candidate_grace)
                 .unwrap_or(time::Duration::ZERO);
-        let now = OffsetDateTime::now_utc();
+        let now = cluster.store.clock().now_utc();
         if now < deadline {
-            return Ok(Lookup::Pending(until(now, deadline)));
+            return Ok(Lookup::Pending(
+                until(now, deadline).min(super::WARM_CANDIDATE_RETRY),
+            ));
         }
     }
     Ok(Lookup::Missing)
@@ -907,11 +1030,20 @@ fn complete_adoption(
             meta_str(claim, "name").unwrap_or("")
         )));
     }
-    adopted.ok_or_else(|| {
+    let adopted = adopted.ok_or_else(|| {
         ClaimError::AdoptionConflict(format!(
             "sandbox {sb_name} deleted before adoption completed"
         ))
-    })
+    })?;
+    cluster.recorders.claim.emit(
+        cluster.store,
+        claim,
+        EventType::Normal,
+        "SandboxAdopted",
+        "Adoption",
+        &format!("Adopted warm pool Sandbox {sb_name:?}"),
+    );
+    Ok(adopted)
 }
 
 /// Merges claim VCTs into the template's by the template's policy.
@@ -1190,7 +1322,17 @@ fn create_sandbox(
         "spec": spec,
     });
     match super::create(cluster, &k.sandbox, ns, body) {
-        Ok(sb) => Ok(sb),
+        Ok(sb) => {
+            cluster.recorders.claim.emit(
+                cluster.store,
+                claim,
+                EventType::Normal,
+                "SandboxProvisioned",
+                "Provisioning",
+                &format!("Created Sandbox {claim_name:?}"),
+            );
+            Ok(sb)
+        }
         Err(e) if e.code == 409 => Err(ClaimError::CreatePending),
         Err(e) => Err(ClaimError::Reconciler(format!(
             "sandbox create error: {}",

@@ -12,28 +12,32 @@
 //! [`warmpool`] and [`claim`]. The names, labels, hashes, condition reasons and messages are the
 //! ones the real controllers use (see `docs/agent-sandbox-api.md`).
 //!
-//! Left out everywhere: tracing and observability annotations (`opentelemetry.io/trace-context`,
-//! `controller-first-observed-at`, `claim-first-ready-at`), metrics, core Events, leader
-//! election, and the real controllers' rate limiting, write-behind deferral and
-//! informer-cache "expectations" (the store is read directly, so there is no cache lag to guard).
+//! Each controller writes its Events as controller-runtime's `events.k8s.io` recorder does
+//! ([`Recorders`]): `MultiplePods`, `SandboxAdopted`, `SandboxProvisioned`, `ClaimExpired`,
+//! `WarmPoolNotProgressing`/`WarmPoolProgressing`. Every time (conditions, expiry, requeues)
+//! is the cluster's clock.
+//!
+//! Left out everywhere: tracing (`opentelemetry.io/trace-context`), metrics, leader election,
+//! and the real controllers' rate limiting, write-behind deferral and informer-cache
+//! "expectations" (the store is read directly, so there is no cache lag to guard).
 
 mod claim;
 mod sandbox;
 mod template;
 mod warmpool;
 
+use crate::events::{Emitter, EventType};
 use crate::meta::{self, meta_str};
 use crate::registry::{Registry, ResourceType};
 use crate::status::ApiError;
-use crate::store::{DeleteOptions, Event, Part, Store, WriteOptions};
+use crate::store::{DeleteOptions, Event, EventType as Change, Part, Store, WriteOptions};
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use tokio::task::JoinHandle;
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// The label that ties Pods, Services and PVCs to their Sandbox; also the Service selector.
@@ -77,7 +81,8 @@ pub(crate) struct Config {
     /// `--cluster-domain`: the suffix of `status.serviceFQDN`.
     pub(crate) cluster_domain: String,
     /// How long a new claim waits for a warm member that has no Pod IP yet before it
-    /// cold-starts (2 s in the real controller).
+    /// cold-starts (2 s in the real controller), looking again every
+    /// [`WARM_CANDIDATE_RETRY`].
     pub(crate) warm_candidate_grace: Duration,
     /// `--enable-warm-pool-eviction`: the pool marks warm pod templates safe to evict.
     pub(crate) warm_pool_eviction: bool,
@@ -91,7 +96,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             cluster_domain: "cluster.local".into(),
-            warm_candidate_grace: Duration::from_secs(1),
+            warm_candidate_grace: Duration::from_secs(2),
             warm_pool_eviction: true,
             warm_pool_ready_grace: Duration::from_secs(300),
             allowed_label_domains: vec!["sandbox.users.io".into()],
@@ -165,6 +170,97 @@ pub(crate) struct Cluster<'a> {
     pub(crate) kinds: &'a Kinds,
     /// The settings.
     pub(crate) config: &'a Config,
+    /// The controllers' Event recorders.
+    pub(crate) recorders: &'a Recorders,
+}
+
+/// How often a claim waiting for a warm member's Pod IP looks again (upstream's
+/// `warmCandidateRetryInterval`).
+pub(crate) const WARM_CANDIDATE_RETRY: Duration = Duration::from_millis(500);
+
+/// The pod the emulated controller manager runs as (the `reportingInstance` of its Events).
+const CONTROLLER_POD: &str = "agent-sandbox-controller-0";
+
+/// The Event recorders of the controllers, one each as the controller manager makes them.
+#[derive(Debug)]
+pub(crate) struct Recorders {
+    /// `sandbox-controller`.
+    pub(crate) sandbox: Emitter,
+    /// `sandboxclaim-controller`.
+    pub(crate) claim: Emitter,
+    /// `sandboxwarmpool-controller`.
+    pub(crate) warm_pool: Emitter,
+    /// Pools not progressing now (namespace/name), for the transition Events.
+    not_progressing: Mutex<BTreeSet<String>>,
+}
+
+impl Recorders {
+    /// `setNotProgressing`: on a change of the pool's state, `WarmPoolNotProgressing`
+    /// (Warning, `message`) or `WarmPoolProgressing` (Normal) once.
+    pub(crate) fn warm_pool_progress(
+        &self,
+        store: &Store,
+        pool: &Value,
+        stuck: bool,
+        message: &str,
+    ) {
+        let key = format!(
+            "{}/{}",
+            meta_str(pool, "namespace").unwrap_or(""),
+            meta_str(pool, "name").unwrap_or("")
+        );
+        let changed = {
+            let mut set = self
+                .not_progressing
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            if stuck {
+                set.insert(key)
+            } else {
+                set.remove(&key)
+            }
+        };
+        if !changed {
+            return;
+        }
+        if stuck {
+            self.warm_pool.emit(
+                store,
+                pool,
+                EventType::Warning,
+                "WarmPoolNotProgressing",
+                "Reconciling",
+                message,
+            );
+        } else {
+            self.warm_pool.emit(
+                store,
+                pool,
+                EventType::Normal,
+                "WarmPoolProgressing",
+                "Reconciling",
+                "Warm pool is progressing again",
+            );
+        }
+    }
+}
+
+impl Default for Recorders {
+    fn default() -> Self {
+        Recorders {
+            sandbox: Emitter::new("sandbox-controller", CONTROLLER_POD),
+            claim: Emitter::new("sandboxclaim-controller", CONTROLLER_POD),
+            warm_pool: Emitter::new("sandboxwarmpool-controller", CONTROLLER_POD),
+            not_progressing: Mutex::default(),
+        }
+    }
+}
+
+impl Cluster<'_> {
+    /// The cluster's time now, as a condition's `lastTransitionTime` is written.
+    pub(crate) fn now(&self) -> String {
+        self.store.clock().now_rfc3339()
+    }
 }
 
 /// Which controller a key belongs to; the order is the order keys are reconciled in a batch.
@@ -226,7 +322,9 @@ async fn run(store: Arc<Store>, config: Config, shutdown: CancellationToken) {
         .as_ref()
         .map(|k| full_resync(&store, k))
         .unwrap_or_default();
-    let mut deadlines: BTreeMap<Key, Instant> = BTreeMap::new();
+    let clock = store.clock().clone();
+    let recorders = Recorders::default();
+    let mut deadlines: BTreeMap<Key, SystemTime> = BTreeMap::new();
     loop {
         changes.borrow_and_update();
         let now_generation = store.registry().generation();
@@ -254,7 +352,7 @@ async fn run(store: Arc<Store>, config: Config, shutdown: CancellationToken) {
         if let Some(k) = kinds.as_ref().filter(|_| resync) {
             queue.extend(full_resync(&store, k));
         }
-        let now = Instant::now();
+        let now = clock.now();
         let due: Vec<Key> = deadlines
             .iter()
             .filter(|(_, at)| **at <= now)
@@ -270,6 +368,7 @@ async fn run(store: Arc<Store>, config: Config, shutdown: CancellationToken) {
                 store: &store,
                 kinds,
                 config: &config,
+                recorders: &recorders,
             };
             for key in pending {
                 if kinds.of(key.controller).is_none() {
@@ -278,7 +377,7 @@ async fn run(store: Arc<Store>, config: Config, shutdown: CancellationToken) {
                 }
                 match reconcile(cluster, &key) {
                     Some(after) => {
-                        deadlines.insert(key, Instant::now() + after);
+                        deadlines.insert(key, clock.now() + after);
                     }
                     None => {
                         deadlines.remove(&key);
@@ -299,15 +398,8 @@ async fn run(store: Arc<Store>, config: Config, shutdown: CancellationToken) {
                     return;
                 }
             }
-            _ = sleep_until(next) => {}
+            () = clock.sleep_until_opt(next) => {}
         }
-    }
-}
-
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
     }
 }
 
@@ -393,30 +485,43 @@ fn keys_for_event(store: &Store, kinds: &Kinds, e: &Event, out: &mut BTreeSet<Ke
         }
     } else if is(&kinds.template) {
         out.insert(Key::new(Controller::Template, ns, name));
+        let mut using = BTreeSet::new();
         for pool in pools(ns) {
             if str_at(&pool, &["spec", "sandboxTemplateRef", "name"]) == Some(name) {
-                out.insert(Key::new(
-                    Controller::Pool,
-                    ns,
-                    meta_str(&pool, "name").unwrap_or(""),
-                ));
+                let pname = meta_str(&pool, "name").unwrap_or("").to_string();
+                out.insert(Key::new(Controller::Pool, ns, &pname));
+                using.insert(pname);
             }
         }
-        for c in claims(ns) {
-            out.insert(Key::new(
-                Controller::Claim,
-                ns,
-                meta_str(&c, "name").unwrap_or(""),
-            ));
+        // Claims hear of a template only when it is created (edits reach them through the
+        // pool's rollout), and then only the claims of the pools that use it, bound or not.
+        if e.kind == Change::Added {
+            for c in claims(ns) {
+                let pool = str_at(&c, &["spec", "warmPoolRef", "name"]).unwrap_or("");
+                if using.contains(pool) && !deleting(&c) {
+                    out.insert(Key::new(
+                        Controller::Claim,
+                        ns,
+                        meta_str(&c, "name").unwrap_or(""),
+                    ));
+                }
+            }
         }
     } else if is(&kinds.pool) {
         out.insert(Key::new(Controller::Pool, ns, name));
-        for c in claims(ns) {
-            if str_at(&c, &["spec", "warmPoolRef", "name"]) == Some(name) {
+        // Claims hear of a pool's creation, deletion and spec changes (not its status), and
+        // only those not bound to a Sandbox yet.
+        let spec_change = e.kind != Change::Modified
+            || e.prev
+                .as_deref()
+                .is_none_or(|p| generation(p) != generation(obj));
+        for c in claims(ns).iter().filter(|_| spec_change) {
+            let bound = str_at(c, &["status", "sandbox", "name"]).is_some_and(|n| !n.is_empty());
+            if str_at(c, &["spec", "warmPoolRef", "name"]) == Some(name) && !bound && !deleting(c) {
                 out.insert(Key::new(
                     Controller::Claim,
                     ns,
-                    meta_str(&c, "name").unwrap_or(""),
+                    meta_str(c, "name").unwrap_or(""),
                 ));
             }
         }
@@ -720,8 +825,9 @@ pub(crate) fn condition_true(obj: &Value, kind: &str) -> bool {
 
 /// `meta.SetStatusCondition`: appends a new type; on an existing one updates reason, message
 /// and observedGeneration, and the transition time only when the status changes.
-pub(crate) fn set_condition(conds: &mut Vec<Value>, c: Cond) {
-    let now = meta::now_rfc3339();
+/// `now` is the cluster's time as written in a condition.
+pub(crate) fn set_condition(conds: &mut Vec<Value>, c: Cond, now: &str) {
+    let now = now.to_string();
     if let Some(existing) = conds
         .iter_mut()
         .find(|x| x.get("type").and_then(Value::as_str) == Some(c.kind.as_str()))
@@ -856,8 +962,12 @@ mod tests {
         let mut conds = Vec::new();
         let mut first = Cond::new("Ready", "False", "A", "a", 1);
         first.last_transition_time = Some("2020-01-01T00:00:00Z".into());
-        set_condition(&mut conds, first);
-        set_condition(&mut conds, Cond::new("Ready", "False", "B", "b", 2));
+        set_condition(&mut conds, first, "2026-01-01T00:00:00Z");
+        set_condition(
+            &mut conds,
+            Cond::new("Ready", "False", "B", "b", 2),
+            "2026-01-01T00:00:00Z",
+        );
         assert_eq!(conds.len(), 1);
         assert_eq!(conds[0]["lastTransitionTime"], "2020-01-01T00:00:00Z");
         assert_eq!(conds[0]["reason"], "B");
@@ -869,8 +979,12 @@ mod tests {
         let mut conds = Vec::new();
         let mut first = Cond::new("Ready", "False", "A", "a", 1);
         first.last_transition_time = Some("2020-01-01T00:00:00Z".into());
-        set_condition(&mut conds, first);
-        set_condition(&mut conds, Cond::new("Ready", "True", "B", "b", 1));
+        set_condition(&mut conds, first, "2026-01-01T00:00:00Z");
+        set_condition(
+            &mut conds,
+            Cond::new("Ready", "True", "B", "b", 1),
+            "2026-01-01T00:00:00Z",
+        );
         assert_ne!(conds[0]["lastTransitionTime"], "2020-01-01T00:00:00Z");
         assert_eq!(conds[0]["status"], "True");
     }
@@ -878,8 +992,16 @@ mod tests {
     #[test]
     fn set_condition_appends_new_types_in_order() {
         let mut conds = Vec::new();
-        set_condition(&mut conds, Cond::new("Suspended", "False", "A", "", 1));
-        set_condition(&mut conds, Cond::new("Ready", "False", "B", "", 1));
+        set_condition(
+            &mut conds,
+            Cond::new("Suspended", "False", "A", "", 1),
+            "2026-01-01T00:00:00Z",
+        );
+        set_condition(
+            &mut conds,
+            Cond::new("Ready", "False", "B", "", 1),
+            "2026-01-01T00:00:00Z",
+        );
         let types: Vec<&str> = conds.iter().filter_map(|c| c["type"].as_str()).collect();
         assert_eq!(types, ["Suspended", "Ready"]);
         remove_condition(&mut conds, "Suspended");

@@ -12,8 +12,11 @@
 //! `SandboxExpired`, then loses its Pod and Service, and is deleted (`shutdownPolicy: Delete`)
 //! or keeps only its conditions (`Retain`); moving `shutdownTime` later revives it.
 //!
+//! Two or more owned Pods give one `MultiplePods` Warning Event per episode.
+//!
 //! Differences from upstream: the expiry wake-up is at `shutdownTime` itself rather than
-//! `max(remaining, 2s)`; the Pod spec is never updated after creation (as upstream); there is
+//! `max(remaining, 2s)` (upstream fires a 1 s TTL up to a second late; the conformance
+//! fixtures for fakekube time its backstop to the second); the Pod spec is never updated after creation (as upstream); there is
 //! no write-behind deferral of Pod metadata patches.
 
 use super::{
@@ -25,13 +28,13 @@ use super::{
     owner_uid, parse_time, remove_condition, set_condition, set_controller_ref, set_map_key,
     str_at, string_map, until,
 };
+use crate::events::EventType;
 use crate::meta::meta_str;
 use crate::store::{DeleteOptions, Part};
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
-use time::OffsetDateTime;
 
 /// Why a child of a Sandbox could not be reconciled. The text is what the Ready condition
 /// reports after "Error seen: ".
@@ -244,10 +247,10 @@ pub(crate) fn reconcile(cluster: Cluster<'_>, ns: &str, name: &str) -> Requeue {
     let mut st = old.clone();
     let gen_ = generation(&sb);
     let shutdown = str_at(&sb, &["spec", "shutdownTime"]).and_then(parse_time);
-    let now = OffsetDateTime::now_utc();
+    let now = cluster.store.clock().now_utc();
     if shutdown.is_some_and(|t| now >= t) {
         if !marked_expired(&st) {
-            set_expired(&mut st, gen_);
+            set_expired(&mut st, gen_, &cluster.now());
             return match write_status(cluster, &sb, &old, &st) {
                 Ok(()) => Some(Duration::ZERO),
                 Err(e) => e.is_conflict().then_some(CONFLICT_RETRY),
@@ -265,9 +268,9 @@ pub(crate) fn reconcile(cluster: Cluster<'_>, ns: &str, name: &str) -> Requeue {
     let errors = reconcile_children(cluster, &mut sb, &mut st);
     let mut requeue = None;
     if let Some(t) = shutdown {
-        let now = OffsetDateTime::now_utc();
+        let now = cluster.store.clock().now_utc();
         if now >= t {
-            set_expired(&mut st, gen_);
+            set_expired(&mut st, gen_, &cluster.now());
             requeue = Some(Duration::ZERO);
         } else {
             requeue = Some(until(now, t).max(Duration::from_millis(1)));
@@ -292,7 +295,7 @@ fn marked_expired(st: &Status) -> bool {
         == Some("SandboxExpired")
 }
 
-fn set_expired(st: &mut Status, gen_: i64) {
+fn set_expired(st: &mut Status, gen_: i64, now: &str) {
     set_condition(
         &mut st.conditions,
         Cond::new(
@@ -302,6 +305,7 @@ fn set_expired(st: &mut Status, gen_: i64) {
             "Sandbox has expired",
             gen_,
         ),
+        now,
     );
     remove_condition(&mut st.conditions, "PodScheduled");
 }
@@ -360,6 +364,7 @@ fn handle_expiry(
                 "Sandbox has expired",
                 gen_,
             ),
+            &cluster.now(),
         );
     }
     (false, errors)
@@ -424,6 +429,23 @@ fn reconcile_children(
     }
     let (pod, pod_err) = reconcile_pod(cluster, sb, &hash);
     let conflict = matches!(pod_err, Some(SandboxError::MultiplePods(_)));
+    if let Some(e @ SandboxError::MultiplePods(_)) = &pod_err {
+        // Once per episode: not again while Ready already says MultiplePods.
+        let said = find_condition(&st.conditions, "Ready")
+            .and_then(|c| c.get("reason"))
+            .and_then(Value::as_str)
+            == Some("MultiplePods");
+        if !said {
+            cluster.recorders.sandbox.emit(
+                cluster.store,
+                sb,
+                EventType::Warning,
+                "MultiplePods",
+                "Reconciling",
+                &e.to_string(),
+            );
+        }
+    }
     match &pod {
         None => {
             st.pod_ips.clear();
@@ -473,7 +495,7 @@ fn reconcile_children(
     for c in computed {
         finished |= c.kind == "Finished";
         scheduled |= c.kind == "PodScheduled";
-        set_condition(&mut st.conditions, c);
+        set_condition(&mut st.conditions, c, &cluster.now());
     }
     if !finished {
         remove_condition(&mut st.conditions, "Finished");

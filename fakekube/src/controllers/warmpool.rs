@@ -12,8 +12,10 @@
 //! `readyReplicas`, `selector` and `observedGeneration`, which the `scale` subresource reads.
 //!
 //! Differences from upstream: members are created in one pass (no slow-start batches beyond
-//! the cap of 300, no token bucket, no replenish hold), the `WarmPoolNotProgressing` Event is
-//! not emitted, and ties between members created in the same second are broken by name.
+//! the cap of 300, no token bucket, no replenish hold), and ties between members created in the same second are broken by name.
+
+/// How often a pool holding unschedulable members looks again (upstream's default).
+const UNSCHEDULABLE_RECHECK: Duration = Duration::from_secs(60);
 
 use super::{
     CREATED_BY_LABEL, Cluster, LAUNCH_TYPE_LABEL, POD_NAME_ANNOTATION, POD_TEMPLATE_HASH_LABEL,
@@ -27,7 +29,6 @@ use crate::store::{DeleteOptions, Part};
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 use std::time::Duration;
-use time::OffsetDateTime;
 
 /// The most members created or deleted in one pass (`--sandbox-warm-pool-max-batch-size`).
 const MAX_BATCH: usize = 300;
@@ -43,17 +44,37 @@ pub(crate) fn blueprint(tpl: &Value) -> Value {
     Value::Object(m)
 }
 
-/// `NameHash` of the JSON of a template's blueprint (`sandbox-template-hash`).
+/// `NameHash` of the JSON of a template's blueprint (`sandbox-template-hash`), keys sorted.
 pub(crate) fn blueprint_hash(tpl: &Value) -> String {
-    name_hash(&blueprint(tpl).to_string())
+    name_hash(&canonical(&blueprint(tpl)).to_string())
 }
 
-/// `NameHash` of the JSON of a template's pod template (`sandbox-pod-template-hash`).
+/// `NameHash` of the JSON of a template's pod template (`sandbox-pod-template-hash`), keys
+/// sorted.
 fn pod_template_hash(tpl: &Value) -> String {
     let pt = at(tpl, &["spec", "podTemplate"])
         .cloned()
         .unwrap_or(Value::Null);
-    name_hash(&pt.to_string())
+    name_hash(&canonical(&pt).to_string())
+}
+
+/// `v` with every object's keys in sorted order. Upstream hashes the typed structure, whose
+/// field order does not depend on how a client ordered its JSON; sorting gives the same
+/// independence (the hashes still differ from upstream's, which follow Go's field order).
+fn canonical(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            Value::Object(
+                keys.into_iter()
+                    .map(|k| (k.clone(), canonical(&m[k])))
+                    .collect(),
+            )
+        }
+        Value::Array(a) => Value::Array(a.iter().map(canonical).collect()),
+        other => other.clone(),
+    }
 }
 
 /// `ApplySandboxSecureDefaults`: no service account token unless asked, and public DNS when
@@ -229,9 +250,10 @@ pub(crate) fn reconcile(cluster: Cluster<'_>, ns: &str, name: &str) -> Requeue {
         };
         active.push(sb);
     }
-    let now = OffsetDateTime::now_utc();
+    let now = cluster.store.clock().now_utc();
     let grace = cluster.config.warm_pool_ready_grace;
     let mut healthy = Vec::new();
+    let mut unschedulable = 0usize;
     for sb in active {
         let created = created_at(&sb);
         if condition_true(&sb, "Ready") || created.is_none() {
@@ -246,6 +268,7 @@ pub(crate) fn reconcile(cluster: Cluster<'_>, ns: &str, name: &str) -> Requeue {
             continue;
         }
         if pod_unschedulable(cluster, &sb) {
+            unschedulable += 1;
             healthy.push(sb);
             continue;
         }
@@ -260,6 +283,19 @@ pub(crate) fn reconcile(cluster: Cluster<'_>, ns: &str, name: &str) -> Requeue {
         .unwrap_or(1)
         .max(0);
     let desired = usize::try_from(desired).unwrap_or(0);
+    // Unschedulable members past the grace are held, and the pool says it is not progressing
+    // (once per episode), re-checked every minute.
+    let message = format!(
+        "{unschedulable}/{desired} sandboxes are unschedulable past the {} readiness grace \
+         period; holding them instead of replacing (replacements would be equally unschedulable)",
+        crate::meta::go_duration(grace.as_secs())
+    );
+    cluster
+        .recorders
+        .warm_pool_progress(cluster.store, &pool, unschedulable > 0, &message);
+    if unschedulable > 0 {
+        requeue = Some(requeue.map_or(UNSCHEDULABLE_RECHECK, |r| r.min(UNSCHEDULABLE_RECHECK)));
+    }
     let current = healthy.len();
     let ready = healthy
         .iter()
@@ -391,6 +427,21 @@ mod tests {
         apply_secure_defaults(&with_policy, &mut spec);
         assert_eq!(spec["automountServiceAccountToken"], true);
         assert!(spec.get("dnsPolicy").is_none());
+    }
+
+    #[test]
+    fn template_hashes_do_not_depend_on_the_order_of_keys() {
+        let a: Value = serde_json::from_str(
+            r#"{"spec":{"podTemplate":{"spec":{"containers":[{"name":"c","image":"i"}]},"metadata":{}}}}"#,
+        )
+        .expect("json");
+        let b: Value = serde_json::from_str(
+            r#"{"spec":{"podTemplate":{"metadata":{},"spec":{"containers":[{"image":"i","name":"c"}]}}}}"#,
+        )
+        .expect("json");
+        assert_ne!(a.to_string(), b.to_string());
+        assert_eq!(blueprint_hash(&a), blueprint_hash(&b));
+        assert_eq!(pod_template_hash(&a), pod_template_hash(&b));
     }
 
     #[test]

@@ -1,7 +1,8 @@
-//! The kube-controller-manager's controllers that authentication and RBAC rely on, emulated:
-//! ClusterRole aggregation ([`aggregation`]), the service-account token controller
-//! ([`token_secrets`]) and the root CA publisher ([`root_ca`]: `kube-root-ca.crt` in every
-//! namespace), plus the bootstrap policy a server starts with.
+//! The kube-controller-manager's controllers that authentication, RBAC and storage rely on,
+//! emulated: ClusterRole aggregation ([`aggregation`]), the service-account token controller
+//! ([`token_secrets`]), the root CA publisher ([`root_ca`]: `kube-root-ca.crt` in every
+//! namespace) and the PVC protection controller ([`pvc_protection`]), plus the bootstrap policy
+//! a server starts with.
 //!
 //! One task runs them all. Like the agent-sandbox controllers it follows the store's change log,
 //! reconciles what a change concerns, and sleeps until the next change; it runs whether or not
@@ -9,6 +10,7 @@
 //! rules and token Secrets no token.
 
 mod aggregation;
+mod pvc_protection;
 mod root_ca;
 mod token_secrets;
 
@@ -31,6 +33,8 @@ pub(crate) struct Kinds {
     service_accounts: Arc<ResourceType>,
     namespaces: Arc<ResourceType>,
     config_maps: Arc<ResourceType>,
+    pods: Arc<ResourceType>,
+    pvcs: Arc<ResourceType>,
 }
 
 impl Kinds {
@@ -43,6 +47,8 @@ impl Kinds {
             service_accounts: registry.find("", "v1", "serviceaccounts")?,
             namespaces: registry.find("", "v1", "namespaces")?,
             config_maps: registry.find("", "v1", "configmaps")?,
+            pods: registry.find("", "v1", "pods")?,
+            pvcs: registry.find("", "v1", "persistentvolumeclaims")?,
         })
     }
 }
@@ -83,6 +89,8 @@ struct Work {
     gone_accounts: Vec<(String, String, String)>,
     /// Namespaces whose root CA ConfigMap must be checked.
     namespaces: BTreeSet<String>,
+    /// Claims that may have lost their last pod, as namespace and name.
+    claims: BTreeSet<(String, String)>,
 }
 
 /// Starts the controllers as one task that runs until `shutdown`. Tokens are signed by
@@ -138,6 +146,10 @@ pub(crate) fn spawn(
                             && e.kind != EventType::Added
                         {
                             work.namespaces.insert(ns);
+                        } else if e.rt.same_resource(&kinds.pvcs) && e.kind != EventType::Deleted {
+                            work.claims.insert((ns, name));
+                        } else if e.rt.same_resource(&kinds.pods) {
+                            work.claims.extend(pvc_protection::claims_of(&e.object));
                         }
                     }
                 }
@@ -159,6 +171,9 @@ pub(crate) fn spawn(
             for ns in &batch.namespaces {
                 root_ca::reconcile(&store, &kinds, &ca_pem, ns);
             }
+            for (ns, name) in &batch.claims {
+                pvc_protection::reconcile(&store, &kinds.pvcs, &kinds.pods, ns, name);
+            }
             if changes.has_changed().unwrap_or(false) {
                 continue;
             }
@@ -179,6 +194,12 @@ fn full_resync(store: &Store, kinds: &Kinds) -> Work {
     for ns in store.list_all(&kinds.namespaces, None) {
         work.namespaces
             .insert(meta_str(&ns, "name").unwrap_or("").to_string());
+    }
+    for c in store.list_all(&kinds.pvcs, None) {
+        work.claims.insert((
+            meta_str(&c, "namespace").unwrap_or("").to_string(),
+            meta_str(&c, "name").unwrap_or("").to_string(),
+        ));
     }
     for s in store.list_all(&kinds.secrets, None) {
         if s.get("type").and_then(|t| t.as_str()) == Some(TOKEN_SECRET_TYPE) {

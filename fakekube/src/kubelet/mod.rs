@@ -57,18 +57,23 @@
 //!   `StartError` and is restarted as the policy says, without a separate `RunContainerError`.
 
 mod command;
+mod containers;
 mod env;
 mod images;
 mod node;
 mod output;
 mod pod;
+mod probe;
 mod run;
+mod status;
+mod termination;
 
 pub use command::{CommandCall, CommandError};
 pub use images::Images;
 pub(crate) use node::{NODE_LEASE_NAMESPACE, spawn as register_node};
 pub(crate) use output::{Line, OutputLog};
 
+use crate::events::{Emitter, Recorder};
 use crate::status::{ApiError, Target};
 use crate::store::Store;
 use bytes::Bytes;
@@ -76,7 +81,7 @@ use fakekube_runtime::{PodFs, PodNetwork, ProcessTable, Programs};
 use http::StatusCode;
 use pod::{CState, PodRun};
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -171,6 +176,13 @@ pub(crate) struct Kubelet {
     commands: Programs,
     /// The pods it runs and the claims' storage.
     state: Mutex<State>,
+    /// Images on the node (normalised), for the pull Events. Its own lock: pulls happen while
+    /// `state` is held.
+    pulled: Mutex<HashSet<String>>,
+    /// The kubelet's Events (`source.component: kubelet`, the node as host).
+    recorder: Recorder,
+    /// The scheduler's Events (`Scheduled`, `FailedScheduling`).
+    scheduler: Emitter,
 }
 
 impl Kubelet {
@@ -182,11 +194,19 @@ impl Kubelet {
             images: Images::default(),
             commands: Programs::new(),
             state: Mutex::new(State::default()),
+            pulled: Mutex::default(),
+            recorder: Recorder::new("kubelet", pod::NODE_NAME),
+            scheduler: Emitter::new("default-scheduler", "fakekube-control-plane"),
         }
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The images on the node (taken while `state` may be held; never the other way round).
+    fn pulled(&self) -> MutexGuard<'_, HashSet<String>> {
+        self.pulled.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The fake registry's marks.
@@ -292,7 +312,7 @@ impl Kubelet {
         let st = self.lock();
         st.pods
             .get(uid)
-            .filter(|p| p.ip.is_some() && !p.terminal && !p.deleting)
+            .filter(|p| p.ip.is_some() && !p.terminal)
             .map(|p| {
                 let netns = images::hex64(&format!("netns{uid}"));
                 PortForwardTarget {

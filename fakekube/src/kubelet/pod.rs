@@ -1,15 +1,16 @@
-//! What the kubelet knows of each pod it runs, and the pod status it derives from that, worded
-//! as a real kubelet writes it.
+//! What the kubelet knows of each pod it runs: its containers (init containers first) and where
+//! each is in its life, and the pod phase derived from them as the kubelet's `getPhase` does.
 
 use super::images;
 use super::output::OutputLog;
+use super::probe::{Probe, ProbeKind};
 use bytes::Bytes;
 use fakekube_runtime::{PodFs, PodNetwork, ProcessTable, Volume};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::SystemTime;
 use tokio::sync::mpsc;
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// The node every pod is scheduled to.
@@ -51,7 +52,7 @@ impl RestartPolicy {
 /// A finished run of a container.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Term {
-    /// Exit status (128 when it could not start, 137 when killed).
+    /// Exit status (128 when it could not start, 128 + n when a signal ended it).
     pub(crate) exit_code: i32,
     /// `Completed`, `Error`, `StartError`.
     pub(crate) reason: String,
@@ -67,7 +68,7 @@ pub(crate) struct Term {
 
 impl Term {
     /// `{"terminated": {...}}`.
-    fn to_state(&self) -> Value {
+    pub(crate) fn to_state(&self) -> Value {
         let mut t = json!({
             "exitCode": self.exit_code,
             "reason": self.reason,
@@ -85,12 +86,12 @@ impl Term {
 /// A running main process.
 #[derive(Debug, Clone)]
 pub(crate) struct Running {
-    /// Which start of the container this is (exit reports of older runs are stale).
+    /// Which start of the container this is (exit and probe reports of older runs are stale).
     pub(crate) run: u64,
     /// RFC 3339.
     pub(crate) started_at: String,
-    /// When, for the back-off reset.
-    pub(crate) since: Instant,
+    /// When, on the cluster's clock (probe delays and the back-off reset count from it).
+    pub(crate) since: SystemTime,
     /// `containerd://…`.
     pub(crate) container_id: String,
     /// Fires when the run ends; execs in the container end with it.
@@ -105,12 +106,38 @@ pub(crate) struct Running {
     pub(crate) stdin: Option<mpsc::Sender<Bytes>>,
     /// The container's processes (the main one is pid 1), for signals and execs.
     pub(crate) processes: ProcessTable,
+    /// Its probes.
+    pub(crate) probes: Vec<Probe>,
+    /// Being stopped (SIGTERM sent): SIGKILL follows at this time.
+    pub(crate) kill_at: Option<SystemTime>,
+}
+
+impl Running {
+    /// `started`: the startup probe has succeeded, or there is none.
+    pub(crate) fn started(&self) -> bool {
+        self.probe(ProbeKind::Startup)
+            .is_none_or(|p| p.result == Some(true))
+    }
+
+    /// `ready`: started, and the readiness probe has succeeded (or there is none).
+    pub(crate) fn ready(&self) -> bool {
+        self.started()
+            && self
+                .probe(ProbeKind::Readiness)
+                .is_none_or(|p| p.result == Some(true))
+    }
+
+    /// The probe of `kind`, if the container has one.
+    pub(crate) fn probe(&self, kind: ProbeKind) -> Option<&Probe> {
+        self.probes.iter().find(|p| p.kind == kind)
+    }
 }
 
 /// Where a container is in its life.
 #[derive(Debug, Clone)]
 pub(crate) enum CState {
-    /// Waiting for the pod sandbox (the start delay).
+    /// Not started yet: waiting for the pod sandbox (`ContainerCreating`) or, for a main
+    /// container, for the init containers (`PodInitializing`).
     Creating,
     /// Waiting with a reason (`ErrImagePull`, `ImagePullBackOff`,
     /// `CreateContainerConfigError`); something happens at `at`.
@@ -120,7 +147,7 @@ pub(crate) enum CState {
         /// Its message.
         message: String,
         /// When the kubelet looks again.
-        at: Instant,
+        at: SystemTime,
     },
     /// The main process runs.
     Running(Running),
@@ -129,7 +156,7 @@ pub(crate) enum CState {
         /// `back-off 10s restarting failed container=…`.
         message: String,
         /// When it restarts.
-        at: Instant,
+        at: SystemTime,
     },
     /// Exited for good.
     Terminated(Term),
@@ -142,8 +169,12 @@ pub(crate) struct Container {
     pub(crate) name: String,
     /// Its image as the spec gives it.
     pub(crate) image: String,
-    /// Its spec (the object in `spec.containers`).
+    /// Its spec (the object in `spec.containers` or `spec.initContainers`).
     pub(crate) spec: Value,
+    /// An init container (in `spec.initContainers`).
+    pub(crate) init: bool,
+    /// A restartable init container (`restartPolicy: Always`): a sidecar that keeps running.
+    pub(crate) sidecar: bool,
     /// Its state.
     pub(crate) state: CState,
     /// The previous run (`lastState`).
@@ -164,7 +195,7 @@ pub(crate) struct Container {
 
 impl Container {
     /// A container not started yet.
-    pub(crate) fn new(spec: &Value) -> Self {
+    pub(crate) fn new(spec: &Value, init: bool) -> Self {
         let s = |k: &str| {
             spec.get(k)
                 .and_then(Value::as_str)
@@ -175,6 +206,8 @@ impl Container {
             name: s("name"),
             image: s("image"),
             spec: spec.clone(),
+            init,
+            sidecar: init && s("restartPolicy") == "Always",
             state: CState::Creating,
             last: None,
             restarts: 0,
@@ -191,16 +224,57 @@ impl Container {
         matches!(self.state, CState::Running(_))
     }
 
-    /// When something is due for it.
-    pub(crate) fn deadline(&self) -> Option<Instant> {
+    /// The running state, if it runs.
+    pub(crate) fn running(&self) -> Option<&Running> {
         match &self.state {
-            CState::Waiting { at, .. } | CState::BackOff { at, .. } => Some(*at),
+            CState::Running(r) => Some(r),
             _ => None,
         }
     }
 
-    /// Its entry of `containerStatuses`.
-    pub(crate) fn status(&self) -> Value {
+    /// The running state, if it runs.
+    pub(crate) fn running_mut(&mut self) -> Option<&mut Running> {
+        match &mut self.state {
+            CState::Running(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// Whether it counts as ready (`ready` of its status).
+    pub(crate) fn ready(&self) -> bool {
+        match &self.state {
+            CState::Running(r) => r.ready(),
+            CState::Terminated(t) => self.init && !self.sidecar && t.exit_code == 0,
+            _ => false,
+        }
+    }
+
+    /// Whether an init container is done with: a regular one completed, a sidecar started.
+    pub(crate) fn init_done(&self) -> bool {
+        if self.sidecar {
+            return self.running().is_some_and(Running::started)
+                || (self.runs > 0 && !matches!(self.state, CState::Creating));
+        }
+        matches!(&self.state, CState::Terminated(t) if t.exit_code == 0)
+    }
+
+    /// When something is due for it: a retry, a restart, a probe, a SIGKILL.
+    pub(crate) fn deadline(&self) -> Option<SystemTime> {
+        match &self.state {
+            CState::Waiting { at, .. } | CState::BackOff { at, .. } => Some(*at),
+            CState::Running(r) => r
+                .probes
+                .iter()
+                .filter_map(|p| p.next_at)
+                .chain(r.kill_at)
+                .min(),
+            _ => None,
+        }
+    }
+
+    /// Its entry of `containerStatuses` (or `initContainerStatuses`); `initializing` says the
+    /// pod's init containers are not done (a main container then waits `PodInitializing`).
+    pub(crate) fn status(&self, initializing: bool) -> Value {
         let pulled = |id: &str| {
             json!({
                 "image": images::normalize(&self.image),
@@ -208,40 +282,37 @@ impl Container {
                 "containerID": id,
             })
         };
-        let (state, ready, started, ids) = match &self.state {
-            CState::Creating => (
-                json!({ "waiting": { "reason": "ContainerCreating" } }),
-                false,
-                false,
-                None,
-            ),
+        let creating = if initializing && !self.init {
+            "PodInitializing"
+        } else {
+            "ContainerCreating"
+        };
+        let (state, started, ids) = match &self.state {
+            CState::Creating => (json!({ "waiting": { "reason": creating } }), false, None),
             CState::Waiting {
                 reason, message, ..
             } => (
                 json!({ "waiting": { "reason": reason, "message": message } }),
                 false,
-                false,
                 self.last.as_ref().map(|t| pulled(&t.container_id)),
             ),
             CState::Running(r) => (
                 json!({ "running": { "startedAt": r.started_at } }),
-                true,
-                true,
+                r.started(),
                 Some(pulled(&r.container_id)),
             ),
             CState::BackOff { message, .. } => (
                 json!({ "waiting": { "reason": "CrashLoopBackOff", "message": message } }),
                 false,
-                false,
                 self.last.as_ref().map(|t| pulled(&t.container_id)),
             ),
-            CState::Terminated(t) => (t.to_state(), false, false, Some(pulled(&t.container_id))),
+            CState::Terminated(t) => (t.to_state(), false, Some(pulled(&t.container_id))),
         };
         let mut out = json!({
             "name": self.name,
             "state": state,
             "lastState": self.last.as_ref().map(Term::to_state).unwrap_or_else(|| json!({})),
-            "ready": ready,
+            "ready": self.ready(),
             "restartCount": self.restarts,
             "image": self.image,
             "imageID": "",
@@ -256,46 +327,76 @@ impl Container {
     }
 }
 
-/// The pod phase, computed as the kubelet's `getPhase` does for pods without init containers.
-pub(crate) fn phase(containers: &[Container], policy: RestartPolicy) -> &'static str {
+/// The pod phase, as the kubelet's `getPhase` computes it from the containers (init
+/// containers first); `terminal` when the pod is being deleted and so ends with its containers.
+pub(crate) fn phase(
+    containers: &[Container],
+    policy: RestartPolicy,
+    terminal: bool,
+) -> &'static str {
+    let (mut pending_init, mut pending_sidecars, mut failed_init) = (0, 0, 0);
     let (mut waiting, mut running, mut stopped, mut succeeded) = (0, 0, 0, 0);
-    for c in containers {
+    for c in containers.iter().filter(|c| c.init && !c.sidecar) {
+        match &c.state {
+            CState::Running(_) | CState::Creating => pending_init += 1,
+            CState::Terminated(t) => failed_init += usize::from(t.exit_code != 0),
+            CState::Waiting { .. } | CState::BackOff { .. } => match &c.last {
+                Some(t) => failed_init += usize::from(t.exit_code != 0),
+                None => pending_init += 1,
+            },
+        }
+    }
+    for c in containers.iter().filter(|c| c.sidecar) {
+        match &c.state {
+            CState::Running(r) => {
+                pending_sidecars += usize::from(!r.started());
+                running += 1;
+            }
+            CState::Terminated(_) => {}
+            CState::Waiting { .. } | CState::BackOff { .. } => {
+                pending_sidecars += usize::from(c.last.is_none());
+                waiting += 1;
+            }
+            CState::Creating => pending_sidecars += 1,
+        }
+    }
+    for c in containers.iter().filter(|c| !c.init) {
         match &c.state {
             CState::Running(_) => running += 1,
             CState::Terminated(t) => {
                 stopped += 1;
-                if t.exit_code == 0 {
-                    succeeded += 1;
-                }
+                succeeded += usize::from(t.exit_code == 0);
             }
             CState::BackOff { .. } => stopped += 1,
             CState::Waiting { .. } | CState::Creating if c.last.is_some() => stopped += 1,
             CState::Waiting { .. } | CState::Creating => waiting += 1,
         }
     }
-    if waiting > 0 {
+    if failed_init > 0 && policy == RestartPolicy::Never {
+        return "Failed";
+    }
+    if pending_init > 0 || pending_sidecars > 0 || waiting > 0 {
         return "Pending";
     }
     if running > 0 {
         return "Running";
     }
     if stopped > 0 {
+        if terminal {
+            return if stopped == succeeded {
+                "Succeeded"
+            } else {
+                "Failed"
+            };
+        }
         return match policy {
             RestartPolicy::Always => "Running",
-            RestartPolicy::OnFailure if stopped == succeeded => "Succeeded",
-            RestartPolicy::OnFailure => "Running",
-            RestartPolicy::Never if stopped == succeeded => "Succeeded",
+            _ if stopped == succeeded => "Succeeded",
             RestartPolicy::Never => "Failed",
+            RestartPolicy::OnFailure => "Running",
         };
     }
     "Pending"
-}
-
-/// A condition's remembered status and when it last changed.
-#[derive(Debug, Clone)]
-struct CondMemory {
-    status: bool,
-    since: String,
 }
 
 /// Everything the kubelet keeps of one pod.
@@ -314,30 +415,32 @@ pub(crate) struct PodRun {
     /// The sandbox: fires when the pod stops; every run and exec ends with it.
     pub(crate) cancel: CancellationToken,
     /// When the sandbox is created (the start delay); `None` once it is.
-    pub(crate) start_at: Option<Instant>,
+    pub(crate) start_at: Option<SystemTime>,
     /// The pod's IP, once the sandbox exists.
     pub(crate) ip: Option<String>,
     /// The sandbox's network: the ports its containers and execs listen on.
     pub(crate) network: PodNetwork,
     /// `startTime`.
     pub(crate) start_time: String,
-    /// The containers, in spec order.
+    /// The init containers, in spec order, then the containers, in spec order.
     pub(crate) containers: Vec<Container>,
     /// The pod's volumes by name (PVC storage, emptyDirs, secrets).
     pub(crate) volumes: HashMap<String, Volume>,
-    /// The pod is being deleted: nothing restarts.
+    /// The pod is being deleted: nothing restarts, containers are stopped.
     pub(crate) deleting: bool,
-    /// The pod reached Succeeded or Failed (or was stopped for deletion).
+    /// The pod reached Succeeded or Failed (or its containers stopped for its deletion).
     pub(crate) terminal: bool,
+    /// The kubelet has deleted the stopped pod from the API (grace period 0).
+    pub(crate) removed: bool,
     /// Condition memory, for `lastTransitionTime`.
-    conds: HashMap<&'static str, CondMemory>,
+    pub(crate) conds: HashMap<&'static str, (bool, String)>,
 }
 
 impl PodRun {
     /// A pod just admitted; its sandbox is created at `start_at`.
     pub(crate) fn new(
         pod: &Value,
-        start_at: Instant,
+        start_at: SystemTime,
         cancel: CancellationToken,
         now: &str,
     ) -> Self {
@@ -349,11 +452,14 @@ impl PodRun {
                 .to_string()
         };
         let spec = pod.get("spec");
-        let containers = spec
-            .and_then(|s| s.get("containers"))
-            .and_then(Value::as_array)
-            .map(|l| l.iter().map(Container::new).collect())
-            .unwrap_or_default();
+        let list = |key: &str, init: bool| -> Vec<Container> {
+            spec.and_then(|s| s.get(key))
+                .and_then(Value::as_array)
+                .map(|l| l.iter().map(|c| Container::new(c, init)).collect())
+                .unwrap_or_default()
+        };
+        let mut containers = list("initContainers", true);
+        containers.extend(list("containers", false));
         PodRun {
             uid: md("uid"),
             ns: md("namespace"),
@@ -372,12 +478,13 @@ impl PodRun {
             volumes: HashMap::new(),
             deleting: false,
             terminal: false,
+            removed: false,
             conds: HashMap::new(),
         }
     }
 
     /// When something is next due for this pod.
-    pub(crate) fn deadline(&self) -> Option<Instant> {
+    pub(crate) fn deadline(&self) -> Option<SystemTime> {
         self.containers
             .iter()
             .filter_map(Container::deadline)
@@ -385,155 +492,23 @@ impl PodRun {
             .min()
     }
 
-    /// The current phase (a pod being deleted ends as if its restart policy were `Never`).
+    /// The current phase (a pod being deleted ends in a terminal phase).
     pub(crate) fn phase(&self) -> &'static str {
-        let policy = if self.deleting {
-            RestartPolicy::Never
-        } else {
-            self.policy
-        };
-        phase(&self.containers, policy)
+        phase(&self.containers, self.policy, self.deleting)
     }
 
-    /// A condition entry, keeping its `lastTransitionTime` while its status holds.
-    fn condition(
-        &mut self,
-        ty: &'static str,
-        status: bool,
-        reason: Option<&str>,
-        message: Option<String>,
-        now: &str,
-    ) -> Value {
-        let mem = self.conds.entry(ty).or_insert_with(|| CondMemory {
-            status,
-            since: now.to_string(),
-        });
-        if mem.status != status {
-            mem.status = status;
-            mem.since = now.to_string();
-        }
-        let mut c = json!({
-            "type": ty,
-            "status": if status { "True" } else { "False" },
-            "lastProbeTime": null,
-            "lastTransitionTime": mem.since,
-        });
-        if let Some(r) = reason {
-            c["reason"] = json!(r);
-        }
-        if let Some(m) = message {
-            c["message"] = json!(m);
-        }
-        c
-    }
-
-    /// The pod's `status`, as a kubelet writes it.
-    pub(crate) fn status(&mut self, now: &str) -> Value {
-        let phase = self.phase();
-        let completed = matches!(phase, "Succeeded" | "Failed");
-        let unready: Vec<&str> = self
-            .containers
+    /// Whether the init containers are done (regular ones completed, sidecars started).
+    pub(crate) fn initialized(&self) -> bool {
+        self.containers
             .iter()
-            .filter(|c| !c.is_running())
-            .map(|c| c.name.as_str())
-            .collect();
-        let all_ready = unready.is_empty() && !self.containers.is_empty();
-        let (not_ready_reason, not_ready_message) = if completed {
-            (Some("PodCompleted"), None)
-        } else {
-            (
-                Some("ContainersNotReady"),
-                Some(format!(
-                    "containers with unready status: [{}]",
-                    unready.join(" ")
-                )),
-            )
-        };
-        let sandbox = self.ip.is_some() && !self.terminal && !completed;
-        let ready_cond = |all_ready: bool| {
-            if all_ready {
-                (None, None)
-            } else {
-                (not_ready_reason, not_ready_message.clone())
-            }
-        };
-        let (rr, rm) = ready_cond(all_ready);
-        let conditions = vec![
-            self.condition("PodReadyToStartContainers", sandbox, None, None, now),
-            self.condition(
-                "Initialized",
-                true,
-                completed.then_some("PodCompleted"),
-                None,
-                now,
-            ),
-            self.condition("Ready", all_ready, rr, rm.clone(), now),
-            self.condition("ContainersReady", all_ready, rr, rm, now),
-            self.condition("PodScheduled", true, None, None, now),
-        ];
-        let mut status = json!({
-            "phase": phase,
-            "conditions": conditions,
-            "hostIP": HOST_IP,
-            "hostIPs": [ { "ip": HOST_IP } ],
-        });
-        if let Some(ip) = &self.ip {
-            status["podIP"] = json!(ip);
-            status["podIPs"] = json!([{ "ip": ip }]);
-        }
-        status["startTime"] = json!(self.start_time);
-        let inits = init_container_statuses(&self.pod);
-        if !inits.is_empty() {
-            status["initContainerStatuses"] = json!(inits);
-        }
-        status["containerStatuses"] = json!(
-            self.containers
-                .iter()
-                .map(Container::status)
-                .collect::<Vec<_>>()
-        );
-        status["qosClass"] = json!(qos_class(&self.pod));
-        status
+            .filter(|c| c.init)
+            .all(Container::init_done)
     }
-}
 
-/// Init containers are not run: each is reported as having completed at once.
-fn init_container_statuses(pod: &Value) -> Vec<Value> {
-    let Some(list) = pod
-        .get("spec")
-        .and_then(|s| s.get("initContainers"))
-        .and_then(Value::as_array)
-    else {
-        return Vec::new();
-    };
-    let start = pod
-        .get("metadata")
-        .and_then(|m| m.get("creationTimestamp"))
-        .cloned()
-        .unwrap_or(Value::Null);
-    list.iter()
-        .map(|c| {
-            let image = c.get("image").and_then(Value::as_str).unwrap_or("");
-            let name = c.get("name").and_then(Value::as_str).unwrap_or("");
-            json!({
-                "name": name,
-                "state": { "terminated": {
-                    "exitCode": 0,
-                    "reason": "Completed",
-                    "startedAt": start,
-                    "finishedAt": start,
-                    "containerID": format!("containerd://{}", images::hex64(&format!("{name}{start}"))),
-                } },
-                "lastState": {},
-                "ready": true,
-                "restartCount": 0,
-                "image": images::normalize(image),
-                "imageID": images::image_id(image),
-                "containerID": format!("containerd://{}", images::hex64(&format!("{name}{start}"))),
-                "started": false,
-            })
-        })
-        .collect()
+    /// Whether any container's process runs.
+    pub(crate) fn any_running(&self) -> bool {
+        self.containers.iter().any(Container::is_running)
+    }
 }
 
 /// `status.qosClass` from the containers' requests and limits.
@@ -583,17 +558,7 @@ pub(crate) fn pod_ip(n: u32) -> String {
     format!("10.244.{third}.{fourth}")
 }
 
-/// A Go `time.Duration` string for whole seconds (`10s`, `1m20s`, `5m0s`).
-pub(crate) fn go_duration(secs: u64) -> String {
-    let (h, m, s) = (secs / 3600, (secs % 3600) / 60, secs % 60);
-    if h > 0 {
-        format!("{h}h{m}m{s}s")
-    } else if m > 0 {
-        format!("{m}m{s}s")
-    } else {
-        format!("{s}s")
-    }
-}
+pub(crate) use crate::meta::go_duration;
 
 /// The back-off a real kubelet would print for the `n`-th consecutive restart: 10 s doubling,
 /// at most 5 minutes.
@@ -602,10 +567,10 @@ pub(crate) fn nominal_backoff_secs(n: u32) -> u64 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn term(code: i32) -> Term {
+    pub(crate) fn term(code: i32) -> Term {
         Term {
             exit_code: code,
             reason: if code == 0 { "Completed" } else { "Error" }.into(),
@@ -616,18 +581,18 @@ mod tests {
         }
     }
 
-    fn container(state: CState, last: Option<Term>) -> Container {
-        let mut c = Container::new(&json!({ "name": "c", "image": "busybox" }));
+    pub(crate) fn container(state: CState, last: Option<Term>) -> Container {
+        let mut c = Container::new(&json!({ "name": "c", "image": "busybox" }), false);
         c.state = state;
         c.last = last;
         c
     }
 
-    fn running() -> CState {
+    pub(crate) fn running() -> CState {
         CState::Running(Running {
             run: 1,
             started_at: "t0".into(),
-            since: Instant::now(),
+            since: SystemTime::UNIX_EPOCH,
             container_id: "containerd://abc".into(),
             cancel: CancellationToken::new(),
             fs: PodFs::new(vec![]),
@@ -635,7 +600,16 @@ mod tests {
             cwd: "/".into(),
             stdin: None,
             processes: ProcessTable::new(),
+            probes: vec![],
+            kill_at: None,
         })
+    }
+
+    fn init(state: CState, last: Option<Term>) -> Container {
+        let mut c = Container::new(&json!({ "name": "i", "image": "busybox" }), true);
+        c.state = state;
+        c.last = last;
+        c
     }
 
     #[test]
@@ -644,14 +618,14 @@ mod tests {
             container(running(), None),
             container(CState::Creating, None),
         ];
-        assert_eq!(phase(&cs, RestartPolicy::Always), "Pending");
+        assert_eq!(phase(&cs, RestartPolicy::Always, false), "Pending");
         let waiting = CState::Waiting {
             reason: "ErrImagePull",
             message: String::new(),
-            at: Instant::now(),
+            at: SystemTime::UNIX_EPOCH,
         };
         assert_eq!(
-            phase(&[container(waiting, None)], RestartPolicy::Always),
+            phase(&[container(waiting, None)], RestartPolicy::Always, false),
             "Pending"
         );
     }
@@ -660,10 +634,14 @@ mod tests {
     fn phase_of_a_crash_looping_container_is_running() {
         let backoff = CState::BackOff {
             message: String::new(),
-            at: Instant::now(),
+            at: SystemTime::UNIX_EPOCH,
         };
         assert_eq!(
-            phase(&[container(backoff, Some(term(1)))], RestartPolicy::Always),
+            phase(
+                &[container(backoff, Some(term(1)))],
+                RestartPolicy::Always,
+                false
+            ),
             "Running"
         );
     }
@@ -671,14 +649,38 @@ mod tests {
     #[test]
     fn phase_after_exits_follows_the_restart_policy() {
         let done = |code| vec![container(CState::Terminated(term(code)), None)];
-        assert_eq!(phase(&done(0), RestartPolicy::Never), "Succeeded");
-        assert_eq!(phase(&done(3), RestartPolicy::Never), "Failed");
-        assert_eq!(phase(&done(0), RestartPolicy::OnFailure), "Succeeded");
+        assert_eq!(phase(&done(0), RestartPolicy::Never, false), "Succeeded");
+        assert_eq!(phase(&done(3), RestartPolicy::Never, false), "Failed");
+        assert_eq!(
+            phase(&done(0), RestartPolicy::OnFailure, false),
+            "Succeeded"
+        );
+        assert_eq!(phase(&done(143), RestartPolicy::Always, true), "Failed");
         let mixed = vec![
             container(CState::Terminated(term(0)), None),
             container(CState::Terminated(term(2)), None),
         ];
-        assert_eq!(phase(&mixed, RestartPolicy::Never), "Failed");
+        assert_eq!(phase(&mixed, RestartPolicy::Never, false), "Failed");
+    }
+
+    #[test]
+    fn phase_is_pending_while_initializing_and_failed_when_init_fails_without_restarts() {
+        let cs = vec![init(running(), None), container(CState::Creating, None)];
+        assert_eq!(phase(&cs, RestartPolicy::Always, false), "Pending");
+        let cs = vec![
+            init(CState::Terminated(term(1)), None),
+            container(CState::Creating, None),
+        ];
+        assert_eq!(phase(&cs, RestartPolicy::Never, false), "Failed");
+        let backoff = CState::BackOff {
+            message: String::new(),
+            at: SystemTime::UNIX_EPOCH,
+        };
+        let cs = vec![
+            init(backoff, Some(term(1))),
+            container(CState::Creating, None),
+        ];
+        assert_eq!(phase(&cs, RestartPolicy::Always, false), "Pending");
     }
 
     #[test]
@@ -692,7 +694,7 @@ mod tests {
 
     #[test]
     fn a_running_container_reports_ids_and_readiness() {
-        let s = container(running(), None).status();
+        let s = container(running(), None).status(false);
         assert_eq!(s["ready"], true);
         assert_eq!(s["started"], true);
         assert_eq!(s["image"], "docker.io/library/busybox:latest");
@@ -703,48 +705,13 @@ mod tests {
 
     #[test]
     fn a_creating_container_has_no_container_id() {
-        let s = container(CState::Creating, None).status();
+        let s = container(CState::Creating, None).status(false);
         assert_eq!(s["state"]["waiting"]["reason"], "ContainerCreating");
         assert_eq!(s["image"], "busybox");
         assert_eq!(s["imageID"], "");
         assert!(s.get("containerID").is_none());
-    }
-
-    #[test]
-    fn conditions_keep_their_transition_time_until_they_change() {
-        let pod = json!({
-            "metadata": { "name": "p", "namespace": "n", "uid": "u" },
-            "spec": { "containers": [ { "name": "c", "image": "busybox" } ] },
-        });
-        let mut run = PodRun::new(&pod, Instant::now(), CancellationToken::new(), "t0");
-        let cond = |s: &Value, ty: &str| {
-            s["conditions"]
-                .as_array()
-                .and_then(|l| l.iter().find(|c| c["type"] == ty).cloned())
-                .unwrap_or(Value::Null)
-        };
-        let s0 = run.status("t0");
-        assert_eq!(s0["phase"], "Pending");
-        assert_eq!(cond(&s0, "Ready")["status"], "False");
-        assert_eq!(cond(&s0, "Ready")["reason"], "ContainersNotReady");
-        assert_eq!(
-            cond(&s0, "Ready")["message"],
-            "containers with unready status: [c]"
-        );
-        assert!(s0.get("podIP").is_none());
-        run.ip = Some(pod_ip(0));
-        if let Some(c) = run.containers.first_mut() {
-            c.state = running();
-        }
-        let s1 = run.status("t1");
-        assert_eq!(s1["phase"], "Running");
-        assert_eq!(s1["podIP"], "10.244.0.2");
-        assert_eq!(cond(&s1, "Ready")["status"], "True");
-        assert_eq!(cond(&s1, "Ready")["lastTransitionTime"], "t1");
-        assert_eq!(cond(&s1, "PodScheduled")["lastTransitionTime"], "t0");
-        assert_eq!(cond(&s1, "PodReadyToStartContainers")["status"], "True");
-        let s2 = run.status("t2");
-        assert_eq!(s1, s2);
+        let s = container(CState::Creating, None).status(true);
+        assert_eq!(s["state"]["waiting"]["reason"], "PodInitializing");
     }
 
     #[test]

@@ -1,40 +1,29 @@
-//! The kubelet's task: follows the store, schedules and admits pods, starts and restarts
-//! containers, binds claims, and writes pod status.
+//! The kubelet's task: follows the store, schedules and admits pods, binds claims, runs what is
+//! due (sandboxes, retries, restarts, probes, kills), and writes pod status. Starting and
+//! restarting containers is [`super::containers`]; stopping them, [`super::termination`].
 
-use super::env::{self, Lookup};
-use super::images::{self, Mark};
-use super::output::OutputLog;
-use super::pod::{
-    self, CState, NODE_NAME, PodRun, Running, Term, go_duration, nominal_backoff_secs,
-};
+use super::pod::{CState, NODE_NAME, PodRun, qos_class};
+use super::probe::{self, Outcome, ProbeKind, Verdict};
 use super::{Kubelet, State};
-use crate::meta::{self, meta_str};
+use crate::events::EventType;
+use crate::meta::meta_str;
 use crate::patch::PatchKind;
 use crate::registry::{Registry, ResourceType};
-use crate::store::{Event, EventType, Part, Store, WriteOptions};
-use base64::Engine;
-use fakekube_runtime::{ExecIo, ExecSpec, ExitStatus, PodFs, ProcessTable, Volume};
+use crate::store::{DeleteOptions, Event, EventType as Change, Part, Store, WriteOptions};
+use fakekube_runtime::{ExitStatus, Signal};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-
-/// How many chunks of a main process's output may wait for the log.
-const OUTPUT_CHUNKS: usize = 16;
-
-/// How long the exit of a main process waits for its output to reach the log.
-const DRAIN_GRACE: Duration = Duration::from_secs(1);
 
 /// The kinds the kubelet reads and writes.
 #[derive(Debug, Clone)]
-struct Kinds {
-    pod: Arc<ResourceType>,
-    pvc: Arc<ResourceType>,
-    secret: Arc<ResourceType>,
+pub(super) struct Kinds {
+    pub(super) pod: Arc<ResourceType>,
+    pub(super) pvc: Arc<ResourceType>,
+    pub(super) secret: Arc<ResourceType>,
 }
 
 impl Kinds {
@@ -49,37 +38,36 @@ impl Kinds {
 
 /// A main process ended.
 #[derive(Debug)]
-struct Exit {
+pub(super) struct Exit {
+    pub(super) uid: String,
+    pub(super) container: usize,
+    pub(super) run: u64,
+    pub(super) status: ExitStatus,
+}
+
+/// A probe run ended.
+#[derive(Debug)]
+pub(super) struct ProbeReport {
     uid: String,
     container: usize,
     run: u64,
-    status: ExitStatus,
+    kind: ProbeKind,
+    outcome: Outcome,
 }
 
 /// What one pass of the loop has to do and the means to do it.
-struct Pass<'a> {
-    kinds: Kinds,
-    shutdown: &'a CancellationToken,
-    exits: &'a mpsc::UnboundedSender<Exit>,
+pub(super) struct Pass<'a> {
+    pub(super) kinds: Kinds,
+    pub(super) shutdown: &'a CancellationToken,
+    pub(super) exits: &'a mpsc::UnboundedSender<Exit>,
+    probes: &'a mpsc::UnboundedSender<ProbeReport>,
     /// Pods whose status must be recomputed (and written if it changed).
-    dirty: BTreeSet<String>,
+    pub(super) dirty: BTreeSet<String>,
+    /// Stopped pods to delete from the API once their last status is written.
+    pub(super) remove: BTreeSet<String>,
 }
 
-/// Secrets looked up in the store.
-struct StoreLookup<'a> {
-    store: &'a Store,
-    secret: &'a Arc<ResourceType>,
-}
-
-impl Lookup for StoreLookup<'_> {
-    fn secret(&self, ns: &str, name: &str) -> Option<Value> {
-        self.store
-            .get_opt(self.secret, ns, name)
-            .map(|v| Value::clone(&v))
-    }
-}
-
-fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
+pub(super) fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
     let mut cur = v;
     for p in path {
         cur = cur.get(*p)?;
@@ -132,13 +120,6 @@ fn claim_names(pod: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
-    }
-}
-
 impl Kubelet {
     /// Starts the kubelet's task; it runs until `shutdown`, and every pod's processes end then.
     pub(crate) fn spawn(self: &Arc<Self>, shutdown: CancellationToken) -> JoinHandle<()> {
@@ -154,6 +135,7 @@ impl Kubelet {
         let mut changes = self.store.subscribe();
         let mut image_changes = self.images.subscribe();
         let (exit_tx, mut exit_rx) = mpsc::unbounded_channel();
+        let (probe_tx, mut probe_rx) = mpsc::unbounded_channel();
         changes.borrow_and_update();
         image_changes.borrow_and_update();
         let mut last = self.store.resource_version();
@@ -161,7 +143,9 @@ impl Kubelet {
             kinds,
             shutdown: &shutdown,
             exits: &exit_tx,
+            probes: &probe_tx,
             dirty: BTreeSet::new(),
+            remove: BTreeSet::new(),
         };
         self.resync(&mut pass);
         loop {
@@ -181,16 +165,21 @@ impl Kubelet {
             while let Ok(exit) = exit_rx.try_recv() {
                 self.on_exit(&mut pass, exit);
             }
+            while let Ok(report) = probe_rx.try_recv() {
+                self.on_probe(&mut pass, report);
+            }
             if image_changes.has_changed().unwrap_or(false) {
                 image_changes.borrow_and_update();
                 self.on_images_changed(&mut pass);
             }
             self.on_timers(&mut pass);
             self.flush(&mut pass);
-            if changes.has_changed().unwrap_or(false) || !exit_rx.is_empty() {
+            if changes.has_changed().unwrap_or(false) || !exit_rx.is_empty() || !probe_rx.is_empty()
+            {
                 continue;
             }
             let next = self.next_deadline();
+            let clock = self.store.clock().clone();
             tokio::select! {
                 () = shutdown.cancelled() => return,
                 r = changes.changed() => {
@@ -199,8 +188,9 @@ impl Kubelet {
                     }
                 }
                 Some(exit) = exit_rx.recv() => self.on_exit(&mut pass, exit),
+                Some(report) = probe_rx.recv() => self.on_probe(&mut pass, report),
                 _ = image_changes.changed() => {}
-                () = sleep_until(next) => {}
+                () = clock.sleep_until_opt(next) => {}
             }
         }
     }
@@ -239,21 +229,21 @@ impl Kubelet {
     fn on_event(&self, pass: &mut Pass<'_>, e: &Event) {
         if e.rt.same_resource(&pass.kinds.pod) {
             match e.kind {
-                EventType::Deleted => {
+                Change::Deleted => {
                     if let Some(uid) = meta_str(&e.object, "uid") {
                         self.forget_pod(uid);
                     }
                 }
-                EventType::Added | EventType::Modified => self.sync_pod(pass, &e.object),
+                Change::Added | Change::Modified => self.sync_pod(pass, &e.object),
             }
         } else if e.rt.same_resource(&pass.kinds.pvc) {
             match e.kind {
-                EventType::Deleted => {
+                Change::Deleted => {
                     if let Some(uid) = meta_str(&e.object, "uid") {
                         self.lock().volumes.remove(uid);
                     }
                 }
-                EventType::Added | EventType::Modified => {
+                Change::Added | Change::Modified => {
                     self.bind_claim(pass, &e.object);
                     // Pods waiting for this claim may be scheduled now.
                     let ns = meta_str(&e.object, "namespace").unwrap_or("");
@@ -306,10 +296,23 @@ impl Kubelet {
         }
         let node = str_at(obj, &["spec", "nodeName"]).unwrap_or("");
         if is_deleting(obj) {
+            let grace = obj
+                .get("metadata")
+                .and_then(|m| m.get("deletionGracePeriodSeconds"))
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
             let mut st = self.lock();
-            if let Some(run) = st.pods.get_mut(&uid) {
-                stop_pod(run);
-                pass.dirty.insert(uid);
+            match st.pods.get_mut(&uid) {
+                Some(run) => {
+                    self.terminate(pass, run, grace);
+                }
+                None if node == NODE_NAME && grace > 0 => {
+                    // Never started here: nothing to stop.
+                    pass.remove.insert(uid.clone());
+                    drop(st);
+                    self.remove_stopped(pass, &ns, &name, &uid);
+                }
+                None => {}
             }
             return;
         }
@@ -320,6 +323,7 @@ impl Kubelet {
         if node != NODE_NAME {
             return;
         }
+        let clock = self.store.clock();
         let mut st = self.lock();
         if !st.pods.contains_key(&uid) {
             let phase = str_at(obj, &["status", "phase"]).unwrap_or("");
@@ -329,9 +333,9 @@ impl Kubelet {
             }
             let run = PodRun::new(
                 obj,
-                Instant::now() + self.config.start_delay,
+                clock.now() + self.config.start_delay,
                 pass.shutdown.child_token(),
-                &meta::now_rfc3339(),
+                &clock.now_rfc3339(),
             );
             st.names.insert((ns, name), uid.clone());
             st.pods.insert(uid.clone(), run);
@@ -339,15 +343,22 @@ impl Kubelet {
         pass.dirty.insert(uid);
     }
 
-    /// Binds the pod to the node, or records why it cannot be.
+    /// Binds the pod to the node, or records why it cannot be, as the scheduler does (with
+    /// its Events).
     fn schedule(&self, pass: &mut Pass<'_>, obj: &Value) {
         let ns = meta_str(obj, "namespace").unwrap_or("");
         let name = meta_str(obj, "name").unwrap_or("");
-        let missing = claim_names(obj)
-            .into_iter()
-            .find(|c| self.store.get_opt(&pass.kinds.pvc, ns, c).is_none());
-        let why = match missing {
-            Some(claim) => Some(format!("persistentvolumeclaim \"{claim}\" not found")),
+        let blocked = claim_names(obj).into_iter().find_map(|c| {
+            match self.store.get_opt(&pass.kinds.pvc, ns, &c) {
+                None => Some(format!("persistentvolumeclaim \"{c}\" not found")),
+                Some(pvc) if is_deleting(&pvc) => {
+                    Some(format!("persistentvolumeclaim \"{c}\" is being deleted"))
+                }
+                Some(_) => None,
+            }
+        });
+        let why = match blocked {
+            Some(why) => Some(why),
             None if cordoned(&self.store) && !tolerates_cordon(obj) => {
                 Some("1 node(s) were unschedulable".to_string())
             }
@@ -355,7 +366,7 @@ impl Kubelet {
         };
         let Some(why) = why else {
             let body = json!({ "spec": { "nodeName": NODE_NAME } });
-            if let Err(e) = self.store.patch(
+            match self.store.patch(
                 &pass.kinds.pod,
                 ns,
                 name,
@@ -364,7 +375,15 @@ impl Kubelet {
                 Part::Main,
                 WriteOptions::default(),
             ) {
-                tracing::debug!(pod = name, error = %e.message, "binding a pod");
+                Ok(_) => self.scheduler.emit(
+                    &self.store,
+                    obj,
+                    EventType::Normal,
+                    "Scheduled",
+                    "Binding",
+                    &format!("Successfully assigned {ns}/{name} to {NODE_NAME}"),
+                ),
+                Err(e) => tracing::debug!(pod = name, error = %e.message, "binding a pod"),
             }
             return;
         };
@@ -379,13 +398,13 @@ impl Kubelet {
                 l.iter()
                     .find(|c| c.get("type") == Some(&json!("PodScheduled")))
             });
+        let same = old.is_some_and(|c| {
+            c.get("status") == Some(&json!("False")) && c.get("message") == Some(&json!(message))
+        });
         let since = old
-            .filter(|c| {
-                c.get("status") == Some(&json!("False"))
-                    && c.get("message") == Some(&json!(message))
-            })
+            .filter(|_| same)
             .and_then(|c| c.get("lastTransitionTime").cloned())
-            .unwrap_or_else(|| json!(meta::now_rfc3339()));
+            .unwrap_or_else(|| json!(self.store.clock().now_rfc3339()));
         let status = json!({
             "phase": "Pending",
             "conditions": [ {
@@ -396,8 +415,18 @@ impl Kubelet {
                 "reason": "Unschedulable",
                 "message": message,
             } ],
-            "qosClass": pod::qos_class(obj),
+            "qosClass": qos_class(obj),
         });
+        if !same {
+            self.scheduler.emit(
+                &self.store,
+                obj,
+                EventType::Warning,
+                "FailedScheduling",
+                "Scheduling",
+                &message,
+            );
+        }
         let uid = meta_str(obj, "uid").unwrap_or("");
         write_status(&self.store, &pass.kinds.pod, ns, name, uid, &status);
     }
@@ -458,91 +487,6 @@ impl Kubelet {
         }
     }
 
-    /// A main process ended: the restart policy decides what follows.
-    fn on_exit(&self, pass: &mut Pass<'_>, exit: Exit) {
-        let mut st = self.lock();
-        let Some(run) = st.pods.get_mut(&exit.uid) else {
-            return;
-        };
-        let Some(c) = run.containers.get_mut(exit.container) else {
-            return;
-        };
-        let CState::Running(r) = &c.state else {
-            return;
-        };
-        if r.run != exit.run {
-            return;
-        }
-        let r = r.clone();
-        r.cancel.cancel();
-        let (exit_code, reason, mut message) = match exit.status {
-            ExitStatus::Code(0) => (0, "Completed", None),
-            ExitStatus::Code(n) => (n, "Error", None),
-            ExitStatus::CannotStart(m) => (128, "StartError", Some(start_error(&m))),
-            ExitStatus::Killed => (137, "Error", None),
-        };
-        if message.is_none() {
-            message = termination_message(&c.spec, &r.fs, exit_code, c.output.as_deref());
-        }
-        let term = Term {
-            exit_code,
-            reason: reason.to_string(),
-            message,
-            started_at: r.started_at.clone(),
-            finished_at: meta::now_rfc3339(),
-            container_id: r.container_id.clone(),
-        };
-        let ran = r.since.elapsed();
-        self.after_exit(run, exit.container, term, ran);
-        pass.dirty.insert(exit.uid);
-    }
-
-    /// After a container ended: a back-off then a restart, or the end (and maybe the pod's).
-    fn after_exit(&self, run: &mut PodRun, idx: usize, term: Term, ran: Duration) {
-        let restart = !run.deleting && run.policy.restarts(term.exit_code);
-        let (pod_name, ns, uid) = (run.name.clone(), run.ns.clone(), run.uid.clone());
-        let Some(c) = run.containers.get_mut(idx) else {
-            return;
-        };
-        if restart {
-            if ran >= self.backoff_cap().saturating_mul(2) {
-                c.crash_backoffs = 0;
-            }
-            let n = c.crash_backoffs;
-            c.crash_backoffs = c.crash_backoffs.saturating_add(1);
-            let message = format!(
-                "back-off {} restarting failed container={} pod={pod_name}_{ns}({uid})",
-                go_duration(nominal_backoff_secs(n)),
-                c.name
-            );
-            c.last = Some(term);
-            c.state = CState::BackOff {
-                message,
-                at: Instant::now() + self.backoff(n),
-            };
-        } else {
-            c.state = CState::Terminated(term);
-        }
-        if matches!(run.phase(), "Succeeded" | "Failed") {
-            run.terminal = true;
-            run.cancel.cancel();
-        }
-    }
-
-    /// The `n`-th back-off (from 0): the base doubling, at most [`Kubelet::backoff_cap`].
-    fn backoff(&self, n: u32) -> Duration {
-        let factor = 1u32 << n.min(5);
-        self.config
-            .backoff
-            .saturating_mul(factor)
-            .min(self.backoff_cap())
-    }
-
-    /// The longest back-off: 30 times the base (5 minutes for a real kubelet's 10 s).
-    fn backoff_cap(&self) -> Duration {
-        self.config.backoff.saturating_mul(30)
-    }
-
     /// An image was marked or cleared: pulls that failed are tried again at once.
     fn on_images_changed(&self, pass: &mut Pass<'_>) {
         let mut st = self.lock();
@@ -566,9 +510,10 @@ impl Kubelet {
         }
     }
 
-    /// Runs what is due: sandboxes after the start delay, pull retries, restarts.
+    /// Runs what is due: sandboxes after the start delay, pull retries, restarts, probes and
+    /// SIGKILLs.
     fn on_timers(&self, pass: &mut Pass<'_>) {
-        let now = Instant::now();
+        let now = self.store.clock().now();
         let mut st = self.lock();
         let State {
             pods,
@@ -576,15 +521,13 @@ impl Kubelet {
             next_ip,
             ..
         } = &mut *st;
-        for run in pods.values_mut().filter(|r| !r.terminal && !r.deleting) {
-            if run.start_at.is_some_and(|at| at <= now) {
+        for run in pods.values_mut().filter(|r| !r.terminal) {
+            if run.start_at.is_some_and(|at| at <= now) && !run.deleting {
                 run.start_at = None;
-                run.ip = Some(pod::pod_ip(*next_ip));
+                run.ip = Some(super::pod::pod_ip(*next_ip));
                 *next_ip = next_ip.wrapping_add(1);
                 self.make_volumes(pass, run, volumes);
-                for idx in 0..run.containers.len() {
-                    self.start_container(pass, run, idx);
-                }
+                self.start_next(pass, run);
                 pass.dirty.insert(run.uid.clone());
                 continue;
             }
@@ -592,24 +535,54 @@ impl Kubelet {
                 let Some(c) = run.containers.get_mut(idx) else {
                     continue;
                 };
-                match &c.state {
+                match &mut c.state {
                     CState::Waiting {
                         reason: "ErrImagePull",
                         at,
                         ..
-                    } if *at <= now => {
-                        let n = c.pull_backoffs;
-                        c.pull_backoffs = c.pull_backoffs.saturating_add(1);
-                        c.state = CState::Waiting {
-                            reason: "ImagePullBackOff",
-                            message: format!("Back-off pulling image \"{}\"", c.image),
-                            at: now + self.backoff(n),
-                        };
+                    } if *at <= now && !run.deleting => {
+                        self.pull_backoff(run, idx);
                         pass.dirty.insert(run.uid.clone());
                     }
-                    CState::Waiting { at, .. } | CState::BackOff { at, .. } if *at <= now => {
+                    CState::Waiting { at, .. } | CState::BackOff { at, .. }
+                        if *at <= now && !run.deleting =>
+                    {
                         self.start_container(pass, run, idx);
                         pass.dirty.insert(run.uid.clone());
+                    }
+                    CState::Running(r) => {
+                        if r.kill_at.is_some_and(|at| at <= now) {
+                            r.kill_at = None;
+                            if let Err(e) = r.processes.signal_main(Signal::Kill) {
+                                tracing::debug!(error = %e, "SIGKILL to a container");
+                            }
+                            // Pid 1 killed, the container ends as a whole, even when its main
+                            // process had not entered the process table yet.
+                            r.cancel.cancel();
+                        }
+                        for p in r.probes.iter_mut() {
+                            if p.next_at.is_some_and(|at| at <= now) {
+                                p.next_at = None;
+                                let report = ProbeRun {
+                                    uid: run.uid.clone(),
+                                    container: idx,
+                                    run: r.run,
+                                    kind: p.kind,
+                                    spec: p.spec.clone(),
+                                    target: probe::Target {
+                                        network: run.network.clone(),
+                                        pod_ip: run.ip.clone().unwrap_or_default(),
+                                        fs: r.fs.clone(),
+                                        programs: self.commands.clone(),
+                                        processes: r.processes.clone(),
+                                        env: r.env.clone(),
+                                        cwd: r.cwd.clone(),
+                                        cancel: r.cancel.clone(),
+                                    },
+                                };
+                                self.spawn_probe(pass, report);
+                            }
+                        }
                     }
                     _ => {}
                 }
@@ -617,231 +590,124 @@ impl Kubelet {
         }
     }
 
+    /// Runs one probe in the background; its report comes back through the loop.
+    fn spawn_probe(&self, pass: &Pass<'_>, p: ProbeRun) {
+        let tx = pass.probes.clone();
+        let clock = self.store.clock().clone();
+        tokio::spawn(async move {
+            let outcome = tokio::select! {
+                out = probe::run(&p.spec, p.target.clone(), &clock) => out,
+                () = p.target.cancel.cancelled() => return,
+            };
+            let _ = tx.send(ProbeReport {
+                uid: p.uid,
+                container: p.container,
+                run: p.run,
+                kind: p.kind,
+                outcome,
+            });
+        });
+    }
+
+    /// A probe ran: count it, report a failure, and act on what its thresholds decide.
+    fn on_probe(&self, pass: &mut Pass<'_>, report: ProbeReport) {
+        let now = self.store.clock().now();
+        let mut st = self.lock();
+        let Some(run) = st.pods.get_mut(&report.uid) else {
+            return;
+        };
+        let Some(c) = run.containers.get_mut(report.container) else {
+            return;
+        };
+        let name = c.name.clone();
+        let init = c.init;
+        let grace_default = run
+            .pod
+            .get("spec")
+            .and_then(|s| s.get("terminationGracePeriodSeconds"))
+            .and_then(Value::as_i64)
+            .unwrap_or(30);
+        let Some(r) = c
+            .running_mut()
+            .filter(|r| r.run == report.run && r.kill_at.is_none())
+        else {
+            return;
+        };
+        let since = r.since;
+        let Some(p) = r.probes.iter_mut().find(|p| p.kind == report.kind) else {
+            return;
+        };
+        let verdict = p.observe(report.outcome.ok, now);
+        let kill_grace = p.spec.termination_grace.unwrap_or(grace_default);
+        match (report.kind, verdict) {
+            (ProbeKind::Startup, Verdict::Succeeded) => {
+                p.stop();
+                for other in r.probes.iter_mut() {
+                    other.ungate(since, now);
+                }
+            }
+            (ProbeKind::Startup | ProbeKind::Liveness, Verdict::Failed) => {
+                for p in r.probes.iter_mut() {
+                    p.stop();
+                }
+            }
+            _ => {}
+        }
+        let failed = !report.outcome.ok;
+        let kill = matches!(
+            (report.kind, verdict),
+            (ProbeKind::Startup | ProbeKind::Liveness, Verdict::Failed)
+        );
+        if failed {
+            self.container_event(
+                run,
+                &name,
+                init,
+                EventType::Warning,
+                "Unhealthy",
+                &format!(
+                    "{} probe failed: {}",
+                    report.kind.title(),
+                    report.outcome.output
+                ),
+            );
+        }
+        if kill {
+            let message = format!(
+                "Container {name} failed {} probe, will be restarted",
+                report.kind.lower()
+            );
+            self.stop_container(run, report.container, kill_grace, &message);
+        }
+        pass.dirty.insert(report.uid);
+    }
+
     /// The earliest deadline of any pod.
-    fn next_deadline(&self) -> Option<Instant> {
+    fn next_deadline(&self) -> Option<std::time::SystemTime> {
         self.lock()
             .pods
             .values()
-            .filter(|r| !r.terminal && !r.deleting)
+            .filter(|r| !r.terminal)
             .filter_map(PodRun::deadline)
             .min()
     }
 
-    /// The pod's volumes: claim storage (kept by claim uid), fresh emptyDirs, Secret files.
-    fn make_volumes(
-        &self,
-        pass: &Pass<'_>,
-        run: &mut PodRun,
-        claims: &mut std::collections::HashMap<String, Volume>,
-    ) {
-        let list = run
-            .pod
-            .get("spec")
-            .and_then(|s| s.get("volumes"))
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        for v in list {
-            let Some(name) = v.get("name").and_then(Value::as_str) else {
-                continue;
-            };
-            let volume = if let Some(claim) = str_at(&v, &["persistentVolumeClaim", "claimName"]) {
-                match self.store.get_opt(&pass.kinds.pvc, &run.ns, claim) {
-                    Some(pvc) => claims
-                        .entry(meta_str(&pvc, "uid").unwrap_or("").to_string())
-                        .or_default()
-                        .clone(),
-                    None => Volume::new(),
-                }
-            } else if let Some(secret) = str_at(&v, &["secret", "secretName"]) {
-                let vol = Volume::new();
-                if let Some(obj) = self.store.get_opt(&pass.kinds.secret, &run.ns, secret) {
-                    fill_secret_volume(&vol, &obj);
-                }
-                vol
-            } else {
-                Volume::new()
-            };
-            run.volumes.insert(name.to_string(), volume);
-        }
-    }
-
-    /// Starts (or restarts) container `idx`: pulls its image, builds its filesystem and
-    /// environment, and runs its main process.
-    fn start_container(&self, pass: &Pass<'_>, run: &mut PodRun, idx: usize) {
-        let now = Instant::now();
-        let Some(c) = run.containers.get(idx) else {
-            return;
-        };
-        let mark = self.images.mark(&c.image);
-        if mark == Some(Mark::Missing) {
-            let normalized = images::normalize(&c.image);
-            let message = format!(
-                "rpc error: code = NotFound desc = failed to pull and unpack image \"{normalized}\": failed to resolve reference \"{normalized}\": {normalized}: not found"
-            );
-            if let Some(c) = run.containers.get_mut(idx) {
-                c.state = CState::Waiting {
-                    reason: "ErrImagePull",
-                    message,
-                    at: now + self.config.backoff,
-                };
-            }
-            return;
-        }
-        let lookup = StoreLookup {
-            store: &self.store,
-            secret: &pass.kinds.secret,
-        };
-        let env = match env::container_env(&run.pod, &c.spec, run.ip.as_deref(), &lookup) {
-            Ok(env) => env,
-            Err(message) => {
-                let n = c.pull_backoffs;
-                let at = now + self.backoff(n);
-                if let Some(c) = run.containers.get_mut(idx) {
-                    c.pull_backoffs = n.saturating_add(1);
-                    c.state = CState::Waiting {
-                        reason: "CreateContainerConfigError",
-                        message,
-                        at,
-                    };
-                }
-                return;
-            }
-        };
-        let mounts: Vec<(String, Volume)> = c
-            .spec
-            .get("volumeMounts")
-            .and_then(Value::as_array)
-            .map(|l| {
-                l.iter()
-                    .filter_map(|m| {
-                        let path = m.get("mountPath").and_then(Value::as_str)?;
-                        let vol = run.volumes.get(m.get("name").and_then(Value::as_str)?)?;
-                        Some((path.to_string(), vol.clone()))
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        let cwd = c
-            .spec
-            .get("workingDir")
-            .and_then(Value::as_str)
-            .filter(|w| !w.is_empty())
-            .unwrap_or("/")
-            .to_string();
-        let argv = env::argv(&c.spec, &env);
-        let wants_stdin = c.spec.get("stdin").and_then(Value::as_bool) == Some(true);
-        let uid = run.uid.clone();
-        let pod_cancel = run.cancel.clone();
-        let Some(c) = run.containers.get_mut(idx) else {
-            return;
-        };
-        c.pull_backoffs = 0;
-        if c.runs > 0 {
-            c.restarts = c.restarts.saturating_add(1);
-        }
-        c.runs += 1;
-        let container_id = format!(
-            "containerd://{}",
-            images::hex64(&uuid::Uuid::new_v4().to_string())
-        );
-        let started_at = meta::now_rfc3339();
-        let log = Arc::new(OutputLog::default());
-        c.previous_output = c.output.replace(log.clone());
-        if mark == Some(Mark::Crashing) {
-            log.finish();
-            let term = Term {
-                exit_code: 1,
-                reason: "Error".to_string(),
-                message: None,
-                started_at: started_at.clone(),
-                finished_at: started_at,
-                container_id,
-            };
-            self.after_exit(run, idx, term, Duration::ZERO);
-            return;
-        }
-        let fs = self.commands.pod_fs(mounts);
-        let processes = ProcessTable::new();
-        if cwd != "/"
-            && let Err(e) = fs.mkdir_all(&cwd, 0o755)
-        {
-            tracing::debug!(cwd = %cwd, error = %e, "working directory");
-        }
-        let cancel = pod_cancel.child_token();
-        let (stdin_tx, stdin_rx) = if wants_stdin {
-            let (tx, rx) = mpsc::channel(OUTPUT_CHUNKS);
-            (Some(tx), Some(rx))
-        } else {
-            (None, None)
-        };
-        let (out_tx, out_rx) = mpsc::channel(OUTPUT_CHUNKS);
-        let (err_tx, err_rx) = mpsc::channel(OUTPUT_CHUNKS);
-        let drain_log = log.clone();
-        let drained = tokio::spawn(async move { drain_log.drain(out_rx, err_rx).await });
-        let ended_log = log.clone();
-        let spec = ExecSpec {
-            argv,
-            env: env.clone(),
-            cwd: cwd.clone(),
-            fs: fs.clone(),
-            programs: self.commands.clone(),
-            processes: processes.clone(),
-            cancel: cancel.clone(),
-            network: run.network.clone(),
-        };
-        let io = ExecIo {
-            stdin: stdin_rx,
-            stdout: out_tx,
-            stderr: err_tx,
-            tty: None,
-        };
-        let exits = pass.exits.clone();
-        let run_no = c.runs;
-        let container_gone = cancel.clone();
-        tokio::spawn(async move {
-            let status = fakekube_runtime::exec(spec, io).await;
-            // The container dies with its main process: background jobs and execs end, their
-            // output is in the log before the exit is reported.
-            container_gone.cancel();
-            if tokio::time::timeout(DRAIN_GRACE, drained).await.is_err() {
-                tracing::debug!("output of a finished container still open");
-            }
-            // The run is over: `logs -f` ends even if something still holds its output open.
-            ended_log.finish();
-            let _ = exits.send(Exit {
-                uid,
-                container: idx,
-                run: run_no,
-                status,
-            });
-        });
-        c.state = CState::Running(Running {
-            run: run_no,
-            started_at,
-            since: now,
-            container_id,
-            cancel,
-            fs,
-            env,
-            cwd,
-            stdin: stdin_tx,
-            processes,
-        });
-    }
-
-    /// Writes the status of every pod marked dirty, when it changed.
+    /// Writes the status of every pod marked dirty, when it changed; then deletes the pods
+    /// that stopped for their deletion.
     fn flush(&self, pass: &mut Pass<'_>) {
-        if pass.dirty.is_empty() {
+        if pass.dirty.is_empty() && pass.remove.is_empty() {
             return;
         }
-        let now = meta::now_rfc3339();
+        let now = self.store.clock().now_rfc3339();
         let writes: Vec<(String, String, String, Value)> = {
             let mut st = self.lock();
             std::mem::take(&mut pass.dirty)
                 .into_iter()
                 .filter_map(|uid| {
                     let run = st.pods.get_mut(&uid)?;
+                    if run.removed {
+                        return None;
+                    }
                     Some((run.ns.clone(), run.name.clone(), uid, run.status(&now)))
                 })
                 .collect()
@@ -849,35 +715,54 @@ impl Kubelet {
         for (ns, name, uid, status) in writes {
             write_status(&self.store, &pass.kinds.pod, &ns, &name, &uid, &status);
         }
+        let remove: Vec<(String, String, String)> = {
+            let mut st = self.lock();
+            std::mem::take(&mut pass.remove)
+                .into_iter()
+                .filter_map(|uid| {
+                    let run = st.pods.get_mut(&uid)?;
+                    if run.removed {
+                        return None;
+                    }
+                    run.removed = true;
+                    Some((run.ns.clone(), run.name.clone(), uid))
+                })
+                .collect()
+        };
+        for (ns, name, uid) in remove {
+            self.remove_stopped(pass, &ns, &name, &uid);
+        }
     }
-}
 
-/// Stops a pod that is being deleted: its processes end (137) and nothing restarts.
-fn stop_pod(run: &mut PodRun) {
-    if run.deleting {
-        return;
-    }
-    run.deleting = true;
-    run.terminal = true;
-    run.cancel.cancel();
-    let now = meta::now_rfc3339();
-    for c in &mut run.containers {
-        if let CState::Running(r) = &c.state {
-            let term = Term {
-                exit_code: 137,
-                reason: "Error".to_string(),
-                message: None,
-                started_at: r.started_at.clone(),
-                finished_at: now.clone(),
-                container_id: r.container_id.clone(),
-            };
-            c.state = CState::Terminated(term);
+    /// The kubelet's last word on a stopped pod: a delete with grace period 0, guarded by
+    /// its uid (a new pod of the same name is not touched).
+    fn remove_stopped(&self, pass: &Pass<'_>, ns: &str, name: &str, uid: &str) {
+        let opts = DeleteOptions {
+            grace_period: Some(0),
+            uid: Some(uid.to_string()),
+            ..DeleteOptions::default()
+        };
+        match self.store.delete(&pass.kinds.pod, ns, name, &opts) {
+            Ok(_) => {}
+            Err(e) if e.code == 404 || e.code == 409 => {}
+            Err(e) => tracing::debug!(pod = name, error = %e.message, "deleting a stopped pod"),
         }
     }
 }
 
+/// A probe to run: where, and what to report.
+#[derive(Debug)]
+struct ProbeRun {
+    uid: String,
+    container: usize,
+    run: u64,
+    kind: ProbeKind,
+    spec: probe::ProbeSpec,
+    target: probe::Target,
+}
+
 /// Writes a pod's status unless it is already that (retrying a write that raced another).
-fn write_status(
+pub(super) fn write_status(
     store: &Store,
     rt: &Arc<ResourceType>,
     ns: &str,
@@ -903,64 +788,6 @@ fn write_status(
                 tracing::debug!(pod = name, error = %e.message, "pod status");
                 return;
             }
-        }
-    }
-}
-
-/// containerd's wording for a container whose process could not start.
-fn start_error(runtime_message: &str) -> String {
-    let detail = runtime_message
-        .strip_prefix("OCI runtime exec failed: exec failed: ")
-        .unwrap_or(runtime_message);
-    format!(
-        "failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create failed: {detail}"
-    )
-}
-
-/// The termination message: the file at `terminationMessagePath`, else (with
-/// `FallbackToLogsOnError` and a failure) the end of the output.
-fn termination_message(
-    spec: &Value,
-    fs: &PodFs,
-    exit_code: i32,
-    log: Option<&OutputLog>,
-) -> Option<String> {
-    let path = spec
-        .get("terminationMessagePath")
-        .and_then(Value::as_str)
-        .unwrap_or("/dev/termination-log");
-    if let Ok(data) = fs.read(path)
-        && !data.is_empty()
-    {
-        let cut = data.len().min(4096);
-        return Some(String::from_utf8_lossy(data.get(..cut).unwrap_or_default()).into_owned());
-    }
-    let fallback = spec.get("terminationMessagePolicy").and_then(Value::as_str)
-        == Some("FallbackToLogsOnError");
-    if fallback && exit_code != 0 {
-        let tail = log.map(OutputLog::tail).unwrap_or_default();
-        let start = tail.len().saturating_sub(2048);
-        let text = String::from_utf8_lossy(tail.get(start..).unwrap_or_default()).into_owned();
-        let lines: Vec<&str> = text.lines().collect();
-        let from = lines.len().saturating_sub(80);
-        let joined = lines.get(from..).unwrap_or_default().join("\n");
-        return (!joined.is_empty()).then_some(joined);
-    }
-    None
-}
-
-/// Writes a Secret's keys as files at the root of `vol`.
-fn fill_secret_volume(vol: &Volume, secret: &Value) {
-    let fs = PodFs::new(vec![("/v".to_string(), vol.clone())]);
-    let Some(data) = secret.get("data").and_then(Value::as_object) else {
-        return;
-    };
-    for (k, v) in data {
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(v.as_str().unwrap_or(""))
-            .unwrap_or_default();
-        if let Err(e) = fs.write(&format!("/v/{k}"), &bytes) {
-            tracing::debug!(key = %k, error = %e, "secret volume file");
         }
     }
 }

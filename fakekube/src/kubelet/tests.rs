@@ -3,7 +3,7 @@
 //! notifications; nothing sleeps a fixed time.
 
 use super::*;
-use crate::store::{DeleteOptions, StoreSettings, WriteOptions};
+use crate::store::{DeleteOptions, Part, StoreSettings, WriteOptions};
 use fakekube_runtime::{ExecIo, ExecSpec, ExitStatus};
 use serde_json::json;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -62,10 +62,71 @@ impl Env {
             .unwrap_or_else(|e| panic!("create {plural}: {}", e.message));
     }
 
-    fn delete(&self, plural: &str, name: &str) {
+    /// Deletes an object as a client does, then does what the rest of a cluster would: a
+    /// running pod's grace period is skipped (once the kubelet has begun to stop it, the clock
+    /// moves past the period: its main process, which ignores SIGTERM, is killed) and a claim's
+    /// protection is lifted as the controller lifts it once no pod uses the claim (that
+    /// controller does not run here).
+    async fn delete(&self, plural: &str, name: &str) {
         self.store
             .delete(&rt(plural), "default", name, &DeleteOptions::default())
             .unwrap_or_else(|e| panic!("delete {plural}: {}", e.message));
+        match plural {
+            "pods" => {
+                self.wait_killing(name).await;
+                self.store.clock().advance(Duration::from_secs(30));
+            }
+            "persistentvolumeclaims" => {
+                if let Some(pvc) = self.store.get_opt(&rt(plural), "default", name) {
+                    let mut next = Value::clone(&pvc);
+                    next["metadata"]["finalizers"] = json!([]);
+                    self.store
+                        .update(
+                            &rt(plural),
+                            "default",
+                            name,
+                            next,
+                            Part::Main,
+                            WriteOptions::default(),
+                        )
+                        .unwrap_or_else(|e| panic!("unprotect {name}: {}", e.message));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Deletes a pod with grace period 0 (`--force`): it is gone from the API at once.
+    fn delete_now(&self, name: &str) {
+        let opts = DeleteOptions {
+            grace_period: Some(0),
+            ..DeleteOptions::default()
+        };
+        self.store
+            .delete(&rt("pods"), "default", name, &opts)
+            .unwrap_or_else(|e| panic!("delete pod: {}", e.message));
+    }
+
+    /// Waits for the kubelet's `Killing` Event about pod `name`.
+    async fn wait_killing(&self, name: &str) {
+        let events = rt("events");
+        let mut changes = self.store.subscribe();
+        let seen = async {
+            loop {
+                changes.borrow_and_update();
+                let killing = self
+                    .store
+                    .list_all(&events, Some("default"))
+                    .iter()
+                    .any(|ev| ev["reason"] == "Killing" && ev["involvedObject"]["name"] == name);
+                if killing || changes.changed().await.is_err() {
+                    return;
+                }
+            }
+        };
+        tokio::time::timeout(WAIT, seen)
+            .await
+            .unwrap_or_else(|_| panic!("no Killing event for pod {name}"));
     }
 
     async fn wait(&self, plural: &str, name: &str, pred: impl Fn(Option<&Value>) -> bool) -> Value {
@@ -225,7 +286,7 @@ async fn files_under_a_claim_survive_pod_recreation_and_files_elsewhere_do_not()
     )
     .await;
     assert_eq!(status, ExitStatus::Code(0));
-    e.delete("pods", "p");
+    e.delete("pods", "p").await;
     e.wait_gone("p").await;
     e.create("pods", spec());
     e.wait_running("p").await;
@@ -258,8 +319,8 @@ async fn deleting_a_claim_drops_its_storage() {
     e.create("pods", spec());
     e.wait_running("p").await;
     sh(&target(&e, "p", "c"), "echo x > /data/f").await;
-    e.delete("pods", "p");
-    e.delete("persistentvolumeclaims", "data");
+    e.delete("pods", "p").await;
+    e.delete("persistentvolumeclaims", "data").await;
     e.wait_gone("p").await;
     e.wait("persistentvolumeclaims", "data", |p| p.is_none())
         .await;
@@ -282,7 +343,7 @@ async fn deleting_a_pod_cancels_a_running_exec() {
     e.wait_running("p").await;
     let t = target(&e, "p", "c");
     let running = tokio::spawn(async move { sh(&t, "sleep infinity").await.0 });
-    e.delete("pods", "p");
+    e.delete("pods", "p").await;
     let status = tokio::time::timeout(WAIT, running)
         .await
         .unwrap_or_else(|_| panic!("exec still running after the pod was deleted"));
@@ -593,7 +654,7 @@ async fn when_the_change_log_no_longer_reaches_back_a_resync_notices_a_deleted_p
     let t = target(&e, "p", "c");
     // Without an await in between (a single-threaded test runtime), the kubelet sees these
     // only afterwards, when the log keeps just the last of them.
-    e.delete("pods", "p");
+    e.delete_now("p");
     e.create("secrets", json!({ "metadata": { "name": "s1" } }));
     e.create("secrets", json!({ "metadata": { "name": "s2" } }));
     assert!(

@@ -124,7 +124,7 @@ impl Inner {
         if obj.pointer("/metadata/deletionTimestamp").is_none() {
             let mut next = Value::clone(&obj);
             if let Some(md) = meta::metadata_mut(&mut next) {
-                md.insert("deletionTimestamp".into(), json!(meta::now_rfc3339()));
+                md.insert("deletionTimestamp".into(), json!(self.clock.now_rfc3339()));
                 md.insert("deletionGracePeriodSeconds".into(), json!(0));
                 let mut fins = finalizers(&obj);
                 if !fins.iter().any(|f| f == CLEANUP_FINALIZER) {

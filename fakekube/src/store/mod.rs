@@ -4,6 +4,7 @@
 //! All writes go through one lock, so every write gets the next resourceVersion and the event
 //! log is in resourceVersion order. Nothing here awaits while holding the lock.
 
+use crate::clock::Clock;
 use crate::managed_fields;
 use crate::meta::{self, finalizers, meta_str, owner_uids};
 use crate::patch::{self, MergeKeys, PatchKind};
@@ -20,6 +21,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::watch;
 
 mod crds;
+mod deletion;
+
+pub(crate) use deletion::PVC_PROTECTION;
 
 /// Identity of a resource in the store, whatever the version: `plural.group`.
 type TypeKey = String;
@@ -126,6 +130,8 @@ pub(crate) struct DeleteOptions {
     pub(crate) resource_version: Option<String>,
     /// Answer without deleting.
     pub(crate) dry_run: bool,
+    /// `gracePeriodSeconds` (pods only: `None` is the pod's own period, 0 deletes at once).
+    pub(crate) grace_period: Option<i64>,
 }
 
 /// A list request's parameters.
@@ -174,6 +180,7 @@ pub(crate) struct Store {
     inner: Mutex<Inner>,
     changed: watch::Sender<u64>,
     registry: Arc<Registry>,
+    clock: Clock,
 }
 
 #[derive(Debug)]
@@ -191,6 +198,8 @@ struct Inner {
     /// derive from one kind (the RBAC authorizer) know when to derive it again.
     type_rv: HashMap<TypeKey, u64>,
     settings: StoreSettings,
+    /// The cluster's clock: creation and deletion timestamps.
+    clock: Clock,
 }
 
 fn target<'a>(rt: &'a ResourceType, name: &'a str) -> Target<'a> {
@@ -247,12 +256,24 @@ fn unix_now() -> u64 {
 }
 
 impl Store {
-    /// An empty store serving the kinds of `registry`.
+    /// An empty store serving the kinds of `registry`, on real time.
+    #[cfg(test)]
     pub(crate) fn new(settings: StoreSettings, registry: Arc<Registry>) -> Self {
+        Store::with_clock(settings, registry, Clock::default())
+    }
+
+    /// An empty store serving the kinds of `registry`, whose timestamps come from `clock`.
+    pub(crate) fn with_clock(
+        settings: StoreSettings,
+        registry: Arc<Registry>,
+        clock: Clock,
+    ) -> Self {
         let (changed, _) = watch::channel(0);
         Store {
             registry: registry.clone(),
+            clock: clock.clone(),
             inner: Mutex::new(Inner {
+                clock,
                 registry,
                 rv: 0,
                 objects: HashMap::new(),
@@ -269,6 +290,11 @@ impl Store {
     /// The kinds this store serves.
     pub(crate) fn registry(&self) -> &Arc<Registry> {
         &self.registry
+    }
+
+    /// The cluster's clock.
+    pub(crate) fn clock(&self) -> &Clock {
+        &self.clock
     }
 
     fn lock(&self) -> Result<MutexGuard<'_, Inner>, ApiError> {
@@ -754,6 +780,9 @@ impl Inner {
                     }],
                 ));
             }
+            // The name generator keeps 58 characters of the prefix, so that with its five
+            // random ones the name fits 63.
+            let gen_name: String = gen_name.chars().take(58).collect();
             let mut tries = 0;
             loop {
                 let candidate = format!("{gen_name}{}", meta::random_suffix());
@@ -812,7 +841,7 @@ impl Inner {
             md.remove(k);
         }
         md.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
-        md.insert("creationTimestamp".into(), json!(meta::now_rfc3339()));
+        md.insert("creationTimestamp".into(), json!(self.clock.now_rfc3339()));
         if rt.has_spec {
             md.insert("generation".into(), json!(1));
         } else {
@@ -849,6 +878,7 @@ impl Inner {
         if self.get(rt, ns, &name).is_some() {
             return Err(ApiError::already_exists(target(rt, &name)));
         }
+        deletion::protect_in_use(rt, &mut obj);
         if opts.dry_run {
             return Ok((Arc::new(obj), warnings));
         }
@@ -1049,7 +1079,7 @@ impl Inner {
             md.insert("resourceVersion".into(), json!(rv.to_string()));
         }
         let obj = Arc::new(obj);
-        if deleting && finalizers(&obj).is_empty() {
+        if deleting && deletion::ready_to_remove(&obj) {
             self.remove(rt, ns, name);
             self.record(rt, EventType::Deleted, obj.clone(), Some(stored));
             self.collect_garbage(&obj);
@@ -1188,302 +1218,6 @@ impl Inner {
             scope: field_scope(rt, part),
         };
         managed_fields::apply(live, config, merged, applier, &field_keys(rt))
-    }
-
-    /// The `preconditions` of a delete: the object's uid and resourceVersion.
-    fn check_preconditions(
-        &self,
-        rt: &ResourceType,
-        name: &str,
-        obj: &Value,
-        opts: &DeleteOptions,
-    ) -> Result<(), ApiError> {
-        let uid = meta_str(obj, "uid").unwrap_or("");
-        if let Some(want) = &opts.uid
-            && want != uid
-        {
-            return Err(ApiError::conflict(
-                target(rt, name),
-                &format!(
-                    "Precondition failed: UID in precondition: {want}, UID in object meta: {uid}"
-                ),
-            ));
-        }
-        if let Some(want) = &opts.resource_version
-            && Some(want.as_str()) != meta_str(obj, "resourceVersion")
-        {
-            return Err(ApiError::conflict(
-                target(rt, name),
-                &format!(
-                    "Precondition failed: ResourceVersion in precondition: {want}, ResourceVersion in object meta: {}",
-                    meta_str(obj, "resourceVersion").unwrap_or("")
-                ),
-            ));
-        }
-        Ok(())
-    }
-
-    fn delete(
-        &mut self,
-        rt: &Arc<ResourceType>,
-        ns: &str,
-        name: &str,
-        opts: &DeleteOptions,
-    ) -> Result<Deleted, ApiError> {
-        if crds::is_crd_kind(rt) {
-            return self.delete_crd(rt, name, opts);
-        }
-        let obj = self
-            .get(rt, ns, name)
-            .ok_or_else(|| ApiError::not_found(target(rt, name)))?;
-        self.check_preconditions(rt, name, &obj, opts)?;
-        if opts.dry_run {
-            return Ok(Deleted::Gone(obj));
-        }
-        let uid = meta_str(&obj, "uid").unwrap_or("").to_string();
-        let propagation = opts.propagation.unwrap_or(Propagation::Background);
-        if propagation == Propagation::Orphan {
-            self.orphan_dependents(&uid);
-        }
-        let mut fins = finalizers(&obj);
-        let already = obj
-            .get("metadata")
-            .and_then(|m| m.get("deletionTimestamp"))
-            .is_some();
-        if propagation == Propagation::Foreground && !fins.iter().any(|f| f == "foregroundDeletion")
-        {
-            fins.push("foregroundDeletion".into());
-        }
-        if fins.is_empty() {
-            let last = self.remove_now(rt, ns, name, obj);
-            return Ok(Deleted::Gone(last));
-        }
-        // Mark for deletion and wait for the finalizers.
-        let mut marked = Value::clone(&obj);
-        if let Some(md) = meta::metadata_mut(&mut marked) {
-            if !already {
-                md.insert("deletionTimestamp".into(), json!(meta::now_rfc3339()));
-                md.insert("deletionGracePeriodSeconds".into(), json!(0));
-            }
-            md.insert("finalizers".into(), json!(fins));
-            if rt.has_spec {
-                let g = md.get("generation").and_then(Value::as_i64).unwrap_or(0);
-                if !already {
-                    md.insert("generation".into(), json!(g + 1));
-                }
-            }
-        }
-        let marked = if marked == *obj {
-            obj
-        } else {
-            let rv = self.next_rv();
-            if let Some(md) = meta::metadata_mut(&mut marked) {
-                md.insert("resourceVersion".into(), json!(rv.to_string()));
-            }
-            let marked = Arc::new(marked);
-            self.put(rt, ns, name, marked.clone());
-            self.record(rt, EventType::Modified, marked.clone(), Some(obj));
-            marked
-        };
-        if propagation == Propagation::Foreground {
-            for (drt, dns, dname) in self.dependents(&uid) {
-                let dopts = DeleteOptions {
-                    propagation: Some(Propagation::Foreground),
-                    ..Default::default()
-                };
-                if let Err(e) = self.delete(&drt, &dns, &dname, &dopts) {
-                    tracing::debug!(error = %e.message, "foreground delete of a dependent");
-                }
-            }
-            self.finish_foreground();
-            if let Some(now) = self.get(rt, ns, name) {
-                return Ok(Deleted::Pending(now));
-            }
-            return Ok(Deleted::Gone(marked));
-        }
-        Ok(Deleted::Pending(marked))
-    }
-
-    /// Removes an object at once, records the event, and collects its garbage.
-    fn remove_now(
-        &mut self,
-        rt: &Arc<ResourceType>,
-        ns: &str,
-        name: &str,
-        obj: Arc<Value>,
-    ) -> Arc<Value> {
-        self.remove(rt, ns, name);
-        let rv = self.next_rv();
-        let mut last = Value::clone(&obj);
-        if let Some(md) = meta::metadata_mut(&mut last) {
-            md.insert("resourceVersion".into(), json!(rv.to_string()));
-        }
-        let last = Arc::new(last);
-        self.record(rt, EventType::Deleted, last.clone(), Some(obj));
-        if rt.group.is_empty() && rt.plural == "namespaces" {
-            self.empty_namespace(name);
-        }
-        self.collect_garbage(&last);
-        self.removed(rt, &last);
-        last
-    }
-
-    fn empty_namespace(&mut self, ns: &str) {
-        for rt in self.registry.storage_kinds() {
-            if !rt.namespaced {
-                continue;
-            }
-            let rt = &rt;
-            let names: Vec<String> = self
-                .objects
-                .get(&type_key(rt))
-                .map(|m| {
-                    m.keys()
-                        .filter(|(o, _)| o == ns)
-                        .map(|(_, n)| n.clone())
-                        .collect()
-                })
-                .unwrap_or_default();
-            for n in names {
-                if let Some(obj) = self.get(rt, ns, &n) {
-                    self.remove_now(rt, ns, &n, obj);
-                }
-            }
-        }
-    }
-
-    /// Objects with an ownerReference to `uid`.
-    fn dependents(&self, uid: &str) -> Vec<(Arc<ResourceType>, String, String)> {
-        let mut out = Vec::new();
-        for rt in self.registry.storage_kinds() {
-            if let Some(m) = self.objects.get(&type_key(&rt)) {
-                for ((ns, name), obj) in m {
-                    if owner_uids(obj).iter().any(|u| u == uid) {
-                        out.push((rt.clone(), ns.clone(), name.clone()));
-                    }
-                }
-            }
-        }
-        out
-    }
-
-    fn uid_exists(&self, uid: &str) -> bool {
-        self.objects
-            .values()
-            .any(|m| m.values().any(|o| meta_str(o, "uid") == Some(uid)))
-    }
-
-    /// Drops ownerReferences to `uid` from its dependents.
-    fn orphan_dependents(&mut self, uid: &str) {
-        for (rt, ns, name) in self.dependents(uid) {
-            self.drop_owner_ref(&rt, &ns, &name, uid);
-        }
-    }
-
-    fn drop_owner_ref(&mut self, rt: &Arc<ResourceType>, ns: &str, name: &str, uid: &str) {
-        let Some(old) = self.get(rt, ns, name) else {
-            return;
-        };
-        let mut obj = Value::clone(&old);
-        if let Some(md) = meta::metadata_mut(&mut obj)
-            && let Some(Value::Array(refs)) = md.get_mut("ownerReferences")
-        {
-            refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(uid));
-            if refs.is_empty() {
-                md.remove("ownerReferences");
-            }
-        }
-        let rv = self.next_rv();
-        if let Some(md) = meta::metadata_mut(&mut obj) {
-            md.insert("resourceVersion".into(), json!(rv.to_string()));
-        }
-        let obj = Arc::new(obj);
-        self.put(rt, ns, name, obj.clone());
-        self.record(rt, EventType::Modified, obj, Some(old));
-    }
-
-    /// After `gone` was removed: delete dependents whose owners are all gone (background), drop
-    /// the dangling reference from the others, and finish foreground deletions that waited.
-    fn collect_garbage(&mut self, gone: &Value) {
-        let Some(uid) = meta_str(gone, "uid").map(str::to_string) else {
-            return;
-        };
-        for (rt, ns, name) in self.dependents(&uid) {
-            let Some(dep) = self.get(&rt, &ns, &name) else {
-                continue;
-            };
-            let others_alive = owner_uids(&dep)
-                .iter()
-                .any(|u| *u != uid && self.uid_exists(u));
-            if others_alive {
-                self.drop_owner_ref(&rt, &ns, &name, &uid);
-            } else if let Err(e) = self.delete(&rt, &ns, &name, &DeleteOptions::default()) {
-                tracing::debug!(error = %e.message, "garbage collection");
-            }
-        }
-        self.finish_foreground();
-    }
-
-    /// Removes the `foregroundDeletion` finalizer from owners whose blocking dependents are gone.
-    fn finish_foreground(&mut self) {
-        loop {
-            let mut progressed = false;
-            let kinds = self.registry.storage_kinds();
-            let waiting: Vec<(Arc<ResourceType>, String, String, Arc<Value>)> = kinds
-                .iter()
-                .flat_map(|rt| {
-                    self.objects
-                        .get(&type_key(rt))
-                        .into_iter()
-                        .flat_map(move |m| m.iter().map(move |(k, v)| (rt.clone(), k, v)))
-                })
-                .filter(|(_, _, v)| {
-                    v.get("metadata")
-                        .and_then(|m| m.get("deletionTimestamp"))
-                        .is_some()
-                        && finalizers(v).iter().any(|f| f == "foregroundDeletion")
-                })
-                .map(|(rt, (ns, n), v)| (rt, ns.clone(), n.clone(), v.clone()))
-                .collect();
-            for (rt, ns, name, obj) in waiting {
-                let uid = meta_str(&obj, "uid").unwrap_or("").to_string();
-                let blocking = self.dependents(&uid).into_iter().any(|(drt, dns, dname)| {
-                    self.get(&drt, &dns, &dname).is_some_and(|d| {
-                        d.get("metadata")
-                            .and_then(|m| m.get("ownerReferences"))
-                            .and_then(Value::as_array)
-                            .is_some_and(|refs| {
-                                refs.iter().any(|r| {
-                                    r.get("uid").and_then(Value::as_str) == Some(uid.as_str())
-                                        && r.get("blockOwnerDeletion").and_then(Value::as_bool)
-                                            == Some(true)
-                                })
-                            })
-                    })
-                });
-                if blocking {
-                    continue;
-                }
-                let mut next = Value::clone(&obj);
-                let mut rest = finalizers(&obj);
-                rest.retain(|f| f != "foregroundDeletion");
-                let rt = &rt;
-                if rest.is_empty() {
-                    self.remove_now(rt, &ns, &name, obj);
-                } else if let Some(md) = meta::metadata_mut(&mut next) {
-                    md.insert("finalizers".into(), json!(rest));
-                    let rv = self.next_rv();
-                    md.insert("resourceVersion".into(), json!(rv.to_string()));
-                    let next = Arc::new(next);
-                    self.put(rt, &ns, &name, next.clone());
-                    self.record(rt, EventType::Modified, next, Some(obj));
-                }
-                progressed = true;
-            }
-            if !progressed {
-                break;
-            }
-        }
     }
 }
 

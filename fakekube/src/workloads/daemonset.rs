@@ -5,8 +5,8 @@
 
 use super::hash::template_hash;
 use super::{Ctx, Requeue, create, delete, generation, int_at, pods, write_status};
+use crate::events::{self, EventType};
 use crate::meta::meta_str;
-use crate::recorder::{self, EventType};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -178,7 +178,7 @@ fn make_pod(ctx: &Ctx<'_>, ds: &Value, template: &Value, hash: &str, node: &str)
     }
     pod["spec"]["tolerations"] = json!(tolerations);
     match create(ctx.store, &ctx.kinds.pods, ns, pod) {
-        Ok(p) => recorder::record(
+        Ok(p) => events::record(
             ctx.store,
             ds,
             EventType::Normal,
@@ -186,7 +186,7 @@ fn make_pod(ctx: &Ctx<'_>, ds: &Value, template: &Value, hash: &str, node: &str)
             &format!("Created pod: {}", meta_str(&p, "name").unwrap_or("")),
             COMPONENT,
         ),
-        Err(e) => recorder::record(
+        Err(e) => events::record(
             ctx.store,
             ds,
             EventType::Warning,
@@ -199,7 +199,7 @@ fn make_pod(ctx: &Ctx<'_>, ds: &Value, template: &Value, hash: &str, node: &str)
 
 fn delete_pod(ctx: &Ctx<'_>, ds: &Value, p: &Value) {
     if delete(ctx.store, &ctx.kinds.pods, p).is_ok() {
-        recorder::record(
+        events::record(
             ctx.store,
             ds,
             EventType::Normal,

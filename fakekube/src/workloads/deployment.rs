@@ -7,8 +7,8 @@
 
 use super::{Ctx, Requeue, condition, controller_ref, create, delete, generation, int_at};
 use super::{hash::template_hash, modify, set_condition, write_status};
+use crate::events::{self, EventType};
 use crate::meta::meta_str;
-use crate::recorder::{self, EventType};
 use crate::registry::ResourceType;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
@@ -241,7 +241,7 @@ fn scale(ctx: &Ctx<'_>, d: &Value, rs: &Value, to: i64, max: i64) {
 
 fn scaled(ctx: &Ctx<'_>, d: &Value, rs_name: &str, from: i64, to: i64) {
     let dir = if to > from { "up" } else { "down" };
-    recorder::record(
+    events::record(
         ctx.store,
         d,
         EventType::Normal,

@@ -8,8 +8,8 @@
 
 use super::write_status;
 use super::{Ctx, Requeue, condition_true, create, delete, int_at, pods};
+use crate::events::{self, EventType};
 use crate::meta::{self, meta_str};
-use crate::recorder::{self, EventType};
 use serde_json::{Value, json};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -162,7 +162,7 @@ pub(crate) fn reconcile(ctx: &mut Ctx<'_>, ns: &str, name: &str) -> Requeue {
         }
         set_condition(&mut conditions, "FailureTarget", "True", reason, message);
         set_condition(&mut conditions, "Failed", "True", reason, message);
-        recorder::record(
+        events::record(
             ctx.store,
             &job,
             EventType::Warning,
@@ -191,7 +191,7 @@ pub(crate) fn reconcile(ctx: &mut Ctx<'_>, ns: &str, name: &str) -> Requeue {
             message,
         );
         status["completionTime"] = json!(meta::now_rfc3339());
-        recorder::record(
+        events::record(
             ctx.store,
             &job,
             EventType::Normal,
@@ -400,7 +400,7 @@ fn make_pod(ctx: &Ctx<'_>, job: &Value, index: Option<i64>) {
         }
     }
     match create(ctx.store, &ctx.kinds.pods, ns, pod) {
-        Ok(p) => recorder::record(
+        Ok(p) => events::record(
             ctx.store,
             job,
             EventType::Normal,
@@ -408,7 +408,7 @@ fn make_pod(ctx: &Ctx<'_>, job: &Value, index: Option<i64>) {
             &format!("Created pod: {}", meta_str(&p, "name").unwrap_or("")),
             COMPONENT,
         ),
-        Err(e) => recorder::record(
+        Err(e) => events::record(
             ctx.store,
             job,
             EventType::Warning,
@@ -421,7 +421,7 @@ fn make_pod(ctx: &Ctx<'_>, job: &Value, index: Option<i64>) {
 
 fn delete_pod(ctx: &Ctx<'_>, job: &Value, p: &Value) {
     if delete(ctx.store, &ctx.kinds.pods, p).is_ok() {
-        recorder::record(
+        events::record(
             ctx.store,
             job,
             EventType::Normal,

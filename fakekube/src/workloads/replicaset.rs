@@ -3,8 +3,8 @@
 //! (unscheduled, pending, not ready, newest first), and the counts of `status`.
 
 use super::{Ctx, Requeue, Workload, create, delete, generation, int_at, pods, write_status};
+use crate::events::{self, EventType};
 use crate::meta::meta_str;
-use crate::recorder::{self, EventType};
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -36,7 +36,7 @@ pub(crate) fn reconcile(ctx: &mut Ctx<'_>, c: Workload, ns: &str, name: &str) ->
             let pod = pods::from_template(&template, &rt, &obj, "", &format!("{name}-"), &[]);
             match create(ctx.store, &ctx.kinds.pods, ns, pod) {
                 Ok(p) => {
-                    recorder::record(
+                    events::record(
                         ctx.store,
                         &obj,
                         EventType::Normal,
@@ -47,7 +47,7 @@ pub(crate) fn reconcile(ctx: &mut Ctx<'_>, c: Workload, ns: &str, name: &str) ->
                     active.push(p);
                 }
                 Err(e) => {
-                    recorder::record(
+                    events::record(
                         ctx.store,
                         &obj,
                         EventType::Warning,
@@ -65,7 +65,7 @@ pub(crate) fn reconcile(ctx: &mut Ctx<'_>, c: Workload, ns: &str, name: &str) ->
         let doomed: Vec<_> = active.drain(..surplus).collect();
         for p in doomed {
             if delete(ctx.store, &ctx.kinds.pods, &p).is_ok() {
-                recorder::record(
+                events::record(
                     ctx.store,
                     &obj,
                     EventType::Normal,

@@ -7,8 +7,8 @@
 
 use super::hash::template_hash;
 use super::{Ctx, Requeue, create, delete, generation, int_at, pods, write_status};
+use crate::events::{self, EventType};
 use crate::meta::meta_str;
-use crate::recorder::{self, EventType};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -219,7 +219,7 @@ fn make_pod(ctx: &Ctx<'_>, set: &Value, template: &Value, revision: &str, i: i64
                 pvc["metadata"]["annotations"] = a.clone();
             }
             match create(ctx.store, &ctx.kinds.pvcs, ns, pvc) {
-                Ok(_) => recorder::record(
+                Ok(_) => events::record(
                     ctx.store,
                     set,
                     EventType::Normal,
@@ -230,7 +230,7 @@ fn make_pod(ctx: &Ctx<'_>, set: &Value, template: &Value, revision: &str, i: i64
                     COMPONENT,
                 ),
                 Err(e) => {
-                    recorder::record(
+                    events::record(
                         ctx.store,
                         set,
                         EventType::Warning,
@@ -254,7 +254,7 @@ fn make_pod(ctx: &Ctx<'_>, set: &Value, template: &Value, revision: &str, i: i64
         }
     }
     match create(ctx.store, &ctx.kinds.pods, ns, pod) {
-        Ok(_) => recorder::record(
+        Ok(_) => events::record(
             ctx.store,
             set,
             EventType::Normal,
@@ -263,7 +263,7 @@ fn make_pod(ctx: &Ctx<'_>, set: &Value, template: &Value, revision: &str, i: i64
             COMPONENT,
         ),
         Err(e) if e.code == 409 => {}
-        Err(e) => recorder::record(
+        Err(e) => events::record(
             ctx.store,
             set,
             EventType::Warning,
@@ -279,7 +279,7 @@ fn make_pod(ctx: &Ctx<'_>, set: &Value, template: &Value, revision: &str, i: i64
 
 fn delete_pod(ctx: &Ctx<'_>, set: &Value, p: &Value) {
     if delete(ctx.store, &ctx.kinds.pods, p).is_ok() {
-        recorder::record(
+        events::record(
             ctx.store,
             set,
             EventType::Normal,

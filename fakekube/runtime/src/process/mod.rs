@@ -14,6 +14,8 @@ mod table;
 pub(crate) use launch::{SpawnError, resolve};
 pub(crate) use registry::Program;
 pub use registry::Programs;
+#[cfg(test)]
+pub(crate) use table::Slot;
 pub use table::{ProcessInfo, ProcessTable, Signal, SignalError};
 
 use std::future::Future;

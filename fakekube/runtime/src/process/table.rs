@@ -5,9 +5,10 @@
 //! Signals are delivered as cancellation. A process that traps a signal (a shell's `trap`) gets
 //! it on its trap channel and runs its handler; one that ignores it (`trap '' TERM`) sees nothing;
 //! any other is terminated: its cancellation token fires and it exits with `128 + n`. As in a
-//! container's pid namespace, pid 1 ignores every signal it does not trap when the signal comes
-//! from inside the container (`kill` in a shell), `SIGKILL` included; from outside
-//! ([`ProcessTable::signal`], the kubelet stopping a container) `SIGKILL` always kills.
+//! container's pid namespace, pid 1 ignores every signal it does not trap, from inside the
+//! container (`kill` in a shell, `SIGKILL` included) and from outside
+//! ([`ProcessTable::signal`], the kubelet stopping a container: a `SIGTERM` to a `sleep` or a
+//! shell without a `trap` does nothing); only `SIGKILL` from outside always kills.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -189,7 +190,7 @@ impl ProcessTable {
 
     /// Sends `signal` to process `pid` from outside the container, as the container runtime
     /// does: a trapped signal runs the process's handler, an ignored one does nothing, any
-    /// other terminates it; `SIGKILL` always terminates, pid 1 included.
+    /// other terminates it, except pid 1, which only `SIGKILL` terminates.
     pub fn signal(&self, pid: u32, signal: Signal) -> Result<(), SignalError> {
         self.deliver(pid, signal, false)
     }
@@ -227,7 +228,9 @@ impl ProcessTable {
                 return Ok(());
             }
         }
-        if pid == 1 && inside {
+        // The init process of a pid namespace gets only the signals it handles, from inside or
+        // outside; SIGKILL from outside (the container runtime) is forced on it.
+        if pid == 1 && (inside || signal != Signal::Kill) {
             return Ok(());
         }
         entry.killed_by.get_or_insert(signal);
@@ -368,12 +371,14 @@ mod tests {
     }
 
     #[test]
-    fn pid_1_ignores_untrapped_signals_from_inside_but_not_a_kill_from_outside() {
+    fn pid_1_ignores_untrapped_signals_but_not_a_kill_from_outside() {
         let table = ProcessTable::new();
         let root = CancellationToken::new();
         let main = table.start(0, vec!["sh".into()], &root);
         assert_eq!(table.signal_from_inside(1, Signal::Kill), Ok(()));
         assert_eq!(table.signal_from_inside(1, Signal::Term), Ok(()));
+        assert_eq!(table.signal_main(Signal::Term), Ok(()));
+        assert_eq!(table.signal_main(Signal::Hup), Ok(()));
         assert!(!main.token.is_cancelled());
         assert_eq!(table.signal_main(Signal::Kill), Ok(()));
         assert_eq!(main.killed_status(), 137);
@@ -391,8 +396,12 @@ mod tests {
         assert_eq!(rx.try_recv(), Ok(Signal::Term));
         assert!(rx.try_recv().is_err());
         assert!(!main.token.is_cancelled());
-        assert_eq!(table.signal(1, Signal::Int), Ok(()));
-        assert!(main.token.is_cancelled());
+        let job = table.start(1, vec!["sleep".into()], &main.token);
+        table.set_traps(job.pid, mpsc::unbounded_channel().0, &[], &[Signal::Term]);
+        assert_eq!(table.signal(job.pid, Signal::Term), Ok(()));
+        assert!(!job.token.is_cancelled());
+        assert_eq!(table.signal(job.pid, Signal::Int), Ok(()));
+        assert!(job.token.is_cancelled());
     }
 
     #[test]

@@ -19,12 +19,16 @@ struct Tty {
     size: watch::Sender<WindowSize>,
     /// The exec.
     task: tokio::task::JoinHandle<ExitStatus>,
+    /// The container's main process (pid 1): the exec is another process of the container.
+    _main: crate::process::Slot,
 }
 
 impl Tty {
-    /// Starts `argv` on a 40x120 terminal.
+    /// Starts `argv` on a 40x120 terminal, as an exec in a container whose main process runs.
     fn start(argv: &[&str]) -> Tty {
         let programs = Programs::new();
+        let processes = ProcessTable::new();
+        let main = processes.start(0, vec!["sleep".into()], &CancellationToken::new());
         let (keys_tx, keys_rx) = mpsc::channel(4);
         let (out_tx, out_rx) = mpsc::channel(8);
         let (err_tx, _) = mpsc::channel(1);
@@ -39,7 +43,7 @@ impl Tty {
             cwd: "/".into(),
             fs: programs.pod_fs(vec![]),
             programs,
-            processes: ProcessTable::new(),
+            processes,
             cancel: CancellationToken::new(),
         };
         let io = ExecIo {
@@ -54,6 +58,7 @@ impl Tty {
             seen: String::new(),
             size: size_tx,
             task: tokio::spawn(exec(spec, io)),
+            _main: main,
         }
     }
 
