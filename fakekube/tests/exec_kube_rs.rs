@@ -43,7 +43,7 @@ async fn client(kube: &fakekube::FakeKube) -> Client {
 }
 
 /// A server with one Running pod `box` (container `main`) in `default`, whose main process is
-/// `command` (the image's `sleep infinity` when empty).
+/// `command` (the image's default keep-alive when empty).
 async fn server_with_pod(command: &[&str]) -> (fakekube::FakeKube, Api<Pod>) {
     let kube = fakekube::FakeKube::builder()
         .start()

@@ -230,8 +230,13 @@ pub(crate) fn container_env(
     Ok(env)
 }
 
+/// The fake images' default command (see [`argv`]).
+pub(crate) const DEFAULT_COMMAND: [&str; 3] =
+    ["sh", "-c", "trap 'exit 0' TERM; sleep infinity & wait"];
+
 /// The main process's argv: `command` then `args`, with `$(VAR)` references expanded. With
-/// neither, the fake image's default command, a keep-alive `sleep infinity`; `args` alone
+/// neither, the fake image's default command: a keep-alive that exits 0 on SIGTERM, as the
+/// servers most images start do (a stop does not wait out the grace period); `args` alone
 /// replace that default (the fake images have no entrypoint).
 pub(crate) fn argv(container: &Value, env: &[(String, String)]) -> Vec<String> {
     let defined = |n: &str| {
@@ -255,7 +260,7 @@ pub(crate) fn argv(container: &Value, env: &[(String, String)]) -> Vec<String> {
     let mut argv = list("command");
     argv.extend(list("args"));
     if argv.is_empty() {
-        argv = vec!["sleep".to_string(), "infinity".to_string()];
+        argv = DEFAULT_COMMAND.iter().map(|s| s.to_string()).collect();
     }
     argv
 }
@@ -374,7 +379,7 @@ mod tests {
             ),
             ["sh", "-c", "echo v"]
         );
-        assert_eq!(argv(&json!({}), &env), ["sleep", "infinity"]);
+        assert_eq!(argv(&json!({}), &env), DEFAULT_COMMAND);
         assert_eq!(argv(&json!({ "args": ["true"] }), &env), ["true"]);
     }
 }

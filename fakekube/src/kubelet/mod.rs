@@ -17,8 +17,8 @@
 //!   mount it and is dropped when the claim is deleted.
 //! - **Pods.** A scheduled pod is admitted at once (Pending, `ContainerCreating`); after the
 //!   start delay its sandbox exists (pod IP `10.244.x.y`) and each container starts. A container
-//!   runs its main process (`command` + `args`, or the fake images' default `sleep infinity`)
-//!   through [`fakekube_runtime::exec`] in a fresh root filesystem with the pod's
+//!   runs its main process (`command` + `args`, or the fake images' default keep-alive, which
+//!   exits on SIGTERM) through [`fakekube_runtime::exec`] in a fresh root filesystem with the pod's
 //!   volumes mounted; its output is kept (the last 64 KiB per run, line by line with the time
 //!   each line began, for `pods/log`), and the log of a run ends when the run does. When the process exits the
 //!   restart policy decides: a restart after a back-off (`CrashLoopBackOff`, `restartCount`,
