@@ -609,15 +609,16 @@ mod tests {
     }
 
     /// Writes an executable plugin script into `dir` and returns its exec config.
+    /// A plugin running `script`. `/bin/sh` runs the script file rather than the file being
+    /// executed itself: a file just written can fail to execute with ETXTBSY while another
+    /// test's fork still holds the write descriptor.
     fn plugin(dir: &Path, script: &str, env: &[(&str, &str)]) -> ExecConfig {
-        use std::os::unix::fs::PermissionsExt;
         let path = dir.join("plugin.sh");
-        std::fs::write(&path, format!("#!/bin/sh\n{script}\n")).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::write(&path, format!("{script}\n")).unwrap();
         ExecConfig {
             api_version: "client.authentication.k8s.io/v1".to_owned(),
-            command: path,
-            args: Vec::new(),
+            command: PathBuf::from("/bin/sh"),
+            args: vec![path.to_string_lossy().into_owned()],
             env: env
                 .iter()
                 .map(|(n, v)| ((*n).to_owned(), SecretString::from((*v).to_owned())))
@@ -773,7 +774,8 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
 
     #[test]
     fn exec_config_debug_names_env_variables_but_not_their_values() {
-        let config = plugin(Path::new("/tmp"), "true", &[("API_KEY", "s3cr3t-value")]);
+        let dir = tempfile::tempdir().unwrap();
+        let config = plugin(dir.path(), "true", &[("API_KEY", "s3cr3t-value")]);
         let debug = format!("{config:?}");
         assert!(debug.contains("API_KEY"), "{debug}");
         assert!(!debug.contains("s3cr3t-value"), "{debug}");
