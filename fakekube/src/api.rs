@@ -23,7 +23,8 @@ use crate::state::Shared;
 use crate::status::ApiError;
 use crate::store::Part;
 use crate::{
-    discovery, exec, impersonation, objects, openapi, portforward, reviews, subresources, watch,
+    checks, discovery, exec, impersonation, objects, openapi, portforward, reviews, subresources,
+    watch,
 };
 use axum::Router;
 use axum::body::Body;
@@ -288,6 +289,7 @@ async fn resource(
         namespace: &rp.namespace,
         name: authorized_name(rp, verb, query),
     })?;
+    checks::request(verb, headers, query)?;
     if rt.create_only && verb == "create" && rp.subresource.is_empty() {
         return reviews::serve(shared, rt, caller, &rp.namespace, headers, body).await;
     }
