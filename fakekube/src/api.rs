@@ -47,15 +47,23 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     let query = Query::parse(parts.uri.query());
     let route = route(&path);
     tracing::debug!(method = %parts.method, %path, "request");
+    let caller = match authenticate(&shared, &parts) {
+        Ok(c) => c,
+        Err(e) => return e.into_response(),
+    };
+    let long_running = query.flag("watch")
+        || matches!(&route, Route::Resource(rp)
+            if exec::kind_of(rp).is_some() || portforward::is_portforward(rp));
+    let _permit = match shared.inflight.admit(long_running, &caller.user().groups) {
+        Ok(permit) => permit,
+        Err(refused) => return refused.into_response(),
+    };
+    // After admission: a slow answer holds its place among the requests in flight.
     if matches!(route, Route::Resource(_))
         && let Some(e) = shared.faults.before_resource_request().await
     {
         return e.into_response();
     }
-    let caller = match authenticate(&shared, &parts) {
-        Ok(c) => c,
-        Err(e) => return e.into_response(),
-    };
     let result = match &route {
         Route::Resource(rp) if let Some(kind) = exec::kind_of(rp) => {
             exec::serve(&shared, &caller, parts, rp, kind).await
@@ -301,7 +309,10 @@ async fn resource(
     let store = &shared.store;
     match (verb, rp.subresource.as_str()) {
         ("list", "") => objects::list(shared, rt, ns, query),
-        ("watch", "") => watch::serve(shared.clone(), rt.clone(), ns, name, query),
+        ("watch", "") => match shared.faults.chaos_watch() {
+            Some(gone) => Err(gone),
+            None => watch::serve(shared.clone(), rt.clone(), ns, name, query),
+        },
         ("get", "" | "status") => objects::get(store, rt, ns, name),
         ("create", "") => objects::create(store, rt, rp, headers, query, body).await,
         ("update", sub @ ("" | "status")) => {

@@ -44,7 +44,10 @@
 //!   control).
 //! - Dispatch: `api`, the router and the one handler every request reaches: it routes the path,
 //!   applies the request faults, authenticates (and impersonates), checks the kind, scope and
-//!   verb, authorizes, and hands the request to a handler. It only dispatches.
+//!   verb, authorizes, and hands the request to a handler. It only dispatches. Beside it:
+//!   `checks` (the API server's 415 for a body no serializer reads and 400 for bad query
+//!   parameters, one call from the dispatcher) and `inflight` (`--max-requests-inflight`: 429
+//!   with `Retry-After` past the limit).
 //! - Handlers: `objects` (get, list, create, update, patch, delete, deletecollection), `watch`
 //!   (watch streams), `subresources` (`scale`, `serviceaccounts/token`), `reviews` (access,
 //!   rules, token and self-subject reviews), `exec` (`pods/exec` and `pods/attach` over
@@ -57,7 +60,8 @@
 //! - Authentication, authorization and faults: `impersonation` (the `Impersonate-*` headers),
 //!   above `authz` (the RBAC authorizer over the store's RBAC objects, the caller of a request,
 //!   401 and 403), above `authn` (client certificates, static and service-account tokens, the
-//!   token signer); and `faults` (the switches of [`Faults`]).
+//!   token signer); and `faults` (the switches of [`Faults`], and [`Chaos`], their seeded
+//!   random mix for soaks).
 //! - Cluster controllers: `kube_controllers` (ClusterRole aggregation and the token Secret
 //!   controller, always running; the bootstrap policy at start).
 //! - Kubelet and controllers, the store's clients, neither importing the other: `kubelet` (pods
@@ -101,12 +105,17 @@
 //!   binding may grant anything in it.
 //! - The bootstrap policy holds the roles of users, service accounts and discovery, not those of
 //!   cluster components fakekube has no counterpart of (nodes, scheduler, controllers).
+//! - A request target longer than 32 KiB is answered 414 (the `http` crate holds no URI past
+//!   64 KiB), where the API server serves targets up to its 1 MiB header limit.
+//! - Memory a pod's processes freed goes back to the allocator; glibc keeps some of it in its
+//!   arenas, so the first heavy pod (a fork bomb) raises the RSS once, by a few MiB.
 
 #![forbid(unsafe_code)]
 
 mod api;
 mod authn;
 mod authz;
+mod checks;
 mod controllers;
 mod crd;
 mod defaults;
@@ -116,6 +125,7 @@ mod faults;
 mod finalizer;
 mod fixtures;
 mod impersonation;
+mod inflight;
 mod inspect;
 mod kube_controllers;
 mod kubelet;
@@ -147,7 +157,7 @@ mod websocket;
 
 // The public interface is:
 pub use authn::Token;
-pub use faults::Faults;
+pub use faults::{Chaos, ChaosRates, Faults};
 pub use inspect::WaitTimeout;
 pub use kubelet::{CommandCall, CommandError, Images};
 pub use rbac::Rule;
@@ -230,6 +240,9 @@ pub struct Builder {
     crd_cleanup_delay: Duration,
     pod_start_delay: Duration,
     crash_backoff: Duration,
+    pod_process_limit: usize,
+    pod_storage_budget: u64,
+    limits: server::Limits,
 }
 
 impl std::fmt::Debug for Builder {
@@ -266,6 +279,9 @@ impl Default for Builder {
             crd_cleanup_delay: Duration::from_millis(10),
             pod_start_delay: Duration::from_millis(2),
             crash_backoff: Duration::from_millis(10),
+            pod_process_limit: fakekube_runtime::DEFAULT_PROCESS_LIMIT,
+            pod_storage_budget: kubelet::DEFAULT_STORAGE_BUDGET,
+            limits: server::Limits::default(),
         }
     }
 }
@@ -369,6 +385,44 @@ impl Builder {
         self
     }
 
+    /// How many processes each container may run at once (1024 by default, as a node's
+    /// `podPidsLimit` would set it): a fork past it fails and the process tree it was made in
+    /// is killed, so a fork bomb in one pod stops there.
+    pub fn pod_process_limit(mut self, processes: usize) -> Self {
+        self.pod_process_limit = processes.max(1);
+        self
+    }
+
+    /// How many bytes all pods' in-memory filesystems may hold together (512 MiB by default);
+    /// a write past it fails with `No space left on device`.
+    pub fn pod_storage_budget(mut self, bytes: u64) -> Self {
+        self.pod_storage_budget = bytes;
+        self
+    }
+
+    /// Answers requests past this many at once with 429 and `Retry-After: 1`, as the API
+    /// server's `--max-requests-inflight` does (0, the default, for no limit). Watches and
+    /// exec, attach and port-forward sessions are long-running and not counted; requests of
+    /// `system:masters` members are served anyway.
+    pub fn max_requests_inflight(mut self, requests: usize) -> Self {
+        self.limits.max_inflight = requests;
+        self
+    }
+
+    /// How long a connection may take to send a request's headers (10 s by default); a
+    /// slower one is closed.
+    pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
+        self.limits.header_read_timeout = timeout;
+        self
+    }
+
+    /// How long a connection may stay open without a request in flight (90 s by default,
+    /// Go's `IdleTimeout` of the API server).
+    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
+        self.limits.idle_timeout = timeout;
+        self
+    }
+
     /// Starts the server: makes the TLS material, binds, and serves in the background.
     pub async fn start(self) -> Result<FakeKube, Error> {
         let material = tls::generate(&[])?;
@@ -425,6 +479,8 @@ impl Builder {
             kubelet::Config {
                 start_delay: self.pod_start_delay,
                 backoff: self.crash_backoff,
+                process_limit: self.pod_process_limit,
+                storage_budget: self.pod_storage_budget,
             },
         ));
         if self.kubelet {
@@ -449,6 +505,7 @@ impl Builder {
             shutdown: shutdown.clone(),
             bookmark_interval: self.bookmark_interval,
             kubelet: self.kubelet.then(|| kubelet.clone()),
+            inflight: inflight::Inflight::new(self.limits.max_inflight),
         });
         let router = api::router(shared);
         let acceptor = tokio_rustls::TlsAcceptor::from(material.server_config.clone());
@@ -466,6 +523,11 @@ impl Builder {
             router,
             shutdown.clone(),
             self.shutdown_grace,
+            self.limits,
+            {
+                let faults = faults.clone();
+                Arc::new(move || faults.chaos_reset())
+            },
         ));
         Ok(FakeKube {
             addr: local,
@@ -669,6 +731,12 @@ impl FakeKube {
             .logs(namespace, pod, container, false)
             .ok()
             .map(|b| String::from_utf8_lossy(&b).into_owned())
+    }
+
+    /// The bytes all pods' in-memory filesystems hold now (against
+    /// [`Builder::pod_storage_budget`]).
+    pub fn pod_storage_used(&self) -> u64 {
+        self.kubelet.storage_used()
     }
 
     /// The current cluster-wide resourceVersion.

@@ -408,7 +408,7 @@ fn release_manifests_scenario(bin: &str) {
     let manifest = RELEASE;
     for extra in [&["--bare"][..], &[][..]] {
         let c = Cluster::start(bin, extra);
-        let out = c.apply(&manifest).success();
+        let out = c.apply(manifest).success();
         for line in [
             "namespace/agent-sandbox-system",
             "customresourcedefinition.apiextensions.k8s.io/sandboxes.agents.x-k8s.io",

@@ -329,6 +329,8 @@ pub(crate) struct PodRun {
     pub(crate) deleting: bool,
     /// The pod reached Succeeded or Failed (or was stopped for deletion).
     pub(crate) terminal: bool,
+    /// Why the kubelet evicted the pod, once it did (its status message).
+    pub(crate) evicted: Option<String>,
     /// Condition memory, for `lastTransitionTime`.
     conds: HashMap<&'static str, CondMemory>,
 }
@@ -372,6 +374,7 @@ impl PodRun {
             volumes: HashMap::new(),
             deleting: false,
             terminal: false,
+            evicted: None,
             conds: HashMap::new(),
         }
     }
@@ -387,6 +390,9 @@ impl PodRun {
 
     /// The current phase (a pod being deleted ends as if its restart policy were `Never`).
     pub(crate) fn phase(&self) -> &'static str {
+        if self.evicted.is_some() {
+            return "Failed";
+        }
         let policy = if self.deleting {
             RestartPolicy::Never
         } else {
@@ -493,6 +499,10 @@ impl PodRun {
                 .collect::<Vec<_>>()
         );
         status["qosClass"] = json!(qos_class(&self.pod));
+        if let Some(message) = &self.evicted {
+            status["reason"] = json!("Evicted");
+            status["message"] = json!(message);
+        }
         status
     }
 }

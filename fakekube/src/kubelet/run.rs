@@ -3,6 +3,7 @@
 
 use super::env::{self, Lookup};
 use super::images::{self, Mark};
+use super::limits;
 use super::output::OutputLog;
 use super::pod::{
     self, CState, NODE_NAME, PodRun, Running, Term, go_duration, nominal_backoff_secs,
@@ -54,6 +55,9 @@ struct Exit {
     container: usize,
     run: u64,
     status: ExitStatus,
+    /// Set when the kubelet evicts the pod (the eviction message), sent before the container
+    /// is killed so it is the exit handled.
+    evicted: Option<String>,
 }
 
 /// What one pass of the loop has to do and the means to do it.
@@ -432,8 +436,12 @@ impl Kubelet {
         }
         let r = r.clone();
         r.cancel.cancel();
+        if let Some(message) = exit.evicted {
+            run.evicted.get_or_insert(message);
+        }
         let (exit_code, reason, mut message) = match exit.status {
             ExitStatus::Code(0) => (0, "Completed", None),
+            ExitStatus::Code(137) if r.processes.oom_kills() > 0 => (137, "OOMKilled", None),
             ExitStatus::Code(n) => (n, "Error", None),
             ExitStatus::CannotStart(m) => (128, "StartError", Some(start_error(&m))),
             ExitStatus::Killed => (137, "Error", None),
@@ -456,7 +464,7 @@ impl Kubelet {
 
     /// After a container ended: a back-off then a restart, or the end (and maybe the pod's).
     fn after_exit(&self, run: &mut PodRun, idx: usize, term: Term, ran: Duration) {
-        let restart = !run.deleting && run.policy.restarts(term.exit_code);
+        let restart = !run.deleting && run.evicted.is_none() && run.policy.restarts(term.exit_code);
         let (pod_name, ns, uid) = (run.name.clone(), run.ns.clone(), run.uid.clone());
         let Some(c) = run.containers.get_mut(idx) else {
             return;
@@ -718,7 +726,10 @@ impl Kubelet {
             return;
         }
         let fs = self.commands.pod_fs(mounts);
-        let processes = ProcessTable::new();
+        let processes =
+            ProcessTable::with_limits(limits::container_limits(&c.spec, self.config.process_limit));
+        let ephemeral = limits::ephemeral_limit(&c.spec)
+            .map(|(bytes, text)| (fs.set_ephemeral_limit(bytes), text));
         if cwd != "/"
             && let Err(e) = fs.mkdir_all(&cwd, 0o755)
         {
@@ -753,6 +764,25 @@ impl Kubelet {
         };
         let exits = pass.exits.clone();
         let run_no = c.runs;
+        if let Some((exceeded, limit)) = ephemeral {
+            let (exits, uid, cancel) = (exits.clone(), uid.clone(), cancel.clone());
+            let message = limits::eviction_message(&c.name, &limit);
+            tokio::spawn(async move {
+                tokio::select! {
+                    () = exceeded.cancelled() => {
+                        let _ = exits.send(Exit {
+                            uid,
+                            container: idx,
+                            run: run_no,
+                            status: ExitStatus::Killed,
+                            evicted: Some(message),
+                        });
+                        cancel.cancel();
+                    }
+                    () = cancel.cancelled() => {}
+                }
+            });
+        }
         let container_gone = cancel.clone();
         tokio::spawn(async move {
             let status = fakekube_runtime::exec(spec, io).await;
@@ -767,6 +797,7 @@ impl Kubelet {
                 container: idx,
                 run: run_no,
                 status,
+                evicted: None,
             });
         });
         c.state = CState::Running(Running {
