@@ -83,6 +83,8 @@
 //!   `/apis`, aggregated discovery) and `openapi` (`/openapi/v3`), both built from the registry.
 //! - Foundation: `status` (`metav1.Status` and the errors every layer answers with), `meta`
 //!   (object metadata helpers) and `fixtures` (the agent-sandbox CRDs, embedded).
+//! - For CI only: `fuzzing` (the cargo-fuzz targets' entry points, behind the `fuzzing`
+//!   feature; not an API).
 //!
 //! What runs in a pod is not here: the kubelet starts containers and `pods/exec` sessions on
 //! the hermetic runtime, its own crate ([`fakekube_runtime`]: in-memory filesystems, a POSIX
@@ -124,6 +126,9 @@ mod exec;
 mod faults;
 mod finalizer;
 mod fixtures;
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;
 mod impersonation;
 mod inflight;
 mod inspect;
