@@ -83,8 +83,9 @@
 //!   `/apis`, aggregated discovery) and `openapi` (`/openapi/v3`), both built from the registry.
 //! - Foundation: `status` (`metav1.Status` and the errors every layer answers with), `meta`
 //!   (object metadata helpers) and `fixtures` (the agent-sandbox CRDs, embedded).
-//! - For CI only: `fuzzing` (the cargo-fuzz targets' entry points, behind the `fuzzing`
-//!   feature; not an API).
+//! - For CI only: `secret_log` (every secret fakekube makes, recorded for the credential scan
+//!   when `FAKEKUBE_SECRET_LOG` is set) and `fuzzing` (the cargo-fuzz targets' entry points,
+//!   behind the `fuzzing` feature; not an API).
 //!
 //! What runs in a pod is not here: the kubelet starts containers and `pods/exec` sessions on
 //! the hermetic runtime, its own crate ([`fakekube_runtime`]: in-memory filesystems, a POSIX
@@ -148,6 +149,7 @@ mod response;
 mod reviews;
 mod route;
 mod schema;
+mod secret_log;
 mod selector;
 mod server;
 mod spdy;
@@ -444,6 +446,7 @@ impl Builder {
         let admin = self
             .admin_token
             .unwrap_or_else(|| format!("fk-admin-{}", uuid::Uuid::new_v4().simple()));
+        secret_log::record(&admin);
         let tokens = authn::Tokens::default();
         tokens.add(Token::new(admin.clone(), ADMIN_USER));
         for t in self.tokens {
@@ -630,6 +633,7 @@ impl FakeKube {
 
     /// A kubeconfig (YAML) for this server that authenticates with `token`.
     pub fn kubeconfig_with_token(&self, token: &str) -> String {
+        secret_log::record(token);
         self.kubeconfig_with_user(&format!("    token: {token}\n"))
     }
 
@@ -661,9 +665,12 @@ impl FakeKube {
     /// If rcgen cannot make a key or sign with the CA, which it always can for the keys this
     /// server makes.
     pub fn client_certificate(&self, user: &str, groups: &[&str]) -> ClientCertificate {
-        self.ca
+        let cert = self
+            .ca
             .issue_client(user, groups)
-            .expect("the server's CA signs a client certificate")
+            .expect("the server's CA signs a client certificate");
+        secret_log::record_key(&cert.key_pem);
+        cert
     }
 
     /// Accepts `token` from now on (replacing a token with the same secret).
