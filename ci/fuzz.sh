@@ -93,13 +93,15 @@ for entry in "${selected[@]}"; do
     artifacts="$target_dir/artifacts/$(short "$dir")/$name"
     mkdir -p "$corpus" "$artifacts"
     for seeds in "$dir/seeds/$name" "$dir/regressions/$name"; do
-        [ -d "$seeds" ] && cp -n "$seeds"/* "$corpus"/ 2>/dev/null || true
+        if [ -d "$seeds" ]; then
+            cp -n "$seeds"/* "$corpus"/ 2>/dev/null || true
+        fi
     done
     echo "== fuzz $(short "$dir")/$name for ${seconds}s"
     log="$target_dir/$(short "$dir")-$name.log"
     set +e
     (cd "$crate_dir" && cargo "${toolchain[@]}" fuzz run --fuzz-dir fuzz --target-dir "$target_dir" \
-        "$name" "$corpus" -- -max_total_time="$seconds" -rss_limit_mb=4096 \
+        "$name" "$corpus" -- -max_total_time="$seconds" -rss_limit_mb=4096 -timeout=10 \
         -artifact_prefix="$artifacts/" -print_final_stats=1) >"$log" 2>&1
     status=$?
     set -e

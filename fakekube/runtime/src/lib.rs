@@ -69,7 +69,9 @@
 //!   programs grouped by family;
 //! - `exec`: [`exec`], [`ExecSpec`], [`ExecIo`], [`ExitStatus`]: starting a program as a
 //!   container runtime does;
-//! - [`manual`]: the table of every program and builtin with the options it takes.
+//! - [`manual`]: the table of every program and builtin with the options it takes;
+//! - `fuzzing` (the `fuzzing` feature, for `fuzz/` only; not an API): the shell's parser and
+//!   interpreter as fuzz targets.
 //!
 //! # Streams and backpressure
 //!
@@ -129,6 +131,9 @@
 
 mod exec;
 mod fs;
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;
 mod io;
 pub mod manual;
 pub mod net;
