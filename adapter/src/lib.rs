@@ -31,6 +31,8 @@
 //! - `exec`, `files`: the exec WebSocket protocol, and files on top of it.
 //! - `provider`: [`AgentSandbox`], the [`Provider`](sandbox_contract::Provider).
 //! - `preflight`: [`AgentSandbox::preflight`], whether a pool's cluster is ready for it.
+//! - `fuzzing` (the `fuzzing` feature, for `fuzz/` only; not an API): the decoders of `exec`,
+//!   `client`, `manifest`, `kubeconfig` and `config` as fuzz targets.
 //!
 //! # Known limitations
 //!
@@ -49,6 +51,9 @@ mod client;
 pub mod config;
 mod credentials;
 mod exec;
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;
 mod files;
 mod identity;
 mod kubeconfig;
