@@ -4,8 +4,9 @@
 # 1. starts target/debug/fakekube as its own process (as ci/live.sh does: the seed's Role as a
 #    role token, the live fixtures applied with kubectl) and records against it, through
 #    recording proxies, the main job (`conformance --record`) and, against a second process,
-#    the live checks (`LIVE_RECORD`), each with one test thread, since a replay follows the
-#    recorded order;
+#    the live checks (`LIVE_RECORD`). The main job runs its trials eight at a time, as it does
+#    everywhere: the replay's matcher takes the interleavings of concurrent requests (see
+#    CASSETTE.md, "How a request finds its recorded exchange");
 # 2. stops fakekube, serves each cassette with `fakekube replay` and runs the same job against
 #    the replay's kubeconfigs: the verdicts must be the same trial by trial
 #    (`conformance compare`), and the replay must end with no request left unmatched.
@@ -117,7 +118,7 @@ stop_replay() {
 }
 
 main_job() {
-    "$CONFORMANCE" --fast --test-threads 1 "$@"
+    "$CONFORMANCE" --fast "$@"
 }
 
 live_checks() {
@@ -125,7 +126,7 @@ live_checks() {
     shift 2
     env KUBECONFIG="$kubeconfig" LIVE_OBSERVER_KUBECONFIG="$observer" LIVE_REQUIRE_CLUSTER=1 \
         LIVE_MISSING_IMAGE="$MISSING_IMAGE" LIVE_MISSING_IMAGE_MARKED=1 "$@" \
-        cargo test -p live --features live --test live --locked -q -- live:: --test-threads 1
+        cargo test -p live --features live --test live --locked -q -- live::
 }
 
 # The main job: recorded against its own fakekube process, then replayed without it.

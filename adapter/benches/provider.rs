@@ -5,11 +5,16 @@
 //! peak RSS is then its own.
 //!
 //! `cargo bench -p agentsandbox --bench provider` (ci/bench.sh runs it, after building the
-//! release fakekube binary). Client and server share the 2 cores, so the figures are upper
-//! bounds for either side alone.
+//! release fakekube binary); `-- --quick` times 50 creates and 100 round trips instead of 200
+//! and 500 (the 1,000 sandboxes stay). Client and server share the 2 cores, so the figures are
+//! upper bounds for either side alone.
+
+#[path = "support/fakekube_process.rs"]
+mod fakekube_process;
 
 use agentsandbox::{AgentSandbox, ConnectOptions, PoolConfig};
 use fakekube::FakeKube;
+use fakekube_process::FakeKubeProcess;
 use sandbox_contract::{CreateRequest, ExecEvent, ExecRequest, Provider, SandboxId};
 use serde_json::json;
 use std::sync::Arc;
@@ -104,6 +109,8 @@ fn row(what: &str, samples: &mut [Duration]) {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let (creates, round_trips) = if quick { (50, 100) } else { (200, 500) };
     let kube = FakeKube::builder()
         .namespace(NS)
         .start()
@@ -117,18 +124,22 @@ async fn main() {
     )
     .await;
 
-    println!("agentsandbox against an in-process fakekube (2 cores shared by both)\n");
+    println!(
+        "agentsandbox against an in-process fakekube ({} cores shared by both{})\n",
+        std::thread::available_parallelism().map_or(1, usize::from),
+        if quick { ", --quick" } else { "" }
+    );
     println!(
         "{:<44} {:>10} {:>10} {:>6}",
         "operation", "median", "p90", "n"
     );
     row(
         "create -> ready, direct Sandbox",
-        &mut create_to_ready(&direct, "bd", 200).await,
+        &mut create_to_ready(&direct, "bd", creates).await,
     );
     row(
         "create -> ready, warm pool claim (adoption)",
-        &mut create_to_ready(&warm, "bw", 200).await,
+        &mut create_to_ready(&warm, "bw", creates).await,
     );
 
     let id = SandboxId::new("bexec").expect("id");
@@ -137,7 +148,7 @@ async fn main() {
         .await
         .expect("create");
     let mut execs = Vec::new();
-    for _ in 0..500 {
+    for _ in 0..round_trips {
         let started = Instant::now();
         let out = direct
             .exec(&id, ExecRequest::new(["true"]))
@@ -147,7 +158,7 @@ async fn main() {
         execs.push(started.elapsed());
     }
     row("exec `true` round trip", &mut execs);
-    let (mut fresh, mut session) = shell_round_trips(&direct, &id, 500).await;
+    let (mut fresh, mut session) = shell_round_trips(&direct, &id, round_trips).await;
     row("exec `sh -c 'echo x'`, fresh exec", &mut fresh);
     row("`echo x` through an open `sh` session", &mut session);
     direct.delete(&id).await.expect("delete");
@@ -167,9 +178,16 @@ async fn main() {
         println!("peak RSS of this process (fakekube and adapter together): {rss:.0} MiB");
     }
     kube.shutdown().await;
-    match FakeKubeProcess::start() {
-        Some(child) => {
-            let p = Arc::new(provider_for(&child.kubeconfig, DIRECT).await);
+    match FakeKubeProcess::binary() {
+        Some(bin) => {
+            let child = FakeKubeProcess::start(&bin, &[NS]).expect("the fakekube binary starts");
+            println!(
+                "\nthe fakekube binary printed its URL {:.1?} after its spawn",
+                child.listening_after()
+            );
+            let kubeconfig =
+                std::fs::read_to_string(child.kubeconfig_path()).expect("the kubeconfig");
+            let p = Arc::new(provider_for(&kubeconfig, DIRECT).await);
             let outcome = many(&p, 1000).await;
             let left = p
                 .list_created()
@@ -289,53 +307,5 @@ async fn many(direct: &Arc<AgentSandbox>, n: usize) -> Many {
         ok,
         failed,
         elapsed: started.elapsed(),
-    }
-}
-
-/// The release fakekube binary, run as a child process until dropped.
-struct FakeKubeProcess {
-    child: std::process::Child,
-    kubeconfig: String,
-    _dir: tempfile::TempDir,
-}
-
-impl FakeKubeProcess {
-    /// Starts `target/release/fakekube` beside this bench, or `None` when it is not built.
-    fn start() -> Option<Self> {
-        use std::io::BufRead;
-        let exe = std::env::current_exe().ok()?;
-        let bin = exe.parent()?.parent()?.join("fakekube");
-        if !bin.is_file() {
-            return None;
-        }
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("kubeconfig");
-        let mut child = std::process::Command::new(&bin)
-            .args(["--namespace", NS, "--kubeconfig"])
-            .arg(&path)
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("fakekube binary starts");
-        let mut first = String::new();
-        std::io::BufReader::new(child.stdout.take().expect("stdout"))
-            .read_line(&mut first)
-            .expect("fakekube prints its URL");
-        let kubeconfig = std::fs::read_to_string(&path).expect("fakekube wrote a kubeconfig");
-        Some(Self {
-            child,
-            kubeconfig,
-            _dir: dir,
-        })
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-}
-
-impl Drop for FakeKubeProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }

@@ -43,6 +43,10 @@
 //!   open HTTP/2 connection keeps the certificate of its handshake.
 //! - Kubeconfig `auth-provider` entries and exec plugins that need a terminal are refused.
 //! - `list_dir` cannot represent names holding a newline.
+//! - In direct mode an exec goes straight to the pod an earlier exec ran in, without reading
+//!   the Sandbox. Stop and delete through the same provider forget the pod, and a pod that is
+//!   gone or refuses sends the exec through the lookup again; but within a pod's grace period
+//!   after another client deleted or stopped its Sandbox, an exec still runs in the pod.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]

@@ -701,6 +701,45 @@ async fn stop_and_start_keep_only_the_volume() {
 }
 
 #[tokio::test]
+async fn exec_after_another_client_stopped_or_deleted_the_sandbox_says_what_it_is_now() {
+    let kube = fake().await;
+    let p = direct(&kube, &["volumeSize: 1Gi"]).await;
+    let other = direct(&kube, &["volumeSize: 1Gi"]).await;
+    let sb = id("sb-moved");
+    p.create(CreateRequest::new(sb.clone())).await.unwrap();
+    assert_eq!(
+        p.exec(&sb, ExecRequest::new(["true"]))
+            .await
+            .unwrap()
+            .exit_code,
+        0
+    );
+
+    other.stop(&sb).await.unwrap();
+    let error = p.exec(&sb, ExecRequest::new(["true"])).await.unwrap_err();
+    assert!(error.is_invalid_state(), "{error}");
+    assert!(error.to_string().contains("sb-moved is stopped"), "{error}");
+
+    other.start(&sb).await.unwrap();
+    assert_eq!(
+        p.exec(&sb, ExecRequest::new(["true"]))
+            .await
+            .unwrap()
+            .exit_code,
+        0
+    );
+
+    other.delete(&sb).await.unwrap();
+    for resource in ["sandboxes", "pods"] {
+        kube.wait_for(resource, NS, "sb-moved", WAIT, |o| o.is_none())
+            .await
+            .unwrap();
+    }
+    let error = p.exec(&sb, ExecRequest::new(["true"])).await.unwrap_err();
+    assert!(error.is_not_found(), "{error}");
+}
+
+#[tokio::test]
 async fn without_a_volume_stop_and_start_are_not_offered() {
     let kube = fake().await;
     let p = direct(&kube, &[]).await;

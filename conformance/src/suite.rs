@@ -140,8 +140,8 @@ impl Suite {
 
     /// Runs every trial without printing anything and returns the report.
     ///
-    /// Trials run concurrently on the suite's runtime; a trial that injects a fault still runs
-    /// alone in its pool. For tests of providers and of the suite itself.
+    /// Trials run concurrently on the suite's runtime; a trial that injects a fault or lists
+    /// the pool still runs alone. For tests of providers and of the suite itself.
     pub fn run_quietly(self) -> Report {
         let started = Instant::now();
         let prepared = self.prepare();
@@ -165,9 +165,10 @@ impl Suite {
                         }
                         let body = case.body.clone();
                         let pool = prepared.pool_rt(case.pool);
+                        let number = case.number;
                         tasks.spawn(async move {
                             let started = Instant::now();
-                            let outcome = execute(pool, body).await;
+                            let outcome = execute(pool, body, number).await;
                             (index, outcome, started.elapsed())
                         });
                     }
@@ -260,6 +261,7 @@ impl Suite {
                         let mut rows = vec![rule.group];
                         rows.extend(rule.also.iter().copied().map(Group::Capability));
                         cases.push(Case {
+                            number: 0,
                             name: format!("{pool_prefix}{}", rule.full_name()),
                             pool: index,
                             group: rule.group,
@@ -267,7 +269,7 @@ impl Suite {
                             kind: rule.kind,
                             rows,
                             skip: rule.skip_reason(&info, &spec.fixtures),
-                            body: Body::Rule(rule.run, rule.fault),
+                            body: Body::Rule(rule.run, rule.fault, rule.runs_alone()),
                         });
                     }
                     pools.push(PoolRt {
@@ -281,6 +283,7 @@ impl Suite {
                 }
                 Err(error) => {
                     cases.push(Case {
+                        number: 0,
                         name: format!("{pool_prefix}core::info_answers"),
                         pool: index,
                         group: Group::Core,
@@ -303,10 +306,13 @@ impl Suite {
                 }
             }
         }
-        // Trials that inject a fault run alone; started first, they wait for nobody, instead of
-        // each waiting mid-run for every running trial to finish (a stable sort keeps the
-        // catalogue order otherwise).
-        cases.sort_by_key(|case| !matches!(case.body, Body::Rule(_, Some(_))));
+        // Trials that inject a fault or list the pool run alone; started first, they wait for
+        // nobody, instead of each waiting mid-run for every running trial to finish (a stable
+        // sort keeps the catalogue order otherwise).
+        cases.sort_by_key(|case| !matches!(case.body, Body::Rule(_, _, true)));
+        for (number, case) in cases.iter_mut().enumerate() {
+            case.number = number;
+        }
         Prepared {
             runtime,
             pools: pools.into_iter().map(Arc::new).collect(),
@@ -325,9 +331,9 @@ struct PoolRt {
     info: Option<Arc<ProviderInfo>>,
     /// Its fixtures.
     fixtures: Arc<Fixtures>,
-    /// The run's ids.
+    /// The run's ids; each trial takes its own from them.
     ids: Arc<IdSource>,
-    /// Held shared by every trial and exclusively by a trial that injects a fault; shared by
+    /// Held shared by every trial and exclusively by one that runs alone; shared by
     /// every pool of the suite, since pools may share a backend.
     lock: Arc<RwLock<()>>,
 }
@@ -335,14 +341,16 @@ struct PoolRt {
 /// What a case runs.
 #[derive(Clone)]
 enum Body {
-    /// A rule's body, and the fault it injects.
-    Rule(fn(TrialScope) -> TrialFuture, Option<Fault>),
+    /// A rule's body, the fault it injects, and whether it runs alone.
+    Rule(fn(TrialScope) -> TrialFuture, Option<Fault>, bool),
     /// A failure known before running (info failed).
     Broken(String),
 }
 
 /// One trial: a rule against one pool.
 struct Case {
+    /// Its place in the list, which its sandbox ids carry (see [`IdSource::for_trial`]).
+    number: usize,
     /// The full trial name.
     name: String,
     /// The pool's index.
@@ -383,6 +391,7 @@ impl Case {
         let recorder = recorder.clone();
         let skip = self.skip.clone();
         let body = self.body.clone();
+        let number = self.number;
         let mut template = self.record(Outcome::Passed, Duration::ZERO);
         template.pool = pool.as_ref().map(|p| p.name.clone()).unwrap_or_default();
         let trial = Trial::ignorable_test(self.name.clone(), move || {
@@ -396,7 +405,7 @@ impl Case {
             }
             let started = Instant::now();
             let outcome = match runtime {
-                Some(runtime) => runtime.block_on(execute(pool, body)),
+                Some(runtime) => runtime.block_on(execute(pool, body, number)),
                 None => Outcome::Failed {
                     message: "could not start the suite's tokio runtime".to_owned(),
                 },
@@ -468,16 +477,16 @@ impl Prepared {
     }
 }
 
-/// Runs one case against its pool: the body within the trial timeout, then the fault cleared
-/// and every sandbox the trial made deleted.
-async fn execute(pool: Option<Arc<PoolRt>>, body: Body) -> Outcome {
+/// Runs case `number` against its pool: the body within the trial timeout, then the fault
+/// cleared and every sandbox the trial made deleted.
+async fn execute(pool: Option<Arc<PoolRt>>, body: Body, number: usize) -> Outcome {
     let Some(pool) = pool else {
         return Outcome::Failed {
             message: "the trial names no pool of the suite".to_owned(),
         };
     };
-    let (run, fault) = match body {
-        Body::Rule(run, fault) => (run, fault),
+    let (run, fault, alone) = match body {
+        Body::Rule(run, fault, alone) => (run, fault, alone),
         Body::Broken(message) => return Outcome::Failed { message },
     };
     let Some(info) = pool.info.clone() else {
@@ -486,7 +495,7 @@ async fn execute(pool: Option<Arc<PoolRt>>, body: Body) -> Outcome {
         };
     };
     let lock = pool.lock.clone();
-    let (_shared, _exclusive) = if fault.is_some() {
+    let (_shared, _exclusive) = if alone {
         (None, Some(lock.write_owned().await))
     } else {
         (Some(lock.read_owned().await), None)
@@ -495,7 +504,7 @@ async fn execute(pool: Option<Arc<PoolRt>>, body: Body) -> Outcome {
         pool.provider.clone(),
         info,
         pool.fixtures.clone(),
-        pool.ids.clone(),
+        Arc::new(pool.ids.for_trial(number)),
     );
     let limit = pool.fixtures.trial_timeout;
     let task = tokio::spawn(tokio::time::timeout(limit, run(scope.clone())));

@@ -2,7 +2,8 @@
 //! how many GETs and LISTs it serves per second to kube-rs clients, over HTTP/1.1 (kube's own
 //! connector) and HTTP/2 (a kube client on an h2-only connector), from 1 and 16 concurrent tasks.
 //!
-//! Run with `cargo bench -p fakekube --bench api`; it prints a table and takes about 30 s.
+//! Run with `cargo bench -p fakekube --bench api`; it prints a table and takes about 30 s
+//! (`-- --quick`: 20 starts and 1 s cells, about 10 s).
 //! Client and server share one process and one tokio runtime, so the figures are what a test
 //! suite sees, not what a dedicated server could do.
 
@@ -23,10 +24,14 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tokio::net::TcpStream;
 
-/// How many server starts are timed.
+/// How many server starts are timed; `--quick`: [`QUICK_STARTS`].
 const STARTS: usize = 50;
-/// How long each throughput cell runs.
+/// How long each throughput cell runs; `--quick`: [`QUICK_RUN`].
 const RUN: Duration = Duration::from_secs(3);
+/// [`STARTS`] under `--quick`.
+const QUICK_STARTS: usize = 20;
+/// [`RUN`] under `--quick`.
+const QUICK_RUN: Duration = Duration::from_secs(1);
 /// How long each cell warms up (connections, pools) before it is measured.
 const WARM_UP: Duration = Duration::from_millis(300);
 /// How many pods the LIST returns.
@@ -46,14 +51,21 @@ fn main() -> Result<(), BoxError> {
 
 async fn run() -> Result<(), BoxError> {
     let began = Instant::now();
-    let starts = time_starts().await?;
+    let quick = std::env::args().any(|a| a == "--quick");
+    let (count, run) = if quick {
+        (QUICK_STARTS, QUICK_RUN)
+    } else {
+        (STARTS, RUN)
+    };
+    let starts = time_starts(count).await?;
     println!(
-        "fakekube API benchmark ({} cores, client and server in one process)",
-        cores()
+        "fakekube API benchmark ({} cores, client and server in one process; {} s per cell)",
+        cores(),
+        run.as_secs()
     );
     println!();
     println!(
-        "server start, TLS material included ({STARTS} starts): median {}, p90 {}, min {}, max {}",
+        "server start, TLS material included ({count} starts): median {}, p90 {}, min {}, max {}",
         fmt_duration(percentile(&starts, 50.0)),
         fmt_duration(percentile(&starts, 90.0)),
         fmt_duration(percentile(&starts, 0.0)),
@@ -80,7 +92,7 @@ async fn run() -> Result<(), BoxError> {
     for (proto, client) in &clients {
         for op in [Op::Get, Op::List] {
             for tasks in CONCURRENCY {
-                let cell = measure(client, op, tasks).await?;
+                let cell = measure(client, op, tasks, run).await?;
                 println!(
                     "{:<9} {:<24} {:>5} {:>10.0} {:>10} {:>10}",
                     proto,
@@ -109,10 +121,10 @@ fn cores() -> usize {
         .unwrap_or(1)
 }
 
-/// Times `STARTS` server starts, each followed by an untimed shutdown.
-async fn time_starts() -> Result<Vec<Duration>, BoxError> {
-    let mut times = Vec::with_capacity(STARTS);
-    for _ in 0..STARTS {
+/// Times `count` server starts, each followed by an untimed shutdown.
+async fn time_starts(count: usize) -> Result<Vec<Duration>, BoxError> {
+    let mut times = Vec::with_capacity(count);
+    for _ in 0..count {
         let t = Instant::now();
         let kube = FakeKube::builder().start().await?;
         times.push(t.elapsed());
@@ -191,8 +203,8 @@ struct Cell {
     p99: Duration,
 }
 
-/// Runs `op` from `tasks` concurrent tasks sharing `client` for [`RUN`], after a warm-up.
-async fn measure(client: &Client, op: Op, tasks: usize) -> Result<Cell, BoxError> {
+/// Runs `op` from `tasks` concurrent tasks sharing `client` for `run`, after a warm-up.
+async fn measure(client: &Client, op: Op, tasks: usize, run: Duration) -> Result<Cell, BoxError> {
     let run_for = |client: Client, how_long: Duration| async move {
         let pods: Api<Pod> = Api::default_namespaced(client);
         let mut latencies = Vec::new();
@@ -214,7 +226,7 @@ async fn measure(client: &Client, op: Op, tasks: usize) -> Result<Cell, BoxError
     }
     let began = Instant::now();
     let mut latencies = Vec::new();
-    for handle in spawn_all(RUN) {
+    for handle in spawn_all(run) {
         latencies.extend(handle.await??);
     }
     let elapsed = began.elapsed().as_secs_f64();

@@ -5,9 +5,13 @@
 //! the same 100 MB over TLS.
 //!
 //! The client is a minimal WebSocket client (tokio-tungstenite over tokio-rustls, trusting the
-//! server's CA) offering `v5.channel.k8s.io`. Run with `cargo bench -p fakekube --bench exec`;
-//! it prints a table and takes a few seconds. Client and server share one process and one
-//! tokio runtime, as in a test suite.
+//! server's CA) offering `v5.channel.k8s.io`. Run with `cargo bench -p fakekube --bench exec`
+//! (`-- --quick` for fewer runs); it prints a table and takes a few seconds. Client and server
+//! share one process and one tokio runtime, as in a test suite. The raw TLS baseline is
+//! `support/raw_tls.rs`, shared with the adapter's `compare` bench.
+
+#[path = "support/raw_tls.rs"]
+mod raw_tls;
 
 use fakekube::FakeKube;
 use futures_util::StreamExt;
@@ -15,29 +19,24 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
+use raw_tls::RawServer;
 use rustls::RootCertStore;
-use rustls_pki_types::{
-    CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName, pem::PemObject,
-};
-use std::net::SocketAddr;
+use rustls_pki_types::{CertificateDer, ServerName, pem::PemObject};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-use tokio_rustls::{TlsAcceptor, TlsConnector};
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
-/// How many execs of `true` are timed (after [`WARM_UP`] untimed ones).
+/// How many execs of `true` are timed (after [`WARM_UP`] untimed ones); `--quick`: 100.
 const ROUND_TRIPS: usize = 500;
 /// Untimed execs first.
 const WARM_UP: usize = 10;
 /// Bytes of output in the throughput runs.
 const BIG: usize = 100_000_000;
-/// Throughput runs per row (the median is reported).
+/// Throughput runs per row (the median is reported); `--quick`: 2.
 const RUNS: usize = 5;
-/// The chunk the raw copy writes in (the runtime's chunk size).
-const CHUNK: usize = 32 * 1024;
 
 /// Anything that can fail in the benchmark, reported and ending the run.
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -51,22 +50,25 @@ fn main() -> Result<(), BoxError> {
 
 async fn run() -> Result<(), BoxError> {
     let began = Instant::now();
+    let quick = std::env::args().any(|a| a == "--quick");
+    let (round_trips, runs) = if quick { (100, 2) } else { (ROUND_TRIPS, RUNS) };
     let kube = FakeKube::builder().start().await?;
     create_pod(&kube).await?;
     let tls = client_tls(kube.ca_pem())?;
-    let raw = RawServer::start().await?;
+    let raw = RawServer::start(BIG).await?;
 
     println!(
-        "fakekube exec benchmark ({} cores, client and server in one process)",
-        cores()
+        "fakekube exec benchmark ({} cores, client and server in one process{})",
+        cores(),
+        if quick { ", --quick" } else { "" }
     );
     println!();
     println!(
         "{:<44} {:>10} {:>10} {:>10} {:>10}",
         "round trip", "median", "p90", "min", "max"
     );
-    let mut execs = Vec::with_capacity(ROUND_TRIPS);
-    for i in 0..WARM_UP + ROUND_TRIPS {
+    let mut execs = Vec::with_capacity(round_trips);
+    for i in 0..WARM_UP + round_trips {
         let t = Instant::now();
         let got = exec(&kube, &tls, &["true"]).await?;
         if got.status != r#"{"metadata":{},"status":"Success"}"# {
@@ -76,9 +78,9 @@ async fn run() -> Result<(), BoxError> {
             execs.push(t.elapsed());
         }
     }
-    print_latency(&format!("exec `true` ({ROUND_TRIPS} runs)"), &mut execs);
-    let mut echoes = Vec::with_capacity(ROUND_TRIPS);
-    for i in 0..WARM_UP + ROUND_TRIPS {
+    print_latency(&format!("exec `true` ({round_trips} runs)"), &mut execs);
+    let mut echoes = Vec::with_capacity(round_trips);
+    for i in 0..WARM_UP + round_trips {
         let t = Instant::now();
         raw.echo().await?;
         if i >= WARM_UP {
@@ -86,18 +88,21 @@ async fn run() -> Result<(), BoxError> {
         }
     }
     print_latency(
-        &format!("raw TLS connect + 1-byte echo ({ROUND_TRIPS} runs)"),
+        &format!("raw TLS connect + 1-byte echo ({round_trips} runs)"),
         &mut echoes,
     );
 
     println!();
     println!(
         "{:<44} {:>10} {:>10} {:>10}",
-        "throughput (100 MB)", "median", "best", "time"
+        format!("throughput (100 MB, {runs} runs)"),
+        "median",
+        "best",
+        "time"
     );
     let command = ["head", "-c", "100000000", "/dev/zero"];
     let mut exec_runs = Vec::new();
-    for _ in 0..RUNS {
+    for _ in 0..runs {
         let t = Instant::now();
         let got = exec(&kube, &tls, &command).await?;
         let took = t.elapsed();
@@ -108,7 +113,7 @@ async fn run() -> Result<(), BoxError> {
     }
     print_throughput("exec stdout, WebSocket v5 over TLS", &mut exec_runs);
     let mut raw_runs = Vec::new();
-    for _ in 0..RUNS {
+    for _ in 0..runs {
         let t = Instant::now();
         let n = raw.copy().await?;
         let took = t.elapsed();
@@ -214,108 +219,6 @@ async fn exec(kube: &FakeKube, tls: &TlsConnector, command: &[&str]) -> Result<R
         }
     }
     Ok(ran)
-}
-
-/// A TLS server on loopback that echoes one byte or writes [`BIG`] zero bytes.
-struct RawServer {
-    addr: SocketAddr,
-    connector: TlsConnector,
-}
-
-impl RawServer {
-    /// Binds, makes a self-signed certificate and serves in the background.
-    async fn start() -> Result<RawServer, BoxError> {
-        let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()])?;
-        let cert_der = CertificateDer::from(cert.cert.der().to_vec());
-        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(cert.signing_key.serialize_der()));
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let server = rustls::ServerConfig::builder_with_provider(provider.clone())
-            .with_safe_default_protocol_versions()?
-            .with_no_client_auth()
-            .with_single_cert(vec![cert_der.clone()], key)?;
-        let acceptor = TlsAcceptor::from(Arc::new(server));
-        let mut roots = RootCertStore::empty();
-        roots.add(cert_der)?;
-        let client = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()?
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
-        let addr = listener.local_addr()?;
-        tokio::spawn(async move {
-            while let Ok((tcp, _)) = listener.accept().await {
-                let acceptor = acceptor.clone();
-                tokio::spawn(async move {
-                    let _ = tcp.set_nodelay(true);
-                    let Ok(mut tls) = acceptor.accept(tcp).await else {
-                        return;
-                    };
-                    let mut what = [0u8; 1];
-                    if tls.read_exact(&mut what).await.is_err() {
-                        return;
-                    }
-                    if what[0] == b'e' {
-                        let _ = tls.write_all(b"e").await;
-                    } else {
-                        let zeros = vec![0u8; CHUNK];
-                        let mut left = BIG;
-                        while left > 0 {
-                            let n = left.min(CHUNK);
-                            if tls.write_all(&zeros[..n]).await.is_err() {
-                                return;
-                            }
-                            left -= n;
-                        }
-                    }
-                    let _ = tls.shutdown().await;
-                });
-            }
-        });
-        Ok(RawServer {
-            addr,
-            connector: TlsConnector::from(Arc::new(client)),
-        })
-    }
-
-    /// Connects and sends one request byte.
-    async fn connect(
-        &self,
-        what: u8,
-    ) -> Result<tokio_rustls::client::TlsStream<TcpStream>, BoxError> {
-        let tcp = TcpStream::connect(self.addr).await?;
-        tcp.set_nodelay(true)?;
-        let mut tls = self
-            .connector
-            .connect(ServerName::try_from("127.0.0.1")?, tcp)
-            .await?;
-        tls.write_all(&[what]).await?;
-        tls.flush().await?;
-        Ok(tls)
-    }
-
-    /// A connection and a one-byte round trip.
-    async fn echo(&self) -> Result<(), BoxError> {
-        let mut tls = self.connect(b'e').await?;
-        let mut back = [0u8; 1];
-        tls.read_exact(&mut back).await?;
-        Ok(())
-    }
-
-    /// A connection that receives [`BIG`] bytes; returns how many arrived.
-    async fn copy(&self) -> Result<usize, BoxError> {
-        let mut tls = self.connect(b'c').await?;
-        let mut buf = vec![0u8; 64 * 1024];
-        let mut total = 0;
-        loop {
-            match tls.read(&mut buf).await {
-                Ok(0) => break,
-                Ok(n) => total += n,
-                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Ok(total)
-    }
 }
 
 /// Prints one latency row.

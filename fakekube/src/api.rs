@@ -14,6 +14,7 @@
 
 use crate::authn::Credentials;
 use crate::authz::Caller;
+use crate::negotiation::{self, Endpoint};
 use crate::rbac::{Action, Attributes, NonResource, non_resource_verb};
 use crate::request::Query;
 use crate::response::{json_response, with_warnings};
@@ -23,8 +24,8 @@ use crate::state::Shared;
 use crate::status::ApiError;
 use crate::store::Part;
 use crate::{
-    checks, discovery, exec, impersonation, objects, openapi, portforward, reviews, subresources,
-    watch,
+    checks, discovery, exec, impersonation, logs, objects, openapi, portforward, reviews,
+    subresources, watch,
 };
 use axum::Router;
 use axum::body::Body;
@@ -187,6 +188,22 @@ fn non_resource(
         Route::ResourceList(g, v) => discovery::resource_list(shared.store.registry(), g, v)
             .map(|d| json_response(StatusCode::OK, &d))
             .ok_or_else(ApiError::path_not_found),
+        Route::OpenApiV2 => {
+            let accept = parts
+                .headers
+                .get(header::ACCEPT)
+                .and_then(|a| a.to_str().ok());
+            let Some(format) = openapi::V2Format::negotiate(accept) else {
+                let mut r = Response::new(Body::empty());
+                *r.status_mut() = StatusCode::NOT_ACCEPTABLE;
+                return Ok(r);
+            };
+            let doc = openapi::v2_document(shared.store.registry(), &shared.version, format);
+            let mut r = cacheable_bytes(&parts.headers, doc, format.content_type());
+            r.headers_mut()
+                .insert(header::VARY, HeaderValue::from_static("Accept"));
+            Ok(r)
+        }
         Route::OpenApiRoot => Ok(cacheable(
             &parts.headers,
             &openapi::root(shared.store.registry(), &shared.version),
@@ -201,7 +218,15 @@ fn non_resource(
 
 /// A document with a strong `ETag`; 304 when the request's `If-None-Match` names it.
 fn cacheable(request: &HeaderMap, doc: &Value, content_type: &str) -> Response {
-    let bytes = serde_json::to_vec(doc).unwrap_or_default();
+    cacheable_bytes(
+        request,
+        serde_json::to_vec(doc).unwrap_or_default(),
+        content_type,
+    )
+}
+
+/// Bytes with a strong `ETag`; 304 when the request's `If-None-Match` names it.
+fn cacheable_bytes(request: &HeaderMap, bytes: Vec<u8>, content_type: &str) -> Response {
     let tag = discovery::etag(&bytes);
     let matches = request
         .get(header::IF_NONE_MATCH)
@@ -307,28 +332,47 @@ async fn resource(
     let ns = rp.namespace.as_str();
     let name = rp.name.as_str();
     let store = &shared.store;
-    match (verb, rp.subresource.as_str()) {
-        ("list", "") => objects::list(shared, rt, ns, query),
-        ("watch", "") => match shared.faults.chaos_watch() {
-            Some(gone) => Err(gone),
-            None => watch::serve(shared.clone(), rt.clone(), ns, name, query),
-        },
-        ("get", "" | "status") => objects::get(store, rt, ns, name),
-        ("create", "") => objects::create(store, rt, rp, headers, query, body).await,
-        ("update", sub @ ("" | "status")) => {
-            objects::update(store, rt, rp, part(sub), headers, query, body).await
-        }
-        ("patch", sub @ ("" | "status")) => {
-            objects::patch(store, rt, rp, part(sub), headers, query, body).await
-        }
-        ("delete", "") => objects::delete(store, rt, ns, name, query, body).await,
-        ("deletecollection", "") => objects::delete_collection(store, rt, ns, query, body).await,
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+    let negotiate = |endpoint| negotiation::negotiate(accept, endpoint);
+    let sub = rp.subresource.as_str();
+    if sub.is_empty() || sub == "status" {
+        let req = objects::Request {
+            store,
+            rt,
+            rp,
+            headers,
+            query,
+            repr: negotiate(if verb == "watch" {
+                Endpoint::Watch
+            } else {
+                Endpoint::Object
+            })?,
+        };
+        return match (verb, sub) {
+            ("list", "") => objects::list(shared, &req),
+            ("watch", "") => match shared.faults.chaos_watch() {
+                Some(gone) => Err(gone),
+                None => watch::serve(shared.clone(), rt.clone(), ns, name, query, req.repr),
+            },
+            ("get", _) => objects::get(&req),
+            ("create", "") => objects::create(&req, body).await,
+            ("update", sub) => objects::update(&req, part(sub), body).await,
+            ("patch", sub) => objects::patch(&req, part(sub), body).await,
+            ("delete", "") => objects::delete(&req, body).await,
+            ("deletecollection", "") => objects::delete_collection(&req, body).await,
+            (verb, _) => Err(ApiError::method_not_allowed(
+                verb,
+                &format!("{}/{sub}", rt.plural),
+            )),
+        };
+    }
+    match (verb, sub) {
         (verb, "scale") => subresources::scale(store, rt, rp, verb, headers, query, body).await,
         ("create", "token") => subresources::token_request(shared, ns, name, headers, body).await,
         (_, "exec" | "attach") => Err(ApiError::bad_request(
             "Upgrade request required: pods/exec and pods/attach are served over WebSocket and SPDY",
         )),
-        (_, "log") => Err(ApiError::bad_request("pods/log is not served by fakekube")),
+        ("get", "log") => logs::serve(shared, rp, query),
         (verb, sub) => Err(ApiError::method_not_allowed(
             verb,
             &format!("{}/{sub}", rt.plural),

@@ -250,7 +250,14 @@ pub fn request_body(data: &[u8]) {
 pub fn request_parameters(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
     let query = crate::request::Query::parse(Some(&text));
-    let _ = crate::request::write_options(&query);
+    for verb in [
+        crate::request::WriteVerb::Create,
+        crate::request::WriteVerb::Update,
+        crate::request::WriteVerb::Patch { apply: false },
+        crate::request::WriteVerb::Patch { apply: true },
+    ] {
+        let _ = crate::request::write_options(&query, verb);
+    }
     let _ = crate::request::delete_options(&query, data);
     let _ = crate::request::timeout_param(&query);
     for verb in ["get", "list", "watch", "create", "deletecollection"] {

@@ -51,12 +51,18 @@
 //! - Handlers: `objects` (get, list, create, update, patch, delete, deletecollection), `watch`
 //!   (watch streams), `subresources` (`scale`, `serviceaccounts/token`), `reviews` (access,
 //!   rules, token and self-subject reviews), `exec` (`pods/exec` and `pods/attach` over
-//!   WebSocket and SPDY) and `portforward` (`pods/portforward` over SPDY, SPDY tunnelled in
-//!   WebSocket, and WebSocket channels, into the pod's network), with `upgrade` (recognising
-//!   upgrade requests, the SPDY handshake, 101 replies).
+//!   WebSocket and SPDY), `portforward` (`pods/portforward` over SPDY, SPDY tunnelled in
+//!   WebSocket, and WebSocket channels, into the pod's network) and `logs` (`pods/log`, plain
+//!   text, followed while the container runs), with `upgrade` (recognising upgrade requests,
+//!   the SPDY handshake, 101 replies).
 //! - Request and response: `route` (a path as a `Route`), `request` (query parameters,
-//!   each verb's options, bodies read and decoded), `response` (JSON, warnings, every error as
-//!   a `metav1.Status`) and `state` (what the handlers share: store, tokens, faults, kubelet).
+//!   each verb's options, bodies read and decoded), `negotiation` (the `Accept` header: JSON
+//!   or YAML, `PartialObjectMetadata`, `Table`, 406), `representation` (an answer converted
+//!   as negotiated), `table` (`Table` rows: the built-in kinds' printer columns, CRD
+//!   `additionalPrinterColumns` through a JSONPath subset), `encoding` (the API server's field
+//!   order: `kind` and `apiVersion` first for its own types, sorted keys for custom
+//!   resources), `response` (JSON, warnings, every error as a `metav1.Status`) and `state`
+//!   (what the handlers share: store, tokens, faults, kubelet).
 //! - Authentication, authorization and faults: `impersonation` (the `Impersonate-*` headers),
 //!   above `authz` (the RBAC authorizer over the store's RBAC objects, the caller of a request,
 //!   401 and 403), above `authn` (client certificates, static and service-account tokens, the
@@ -71,7 +77,8 @@
 //! - Store: `store` (objects, resourceVersions, the change log watches and controllers follow,
 //!   garbage collection; admission calls into the registry), `inspect` (the handle's in-process
 //!   reads: one object, waiting for a state, the leak check), `selector` (label and field
-//!   selectors), `patch` (merge, JSON, strategic merge and apply patches) and `protobuf` (the
+//!   selectors), `patch` (merge, JSON, strategic merge and apply patches), `managed_fields`
+//!   (`metadata.managedFields`: field managers, apply conflicts, `force`) and `protobuf` (the
 //!   protobuf bodies client-go sends).
 //! - Registry: `registry` (the served kinds, built-in and CRD-defined, each described the
 //!   same way; conversion between versions), `resources` (the static table of built-in kinds),
@@ -80,9 +87,11 @@
 //!   checks, pruning, defaults, validation, CEL rules), `defaults` (defaults and checks of the
 //!   core kinds), `rbac` (RBAC rules and their matching, the Forbidden wording, the RBAC kinds'
 //!   admission, aggregation, the bootstrap policy; no store), `discovery` (`/version`, `/api`,
-//!   `/apis`, aggregated discovery) and `openapi` (`/openapi/v3`), both built from the registry.
+//!   `/apis`, aggregated discovery) and `openapi` (`/openapi/v3`, and `/openapi/v2` in JSON
+//!   and protobuf), both built from the registry.
 //! - Foundation: `status` (`metav1.Status` and the errors every layer answers with), `meta`
-//!   (object metadata helpers) and `fixtures` (the agent-sandbox CRDs, embedded).
+//!   (object metadata helpers), `accept` (`Accept` headers parsed) and `fixtures` (the
+//!   agent-sandbox CRDs, embedded).
 //! - For CI only: `secret_log` (every secret fakekube makes, recorded for the credential scan
 //!   when `FAKEKUBE_SECRET_LOG` is set) and `fuzzing` (the cargo-fuzz targets' entry points,
 //!   behind the `fuzzing` feature; not an API).
@@ -93,12 +102,15 @@
 //!
 //! # Known limitations
 //!
-//! - Server-side apply has no field managers: an apply is a strategic merge of the applied
-//!   object into the live one.
+//! - Server-side apply merges the applied object into the live one as a strategic merge (by
+//!   the strategic merge keys of built-in kinds, the list types of CRD schemas); field
+//!   ownership keys lists by one key only (see `managed_fields`).
 //! - Lists with `continue` are not snapshots: a page reflects the store when it is served.
 //! - Core kinds are not validated beyond the fields their clients need.
-//! - CEL rules are not type-checked and have no cost limit; validation ratcheting is not done;
-//!   Table responses are not served (see `schema` and `fakekube/README.md`).
+//! - CEL rules are not type-checked and have no cost limit; validation ratcheting is not done
+//!   (see `schema` and `fakekube/README.md`).
+//! - Responses are JSON or YAML, never protobuf; the items of a built-in kind's list carry
+//!   `kind` and `apiVersion` (the API server leaves them out of typed lists).
 //! - Service-account tokens are signed with HMAC-SHA256 (`HS256`), not RS256: only fakekube
 //!   verifies them, and there is no `/openid/v1/jwks` to publish a key at.
 //! - A request without credentials is anonymous and authorized by RBAC (health and version are
@@ -115,6 +127,7 @@
 
 #![forbid(unsafe_code)]
 
+mod accept;
 mod api;
 mod authn;
 mod authz;
@@ -123,6 +136,7 @@ mod controllers;
 mod crd;
 mod defaults;
 mod discovery;
+mod encoding;
 mod exec;
 mod faults;
 mod finalizer;
@@ -135,7 +149,10 @@ mod inflight;
 mod inspect;
 mod kube_controllers;
 mod kubelet;
+mod logs;
+mod managed_fields;
 mod meta;
+mod negotiation;
 mod objects;
 mod openapi;
 mod patch;
@@ -143,6 +160,7 @@ mod portforward;
 mod protobuf;
 mod rbac;
 mod registry;
+mod representation;
 mod request;
 mod resources;
 mod response;
@@ -157,6 +175,7 @@ mod state;
 mod status;
 mod store;
 mod subresources;
+mod table;
 mod tls;
 mod upgrade;
 mod watch;

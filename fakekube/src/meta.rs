@@ -79,6 +79,21 @@ pub(crate) fn meta_str<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
     obj.get("metadata")?.get(key)?.as_str()
 }
 
+/// An object's metadata alone, as a `PartialObjectMetadata` of `api_version`
+/// (`meta.k8s.io/v1`), what metadata-only clients and Table rows receive.
+pub(crate) fn partial_object_metadata(obj: &Value, api_version: &str) -> Value {
+    let mut out = Map::new();
+    out.insert("kind".into(), Value::from("PartialObjectMetadata"));
+    out.insert("apiVersion".into(), Value::from(api_version));
+    out.insert(
+        "metadata".into(),
+        obj.get("metadata")
+            .cloned()
+            .unwrap_or_else(|| Value::Object(Map::new())),
+    );
+    Value::Object(out)
+}
+
 /// The object's labels.
 pub(crate) fn labels(obj: &Value) -> Option<&Map<String, Value>> {
     obj.get("metadata")?.get("labels")?.as_object()

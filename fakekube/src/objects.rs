@@ -1,179 +1,218 @@
 //! The verbs on stored objects: get, list, create, update, patch, delete and deletecollection,
 //! each reading its options from the query, its object from the body, and answering what the
-//! store did as JSON (with the store's warnings as `Warning` headers).
+//! store did in the representation the request negotiated (with the store's warnings as
+//! `Warning` headers).
 //!
 //! The request is already routed, authorized and known to be for a served kind; watches, the
 //! other subresources and the reviews have their own modules.
 
+use crate::managed_fields;
+use crate::negotiation::Representation;
 use crate::patch::PatchKind;
 use crate::registry::ResourceType;
-use crate::request::{self, Query};
-use crate::response::{json_response, with_warnings};
+use crate::representation::{self, Answer};
+use crate::request::{self, Query, WriteVerb};
+use crate::response::with_warnings;
 use crate::route::ResourcePath;
 use crate::state::Shared;
 use crate::status::{self, ApiError, Target};
-use crate::store::{Deleted, Part, Store};
+use crate::store::{Deleted, Part, Store, WriteOptions};
 use axum::body::Body;
 use axum::response::Response;
 use http::{HeaderMap, StatusCode, header};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
-/// `GET` of one object (or of its status, which is the whole object).
-pub(crate) fn get(
-    store: &Store,
-    rt: &Arc<ResourceType>,
-    ns: &str,
-    name: &str,
-) -> Result<Response, ApiError> {
-    Ok(json_response(StatusCode::OK, &*store.get(rt, ns, name)?))
+/// A request for an object or a collection, routed and authorized, with the representation
+/// its `Accept` header negotiated.
+#[derive(Debug)]
+pub(crate) struct Request<'a> {
+    /// Where the objects are.
+    pub(crate) store: &'a Store,
+    /// The kind.
+    pub(crate) rt: &'a Arc<ResourceType>,
+    /// The path: namespace, name, subresource.
+    pub(crate) rp: &'a ResourcePath,
+    /// The request's headers (content type, user agent).
+    pub(crate) headers: &'a HeaderMap,
+    /// The query parameters.
+    pub(crate) query: &'a Query,
+    /// How the answer is written.
+    pub(crate) repr: Representation,
 }
 
-/// A page of a collection (every namespace when `ns` is empty), as a `<Kind>List`.
-pub(crate) fn list(
-    shared: &Shared,
-    rt: &Arc<ResourceType>,
-    ns: &str,
-    query: &Query,
-) -> Result<Response, ApiError> {
-    let q = request::list_query(rt, query)?;
+impl Request<'_> {
+    /// The answer in the negotiated representation.
+    fn respond(&self, code: StatusCode, answer: Answer<'_>) -> Result<Response, ApiError> {
+        representation::respond(code, self.rt, answer, self.repr, self.query)
+    }
+
+    /// The write options of the query; a write without `fieldManager` is recorded under the
+    /// manager its `User-Agent` names, as the API server records it.
+    fn write_options(&self, verb: WriteVerb) -> Result<WriteOptions, ApiError> {
+        let mut opts = request::write_options(self.query, verb)?;
+        if opts.manager.is_none() {
+            let agent = self
+                .headers
+                .get(header::USER_AGENT)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
+            let manager = managed_fields::manager_from_user_agent(agent);
+            opts.manager = (!manager.is_empty()).then_some(manager);
+        }
+        Ok(opts)
+    }
+}
+
+/// `GET` of one object (or of its status, which is the whole object).
+pub(crate) fn get(req: &Request<'_>) -> Result<Response, ApiError> {
+    let obj = req.store.get(req.rt, &req.rp.namespace, &req.rp.name)?;
+    req.respond(StatusCode::OK, Answer::Object(&obj))
+}
+
+/// A page of a collection (every namespace when the path names none), as a `<Kind>List`.
+pub(crate) fn list(shared: &Shared, req: &Request<'_>) -> Result<Response, ApiError> {
+    let q = request::list_query(req.rt, req.query)?;
+    let ns = req.rp.namespace.as_str();
     let namespace = (!ns.is_empty()).then_some(ns);
     if let Some(e) = shared.faults.list_page(q.continue_token.is_some()) {
         return Err(e);
     }
-    Ok(json_response(
-        StatusCode::OK,
-        &shared.store.list(rt, namespace, &q)?,
-    ))
+    let list = shared.store.list(req.rt, namespace, &q)?;
+    req.respond(StatusCode::OK, Answer::List(&list))
 }
 
 /// `POST` of a new object into the collection.
-pub(crate) async fn create(
-    store: &Store,
-    rt: &Arc<ResourceType>,
-    rp: &ResourcePath,
-    headers: &HeaderMap,
-    query: &Query,
-    body: Body,
-) -> Result<Response, ApiError> {
-    let opts = request::write_options(query)?;
-    let obj = request::decode(headers, &request::read_body(body).await?)?;
+pub(crate) async fn create(req: &Request<'_>, body: Body) -> Result<Response, ApiError> {
+    let (rt, rp) = (req.rt, req.rp);
+    let raw = request::read_body(body).await?;
+    let opts = req.write_options(WriteVerb::Create)?;
+    let obj = request::decode(req.headers, &raw)?;
     check_body(rt, rp, &obj)?;
-    let (created, warnings) = store.create(rt, &rp.namespace, obj, opts)?;
+    let (created, warnings) = req.store.create(rt, &rp.namespace, obj, opts)?;
     Ok(with_warnings(
-        json_response(StatusCode::CREATED, &created),
+        req.respond(StatusCode::CREATED, Answer::Object(&created))?,
         &warnings,
     ))
 }
 
 /// `PUT` of an object or of its status (`part`).
 pub(crate) async fn update(
-    store: &Store,
-    rt: &Arc<ResourceType>,
-    rp: &ResourcePath,
+    req: &Request<'_>,
     part: Part,
-    headers: &HeaderMap,
-    query: &Query,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let opts = request::write_options(query)?;
-    let obj = request::decode(headers, &request::read_body(body).await?)?;
+    let (rt, rp) = (req.rt, req.rp);
+    let raw = request::read_body(body).await?;
+    let opts = req.write_options(WriteVerb::Update)?;
+    let obj = request::decode(req.headers, &raw)?;
     check_body(rt, rp, &obj)?;
-    let (updated, warnings) = store.update(rt, &rp.namespace, &rp.name, obj, part, opts)?;
+    check_name(rp, &obj)?;
+    let (updated, warnings) = req
+        .store
+        .update(rt, &rp.namespace, &rp.name, obj, part, opts)?;
     Ok(with_warnings(
-        json_response(StatusCode::OK, &updated),
+        req.respond(StatusCode::OK, Answer::Object(&updated))?,
         &warnings,
     ))
 }
 
 /// `PATCH` of an object or of its status (`part`), in the patch type the `Content-Type`
 /// names; a server-side apply that creates the object answers 201.
-pub(crate) async fn patch(
-    store: &Store,
-    rt: &Arc<ResourceType>,
-    rp: &ResourcePath,
-    part: Part,
-    headers: &HeaderMap,
-    query: &Query,
-    body: Body,
-) -> Result<Response, ApiError> {
+pub(crate) async fn patch(req: &Request<'_>, part: Part, body: Body) -> Result<Response, ApiError> {
+    let (rt, rp) = (req.rt, req.rp);
     let (ns, name) = (rp.namespace.as_str(), rp.name.as_str());
-    let opts = request::write_options(query)?;
-    let ct = headers
+    let ct = req
+        .headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
     let kind =
         PatchKind::from_content_type(ct).ok_or_else(|| ApiError::unsupported_media_type(ct))?;
-    let patch = request::decode(headers, &request::read_body(body).await?)?;
+    let raw = request::read_body(body).await?;
+    let opts = req.write_options(WriteVerb::Patch {
+        apply: kind == PatchKind::Apply,
+    })?;
+    let patch = request::decode(req.headers, &raw)?;
     if kind == PatchKind::Apply {
         check_body(rt, rp, &patch)?;
     }
-    let existed = store.get_opt(rt, ns, name).is_some();
-    let (patched, warnings) = store.patch(rt, ns, name, kind, &patch, part, opts)?;
+    let existed = req.store.get_opt(rt, ns, name).is_some();
+    let (patched, warnings) = req.store.patch(rt, ns, name, kind, &patch, part, opts)?;
     let code = if !existed && kind == PatchKind::Apply {
         StatusCode::CREATED
     } else {
         StatusCode::OK
     };
-    Ok(with_warnings(json_response(code, &patched), &warnings))
+    Ok(with_warnings(
+        req.respond(code, Answer::Object(&patched))?,
+        &warnings,
+    ))
 }
 
 /// `DELETE` of one object: 200 with the object (a Status for custom kinds) when it is gone,
 /// 202 with it while finalizers hold it.
-pub(crate) async fn delete(
-    store: &Store,
-    rt: &Arc<ResourceType>,
-    ns: &str,
-    name: &str,
-    query: &Query,
-    body: Body,
-) -> Result<Response, ApiError> {
+pub(crate) async fn delete(req: &Request<'_>, body: Body) -> Result<Response, ApiError> {
+    let (rt, rp) = (req.rt, req.rp);
+    let name = rp.name.as_str();
     let raw = request::read_body(body).await?;
-    let opts = request::delete_options(query, &raw)?;
+    let opts = request::delete_options(req.query, &raw)?;
     let t = Target {
         group: &rt.group,
         resource: &rt.plural,
         kind: &rt.kind,
         name,
     };
-    match store.delete(rt, ns, name, &opts)? {
+    match req.store.delete(rt, &rp.namespace, name, &opts)? {
         Deleted::Gone(obj) if rt.custom => {
             let uid = obj
                 .get("metadata")
                 .and_then(|m| m.get("uid"))
                 .and_then(Value::as_str)
                 .unwrap_or("");
-            Ok(json_response(StatusCode::OK, &status::success(t, uid)))
+            req.respond(StatusCode::OK, Answer::Status(&status::success(t, uid)))
         }
-        Deleted::Gone(obj) => Ok(json_response(StatusCode::OK, &obj)),
-        Deleted::Pending(obj) => Ok(json_response(StatusCode::ACCEPTED, &obj)),
+        Deleted::Gone(obj) => req.respond(StatusCode::OK, Answer::Object(&obj)),
+        Deleted::Pending(obj) => req.respond(StatusCode::ACCEPTED, Answer::Object(&obj)),
     }
 }
 
-/// `DELETE` of a collection (every namespace when `ns` is empty): the list of what was
+/// `DELETE` of a collection (every namespace when the path names none): the list of what was
 /// deleted.
-pub(crate) async fn delete_collection(
-    store: &Store,
-    rt: &Arc<ResourceType>,
-    ns: &str,
-    query: &Query,
-    body: Body,
-) -> Result<Response, ApiError> {
+pub(crate) async fn delete_collection(req: &Request<'_>, body: Body) -> Result<Response, ApiError> {
+    let rt = req.rt;
+    let ns = req.rp.namespace.as_str();
     let raw = request::read_body(body).await?;
-    let opts = request::delete_options(query, &raw)?;
-    let q = request::list_query(rt, query)?;
-    let items = store.delete_collection(rt, (!ns.is_empty()).then_some(ns), &q, &opts)?;
+    let opts = request::delete_options(req.query, &raw)?;
+    let q = request::list_query(rt, req.query)?;
+    let items = req
+        .store
+        .delete_collection(rt, (!ns.is_empty()).then_some(ns), &q, &opts)?;
     let items: Vec<Value> = items.iter().map(|v| Value::clone(v)).collect();
-    Ok(json_response(
-        StatusCode::OK,
-        &json!({
-            "kind": rt.list_kind,
-            "apiVersion": rt.api_version(),
-            "metadata": { "resourceVersion": store.resource_version().to_string() },
-            "items": items,
-        }),
-    ))
+    let list = json!({
+        "kind": rt.list_kind,
+        "apiVersion": rt.api_version(),
+        "metadata": { "resourceVersion": req.store.resource_version().to_string() },
+        "items": items,
+    });
+    req.respond(StatusCode::OK, Answer::List(&list))
+}
+
+/// The update handler's name check: the body must name the object of the URL, a missing name
+/// included (`the name of the object () does not match the name on the URL (x)`).
+fn check_name(rp: &ResourcePath, body: &Value) -> Result<(), ApiError> {
+    let named = body
+        .get("metadata")
+        .and_then(|m| m.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if named != rp.name {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({named}) does not match the name on the URL ({})",
+            rp.name
+        )));
+    }
+    Ok(())
 }
 
 /// Checks that a body's apiVersion, kind and namespace fit the URL.

@@ -58,15 +58,13 @@ pub(crate) enum PatchKind {
     /// with a merge key merge element by element. Only for built-in kinds: the caller answers
     /// 415 for custom resources, as the API server does.
     StrategicMerge,
-    /// `application/apply-patch+yaml`: server-side apply, **simplified**. The body is the full
-    /// intended object. There is no field-manager tracking and no `managedFields`: the applied
-    /// object is merged into the live object as a strategic merge patch with the same
+    /// `application/apply-patch+yaml`: server-side apply. The body is the full intended
+    /// object, merged here into the live object as a strategic merge patch with the same
     /// [`MergeKeys`] (lists with a key merge, atomic lists are replaced), then `apiVersion`,
-    /// `kind`, `metadata.name` and `metadata.namespace` are taken from the applied object. So
-    /// fields the applier dropped since its last apply are *not* removed, there are no
-    /// conflicts between managers, and `force` means nothing. Lists merge by their strategic
-    /// merge key, not by their `x-kubernetes-list-map-keys`. When there is no live object the
-    /// caller creates the applied object as it is.
+    /// `kind`, `metadata.name` and `metadata.namespace` are taken from the applied object.
+    /// Field ownership is the store's next step (`managed_fields::apply`: managers,
+    /// conflicts, `force`, and removing the fields the applier dropped since its last apply).
+    /// When there is no live object the caller creates the applied object as it is.
     Apply,
 }
 

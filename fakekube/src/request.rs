@@ -5,7 +5,7 @@
 use crate::protobuf::{self, ProtobufError};
 use crate::registry::ResourceType;
 use crate::selector::{FieldSelector, LabelSelector};
-use crate::status::ApiError;
+use crate::status::{ApiError, Cause, Target};
 use crate::store::{DeleteOptions, FieldValidation, ListQuery, Propagation, WriteOptions};
 use axum::body::{Body, Bytes};
 use http::{HeaderMap, StatusCode, header};
@@ -31,6 +31,14 @@ impl Query {
             })
             .unwrap_or_default(),
         )
+    }
+
+    /// Every value of `key`, in order.
+    pub(crate) fn all<'a>(&'a self, key: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.0
+            .iter()
+            .filter(move |(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
     }
 
     /// The first value of `key`.
@@ -99,72 +107,218 @@ pub(crate) fn list_query(rt: &ResourceType, query: &Query) -> Result<ListQuery, 
     })
 }
 
-/// The write options (`fieldValidation`, `dryRun`) of a create, update or patch.
-pub(crate) fn write_options(query: &Query) -> Result<WriteOptions, ApiError> {
-    let field_validation = match query.get("fieldValidation") {
-        None | Some("") => FieldValidation::Warn,
-        Some(v) if v.eq_ignore_ascii_case("strict") => FieldValidation::Strict,
-        Some(v) if v.eq_ignore_ascii_case("warn") => FieldValidation::Warn,
-        Some(v) if v.eq_ignore_ascii_case("ignore") => FieldValidation::Ignore,
-        Some(v) => {
-            return Err(ApiError::bad_request(format!(
-                "fieldValidation: Unsupported value: \"{v}\": supported values: \"Ignore\", \"Strict\", \"Warn\""
-            )));
+/// The verb whose options a write's query carries, for the API server's option checks and the
+/// kind it names in their errors (`CreateOptions.meta.k8s.io "" is invalid: …`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WriteVerb {
+    /// POST.
+    Create,
+    /// PUT.
+    Update,
+    /// PATCH, with whether it is a server-side apply (which requires `fieldManager` and alone
+    /// may say `force`).
+    Patch {
+        /// The patch is `application/apply-patch+yaml`.
+        apply: bool,
+    },
+}
+
+impl WriteVerb {
+    /// `CreateOptions`, `UpdateOptions` or `PatchOptions`.
+    fn options_kind(self) -> &'static str {
+        match self {
+            WriteVerb::Create => "CreateOptions",
+            WriteVerb::Update => "UpdateOptions",
+            WriteVerb::Patch { .. } => "PatchOptions",
         }
+    }
+}
+
+/// The longest `fieldManager` the API server takes.
+const FIELD_MANAGER_MAX_LENGTH: usize = 128;
+
+/// The write options (`fieldValidation`, `dryRun`, `fieldManager`, `force`) of a create,
+/// update or patch, checked as the API server's `Validate*Options` check them: an option it
+/// does not take is a 422 about `<Verb>Options.meta.k8s.io`.
+pub(crate) fn write_options(query: &Query, verb: WriteVerb) -> Result<WriteOptions, ApiError> {
+    let mut causes = Vec::new();
+    let unsupported = |field: &str, shown: String, supported: &str| Cause {
+        reason: "FieldValueNotSupported".into(),
+        message: format!("Unsupported value: {shown}: supported values: {supported}"),
+        field: Some(field.into()),
     };
+    let manager = query.get("fieldManager").unwrap_or("");
+    let force = query.get("force").map(|_| query.flag("force"));
+    match verb {
+        WriteVerb::Patch { apply: true } if manager.is_empty() => causes.push(Cause {
+            reason: "FieldValueRequired".into(),
+            message: "Required value: is required for apply patch".into(),
+            field: Some("fieldManager".into()),
+        }),
+        WriteVerb::Patch { apply: false } if force.is_some() => causes.push(Cause {
+            reason: "FieldValueForbidden".into(),
+            message: "Forbidden: may not be specified for non-apply patch".into(),
+            field: Some("force".into()),
+        }),
+        _ => {}
+    }
+    if manager.chars().count() > FIELD_MANAGER_MAX_LENGTH {
+        causes.push(Cause {
+            reason: "FieldValueTooLong".into(),
+            message: format!("Too long: may not be more than {FIELD_MANAGER_MAX_LENGTH} bytes"),
+            field: Some("fieldManager".into()),
+        });
+    }
+    if let Some((i, c)) = manager.chars().enumerate().find(|(_, c)| c.is_control()) {
+        causes.push(Cause {
+            reason: "FieldValueInvalid".into(),
+            message: format!(
+                "Invalid value: {manager:?}: invalid character {} (at position {i})",
+                go_rune(c)
+            ),
+            field: Some("fieldManager".into()),
+        });
+    }
     let dry_run = match query.get("dryRun") {
         None | Some("") => false,
         Some("All") => true,
         Some(v) => {
-            return Err(ApiError::bad_request(format!(
-                "dryRun: Unsupported value: \"{v}\": supported values: \"All\""
-            )));
+            causes.push(unsupported(
+                "dryRun",
+                format!("[]string{{{v:?}}}"),
+                "\"All\"",
+            ));
+            false
         }
     };
+    let field_validation = match query.get("fieldValidation").unwrap_or("") {
+        "" | "Warn" => FieldValidation::Warn,
+        "Strict" => FieldValidation::Strict,
+        "Ignore" => FieldValidation::Ignore,
+        v => {
+            causes.push(unsupported(
+                "fieldValidation",
+                format!("{v:?}"),
+                "\"\", \"Ignore\", \"Strict\", \"Warn\"",
+            ));
+            FieldValidation::Warn
+        }
+    };
+    if !causes.is_empty() {
+        return Err(ApiError::invalid(
+            Target {
+                group: "meta.k8s.io",
+                resource: "",
+                kind: verb.options_kind(),
+                name: "",
+            },
+            causes,
+        ));
+    }
     Ok(WriteOptions {
         field_validation,
         dry_run,
         patch: false,
+        manager: (!manager.is_empty()).then(|| manager.to_owned()),
+        force: force.unwrap_or(false),
     })
 }
 
-/// The `DeleteOptions` of a delete, from the query and the body (the query wins).
+/// A character as Go's `%#U` prints it (`U+0007`), for the fieldManager error.
+fn go_rune(c: char) -> String {
+    format!("U+{:04X}", u32::from(c))
+}
+
+/// The `DeleteOptions` of a delete: from the body when it has one, else from the query (the
+/// API server reads one or the other, never both), checked as `ValidateDeleteOptions` checks
+/// them (a 422 about `DeleteOptions.meta.k8s.io`).
 pub(crate) fn delete_options(query: &Query, raw: &[u8]) -> Result<DeleteOptions, ApiError> {
-    let body: Value = if raw.is_empty() {
-        json!({})
-    } else {
+    let from_body = !raw.is_empty();
+    let body: Value = if from_body {
         serde_json::from_slice(raw)
             .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?
+    } else {
+        json!({})
     };
-    let policy = query
-        .get("propagationPolicy")
-        .map(str::to_string)
-        .or_else(|| {
-            body.get("propagationPolicy")
-                .and_then(Value::as_str)
-                .map(str::to_string)
+    if from_body && !body.is_object() {
+        return Err(ApiError::bad_request(
+            "decoded object cannot be converted to DeleteOptions",
+        ));
+    }
+    let text = |key: &str| -> Option<String> {
+        if from_body {
+            body.get(key).and_then(Value::as_str).map(str::to_string)
+        } else {
+            query.get(key).map(str::to_string)
+        }
+    };
+    let policy = text("propagationPolicy");
+    let orphan = if from_body {
+        body.get("orphanDependents").and_then(Value::as_bool)
+    } else {
+        query
+            .get("orphanDependents")
+            .map(|_| query.flag("orphanDependents"))
+    };
+    let dry_run: Vec<String> = if from_body {
+        body.get("dryRun")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default()
+    } else {
+        query.all("dryRun").map(str::to_string).collect()
+    };
+    let mut causes = Vec::new();
+    if orphan.is_some() && policy.is_some() {
+        causes.push(Cause {
+            reason: "FieldValueInvalid".into(),
+            message: format!(
+                "Invalid value: {:?}: orphanDependents and deletionPropagation cannot be both set",
+                policy.as_deref().unwrap_or("")
+            ),
+            field: Some("propagationPolicy".into()),
         });
-    let orphan = query
-        .get("orphanDependents")
-        .map(|v| v == "true")
-        .or_else(|| body.get("orphanDependents").and_then(Value::as_bool));
+    }
     let propagation = match (policy.as_deref(), orphan) {
         (Some("Orphan"), _) | (None, Some(true)) => Some(Propagation::Orphan),
         (Some("Background"), _) => Some(Propagation::Background),
         (Some("Foreground"), _) => Some(Propagation::Foreground),
         (None, _) => None,
         (Some(other), _) => {
-            return Err(ApiError::bad_request(format!(
-                "propagationPolicy: Unsupported value: \"{other}\": supported values: \"Foreground\", \"Background\", \"Orphan\""
-            )));
+            causes.push(Cause {
+                reason: "FieldValueNotSupported".into(),
+                message: format!(
+                    "Unsupported value: {other:?}: supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""
+                ),
+                field: Some("propagationPolicy".into()),
+            });
+            None
         }
     };
+    if let Some(bad) = dry_run.iter().find(|v| v.as_str() != "All") {
+        causes.push(Cause {
+            reason: "FieldValueNotSupported".into(),
+            message: format!("Unsupported value: []string{{{bad:?}}}: supported values: \"All\""),
+            field: Some("dryRun".into()),
+        });
+    }
+    if !causes.is_empty() {
+        return Err(ApiError::invalid(
+            Target {
+                group: "meta.k8s.io",
+                resource: "",
+                kind: "DeleteOptions",
+                name: "",
+            },
+            causes,
+        ));
+    }
     let pre = body.get("preconditions");
-    let dry_run = query.get("dryRun") == Some("All")
-        || body
-            .get("dryRun")
-            .and_then(Value::as_array)
-            .is_some_and(|a| a.iter().any(|v| v == "All"));
     Ok(DeleteOptions {
         propagation,
         uid: pre
@@ -175,7 +329,7 @@ pub(crate) fn delete_options(query: &Query, raw: &[u8]) -> Result<DeleteOptions,
             .and_then(|p| p.get("resourceVersion"))
             .and_then(Value::as_str)
             .map(str::to_string),
-        dry_run,
+        dry_run: !dry_run.is_empty(),
     })
 }
 

@@ -1,6 +1,7 @@
 //! Building responses: JSON bodies, `Warning` headers, and every [`ApiError`] as the
 //! `metav1.Status` it stands for (with `Retry-After` when it has one).
 
+use crate::encoding::{self, Shape};
 use crate::status::ApiError;
 use axum::body::Body;
 use axum::response::{IntoResponse, Response};
@@ -19,9 +20,9 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// A JSON response.
+/// A JSON response, its fields in a Go struct's order (`kind` and `apiVersion` first).
 pub(crate) fn json_response(code: StatusCode, body: &Value) -> Response {
-    let bytes = serde_json::to_vec(body).unwrap_or_else(|_| b"{}".to_vec());
+    let bytes = encoding::to_json(body, Shape::Typed);
     let mut resp = Response::new(Body::from(bytes));
     *resp.status_mut() = code;
     resp.headers_mut().insert(

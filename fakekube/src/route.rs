@@ -17,6 +17,8 @@ pub(crate) enum Route {
     Group(String),
     /// `/api/v1`, `/apis/<group>/<version>`.
     ResourceList(String, String),
+    /// `/openapi/v2`.
+    OpenApiV2,
     /// `/openapi/v3`.
     OpenApiRoot,
     /// `/openapi/v3/<key>`.
@@ -49,6 +51,7 @@ pub(crate) fn route(path: &str) -> Route {
         ["apis", g] => Route::Group((*g).to_string()),
         ["api", v] => Route::ResourceList(String::new(), (*v).to_string()),
         ["apis", g, v] => Route::ResourceList((*g).to_string(), (*v).to_string()),
+        ["openapi", "v2"] => Route::OpenApiV2,
         ["openapi", "v3"] => Route::OpenApiRoot,
         ["openapi", "v3", rest @ ..] if !rest.is_empty() => Route::OpenApiDoc(rest.join("/")),
         ["api", v, rest @ ..] => resource_route("", v, rest),
@@ -141,6 +144,7 @@ mod tests {
             Route::Group("agents.x-k8s.io".into())
         );
         assert_eq!(route("/readyz/ping"), Route::Health);
+        assert_eq!(route("/openapi/v2"), Route::OpenApiV2);
         assert_eq!(route("/nope"), Route::Unknown);
         assert_eq!(route("/api/v1/namespaces/a/b/c/d/e"), Route::Unknown);
         assert_eq!(route("/api/v1/namespaces//pods"), Route::Unknown);

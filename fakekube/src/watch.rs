@@ -1,13 +1,18 @@
 //! `?watch=1`: a newline-delimited JSON stream of ADDED, MODIFIED, DELETED, BOOKMARK and ERROR
-//! events, from a resourceVersion, with selectors applied.
+//! events, from a resourceVersion, with selectors applied, each object in the representation
+//! the request negotiated.
 
+use crate::encoding::{self, Shape};
 use crate::meta;
+use crate::negotiation::{Conversion, Representation};
 use crate::registry::ResourceType;
+use crate::representation::{self, Answer};
 use crate::request::{self, Query, timeout_param};
 use crate::selector::{self, FieldSelector};
 use crate::state::Shared;
 use crate::status::ApiError;
 use crate::store::{self, Event, EventType, ListQuery};
+use crate::table::TableOptions;
 use axum::body::Body;
 use axum::response::Response;
 use bytes::Bytes;
@@ -15,6 +20,7 @@ use http::{HeaderValue, StatusCode, header};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
+use time::OffsetDateTime;
 use tokio::sync::mpsc;
 
 /// How long a watch stays open when the client does not say (the API server picks 30–60 min).
@@ -57,38 +63,56 @@ fn translate(e: &Event, ns: Option<&str>, q: &ListQuery) -> Option<EventType> {
     }
 }
 
-/// The watch event line for `kind`.
-fn event_line(kind: EventType, obj: &Value) -> Vec<u8> {
-    let mut line =
-        serde_json::to_vec(&json!({ "type": kind.as_str(), "object": obj })).unwrap_or_default();
-    line.push(b'\n');
-    line
+/// How a watch writes its events' objects: as they are (in their kind's field order), or
+/// converted as the request's `Accept` asked (`PartialObjectMetadata`, a one-row `Table` whose
+/// column definitions only the first event carries).
+struct Encoder {
+    rt: Arc<ResourceType>,
+    conversion: Conversion,
+    table: TableOptions,
 }
 
-fn bookmark(rt: &ResourceType, rv: u64, initial_end: bool) -> Vec<u8> {
-    let mut md = json!({ "resourceVersion": rv.to_string() });
-    if initial_end {
-        md["annotations"] = json!({ "k8s.io/initial-events-end": "true" });
+impl Encoder {
+    /// The event line of `kind` for `obj`.
+    fn line(&mut self, kind: &str, obj: &Value) -> Vec<u8> {
+        let shape = if self.rt.custom {
+            Shape::Unstructured
+        } else {
+            Shape::Typed
+        };
+        let converted = representation::convert(
+            &self.rt,
+            Answer::Object(obj),
+            self.conversion,
+            self.table,
+            OffsetDateTime::now_utc(),
+        );
+        match converted {
+            Ok(Some(c)) => {
+                if matches!(self.conversion, Conversion::Table(_)) {
+                    self.table.no_headers = true;
+                }
+                encoding::event_line(kind, &c, Shape::Typed)
+            }
+            // What cannot be converted (an object asked as a list) is sent as it is, as the
+            // API server does.
+            Ok(None) | Err(_) => encoding::event_line(kind, obj, shape),
+        }
     }
-    let obj = json!({ "kind": rt.kind, "apiVersion": rt.api_version(), "metadata": md });
-    let mut line =
-        serde_json::to_vec(&json!({ "type": "BOOKMARK", "object": obj })).unwrap_or_default();
-    line.push(b'\n');
-    line
+
+    fn bookmark(&mut self, rv: u64, initial_end: bool) -> Vec<u8> {
+        let mut md = json!({ "resourceVersion": rv.to_string() });
+        if initial_end {
+            md["annotations"] = json!({ "k8s.io/initial-events-end": "true" });
+        }
+        let obj =
+            json!({ "kind": self.rt.kind, "apiVersion": self.rt.api_version(), "metadata": md });
+        self.line("BOOKMARK", &obj)
+    }
 }
 
 fn error_line(e: &ApiError) -> Vec<u8> {
-    let mut status = e.to_status();
-    if let Some(o) = status.as_object_mut() {
-        o.remove("kind");
-        o.remove("apiVersion");
-        o.insert("kind".into(), json!("Status"));
-        o.insert("apiVersion".into(), json!("v1"));
-    }
-    let mut line =
-        serde_json::to_vec(&json!({ "type": "ERROR", "object": status })).unwrap_or_default();
-    line.push(b'\n');
-    line
+    encoding::event_line("ERROR", &e.to_status(), Shape::Typed)
 }
 
 /// Starts a watch of `rt` (in namespace `ns`, or every namespace when it is empty; of the
@@ -99,7 +123,13 @@ pub(crate) fn serve(
     ns: &str,
     name: &str,
     query: &Query,
+    repr: Representation,
 ) -> Result<Response, ApiError> {
+    let mut encoder = Encoder {
+        rt: rt.clone(),
+        conversion: repr.conversion,
+        table: representation::table_options(repr.conversion, query)?,
+    };
     let mut q = request::list_query(&rt, query)?;
     if !name.is_empty() {
         q.fields = Some(
@@ -144,11 +174,11 @@ pub(crate) fn serve(
                 .unwrap_or(0);
             for item in list["items"].as_array().into_iter().flatten() {
                 if selected(item, ns.as_deref(), &q) {
-                    initial.push(event_line(EventType::Added, item));
+                    initial.push(encoder.line(EventType::Added.as_str(), item));
                 }
             }
             if send_initial == Some(true) && bookmarks {
-                initial.push(bookmark(&rt, rv, true));
+                initial.push(encoder.bookmark(rv, true));
             }
             rv
         }
@@ -190,7 +220,7 @@ pub(crate) fn serve(
                                     }
                                 };
                             if tx
-                                .send(Bytes::from(event_line(kind, &object)))
+                                .send(Bytes::from(encoder.line(kind.as_str(), &object)))
                                 .await
                                 .is_err()
                             {
@@ -211,7 +241,7 @@ pub(crate) fn serve(
                 () = rt.retired.cancelled() => ending = true,
                 () = tx.closed() => return,
                 () = tokio::time::sleep_until(next_bookmark), if bookmarks => {
-                    if tx.send(Bytes::from(bookmark(&rt, last, false))).await.is_err() {
+                    if tx.send(Bytes::from(encoder.bookmark(last, false))).await.is_err() {
                         return;
                     }
                     next_bookmark = tokio::time::Instant::now() + bookmark_every;

@@ -3,11 +3,11 @@
 //! Rust controller would use, so fakekube is proven against a real client and not only against
 //! its own expectations.
 
-use futures_util::{Stream, StreamExt};
+use futures_util::{AsyncBufReadExt, Stream, StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, ListParams, ObjectList, Patch, PatchParams,
-    PostParams, WatchEvent, WatchParams,
+    Api, ApiResource, DeleteParams, DynamicObject, ListParams, LogParams, ObjectList, Patch,
+    PatchParams, PostParams, WatchEvent, WatchParams,
 };
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::core::Status;
@@ -505,11 +505,18 @@ async fn patches_that_change_nothing_keep_the_resource_version() {
         "kind": "Secret",
         "metadata": { "name": "same", "labels": { "k": "v" } },
     });
-    let applied = secrets
-        .patch("same", &PatchParams::apply("test"), &Patch::Apply(applied))
+    // The first apply records its manager in managedFields, which is a change; applying the
+    // same fields again is not.
+    let first = secrets
+        .patch("same", &PatchParams::apply("test"), &Patch::Apply(&applied))
         .await
         .expect("apply");
-    assert_eq!(rv_of(&applied), rv_of(&created), "a no-op apply");
+    assert!(rv_of(&first) > rv_of(&created), "a new manager is recorded");
+    let applied = secrets
+        .patch("same", &PatchParams::apply("test"), &Patch::Apply(&applied))
+        .await
+        .expect("apply again");
+    assert_eq!(rv_of(&applied), rv_of(&first), "a no-op apply");
     let changed = secrets
         .patch(
             "same",
@@ -691,6 +698,164 @@ async fn server_side_apply_creates_then_updates_with_generation_following_the_sp
         "applying the same object again keeps the generation"
     );
     assert_eq!(same.data["spec"], respecced.data["spec"]);
+    kube.shutdown().await;
+}
+
+#[tokio::test]
+async fn server_side_apply_records_managers_and_refuses_another_managers_field_unless_forced() {
+    let kube = start().await;
+    let api = sandboxes(&client(&kube).await);
+    let applied = |labels: Value| {
+        json!({
+            "apiVersion": "agents.x-k8s.io/v1beta1",
+            "kind": "Sandbox",
+            "metadata": { "name": "owned", "labels": labels },
+            "spec": {
+                "podTemplate": { "spec": { "containers": [{ "name": "main", "image": "busybox:1.36" }] } },
+            },
+        })
+    };
+    let created = api
+        .patch(
+            "owned",
+            &PatchParams::apply("alice"),
+            &Patch::Apply(applied(json!({"team": "a"}))),
+        )
+        .await
+        .expect("alice applies");
+    let entries = created.managed_fields();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert_eq!(entries[0].manager.as_deref(), Some("alice"));
+    assert_eq!(entries[0].operation.as_deref(), Some("Apply"));
+    assert_eq!(
+        entries[0].api_version.as_deref(),
+        Some("agents.x-k8s.io/v1beta1")
+    );
+    assert!(entries[0].time.is_some());
+    let fields = &entries[0].fields_v1.as_ref().expect("fieldsV1").0;
+    assert_eq!(fields["f:metadata"], json!({"f:labels": {"f:team": {}}}));
+    assert_eq!(
+        fields["f:spec"]["f:podTemplate"]["f:spec"],
+        json!({"f:containers": {"k:{\"name\":\"main\"}": {".": {}, "f:image": {}, "f:name": {}}}}),
+        "the CRD's list-map-keys key the containers"
+    );
+
+    let status = api_error(
+        api.patch(
+            "owned",
+            &PatchParams::apply("bob"),
+            &Patch::Apply(applied(json!({"team": "b"}))),
+        )
+        .await,
+    );
+    assert_eq!(status.code, 409);
+    assert_eq!(status.reason, "Conflict");
+    assert_eq!(
+        status.message,
+        "Apply failed with 1 conflict: conflict with \"alice\": .metadata.labels.team"
+    );
+    assert_eq!(
+        api.get("owned").await.expect("get").labels()["team"],
+        "a",
+        "the refused apply changed nothing"
+    );
+
+    let forced = api
+        .patch(
+            "owned",
+            &PatchParams::apply("bob").force(),
+            &Patch::Apply(applied(json!({"team": "b"}))),
+        )
+        .await
+        .expect("bob forces");
+    assert_eq!(forced.labels()["team"], "b");
+    let owners: Vec<(String, Value)> = forced
+        .managed_fields()
+        .iter()
+        .map(|e| {
+            let fields = e.fields_v1.as_ref().expect("fieldsV1").0.clone();
+            (
+                e.manager.clone().unwrap_or_default(),
+                fields["f:metadata"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        owners,
+        [
+            ("alice".to_string(), Value::Null),
+            ("bob".to_string(), json!({"f:labels": {"f:team": {}}})),
+        ],
+        "the forced label moved to bob; alice keeps the spec they share"
+    );
+
+    let mut edited = api.get("owned").await.expect("get");
+    edited.labels_mut().insert("team".into(), "c".into());
+    edited.metadata.managed_fields = None;
+    let params = PostParams {
+        field_manager: Some("editor".into()),
+        ..PostParams::default()
+    };
+    let replaced = api
+        .replace("owned", &params, &edited)
+        .await
+        .expect("replace");
+    let editor = replaced
+        .managed_fields()
+        .iter()
+        .find(|e| e.manager.as_deref() == Some("editor"))
+        .expect("the replace is recorded");
+    assert_eq!(editor.operation.as_deref(), Some("Update"));
+    assert_eq!(
+        editor.fields_v1.as_ref().expect("fieldsV1").0,
+        json!({"f:metadata": {"f:labels": {"f:team": {}}}}),
+        "the updater owns what it changed"
+    );
+    let status = api_error(
+        api.patch(
+            "owned",
+            &PatchParams::apply("bob"),
+            &Patch::Apply(applied(json!({"team": "b"}))),
+        )
+        .await,
+    );
+    assert_eq!(status.code, 409, "the updater now owns the label");
+    assert_eq!(
+        status.message,
+        "Apply failed with 1 conflict: conflict with \"editor\" using agents.x-k8s.io/v1beta1: .metadata.labels.team"
+    );
+    kube.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_apply_to_the_status_is_recorded_under_the_status_subresource() {
+    let kube = start().await;
+    let pods: Api<Pod> = Api::default_namespaced(client(&kube).await);
+    pods.create(&PostParams::default(), &pod("st", &[], &["main"]))
+        .await
+        .expect("create");
+    let applied = json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": { "name": "st" },
+        "status": { "conditions": [{ "type": "example.com/Checked", "status": "True" }] },
+    });
+    let patched = pods
+        .patch_status("st", &PatchParams::apply("checker"), &Patch::Apply(applied))
+        .await
+        .expect("apply to the status");
+    let entry = patched
+        .managed_fields()
+        .iter()
+        .find(|e| e.manager.as_deref() == Some("checker"))
+        .expect("the status apply is recorded");
+    assert_eq!(entry.operation.as_deref(), Some("Apply"));
+    assert_eq!(entry.subresource.as_deref(), Some("status"));
+    assert_eq!(
+        entry.fields_v1.as_ref().expect("fieldsV1").0,
+        json!({"f:status": {"f:conditions": {"k:{\"type\":\"example.com/Checked\"}": {
+            ".": {}, "f:status": {}, "f:type": {}}}}})
+    );
     kube.shutdown().await;
 }
 
@@ -1610,6 +1775,121 @@ async fn metadata_lists_and_cluster_wide_pages_work_through_kube() {
         .await
         .expect("get_metadata");
     assert_eq!(one.metadata.namespace.as_deref(), Some("other"));
+    kube.shutdown().await;
+}
+
+#[tokio::test]
+async fn pod_logs_are_read_and_streamed_through_kube() {
+    let kube = start().await;
+    let pods: Api<Pod> = Api::default_namespaced(client(&kube).await);
+    let mut talker = pod("talker", &[], &["main"]);
+    if let Some(spec) = talker.spec.as_mut() {
+        spec.restart_policy = Some("Never".into());
+        spec.containers[0].command = Some(vec![
+            "sh".into(),
+            "-c".into(),
+            "echo one; echo two; echo three".into(),
+        ]);
+    }
+    pods.create(&PostParams::default(), &talker)
+        .await
+        .expect("create");
+    kube.wait_for("pods", "default", "talker", EVENT_WAIT, |p| {
+        p.is_some_and(|p| p["status"]["phase"] == "Succeeded")
+    })
+    .await
+    .expect("the pod completes");
+    let all = pods
+        .logs("talker", &LogParams::default())
+        .await
+        .expect("logs");
+    assert_eq!(all, "one\ntwo\nthree\n");
+    let tail = pods
+        .logs(
+            "talker",
+            &LogParams {
+                tail_lines: Some(2),
+                container: Some("main".into()),
+                ..LogParams::default()
+            },
+        )
+        .await
+        .expect("logs with tailLines");
+    assert_eq!(tail, "two\nthree\n");
+    let lines: Vec<String> = pods
+        .log_stream(
+            "talker",
+            &LogParams {
+                follow: true,
+                ..LogParams::default()
+            },
+        )
+        .await
+        .expect("log_stream")
+        .lines()
+        .try_collect()
+        .await
+        .expect("the stream ends with the finished container");
+    assert_eq!(lines, ["one", "two", "three"]);
+    let status = api_error(
+        pods.logs(
+            "talker",
+            &LogParams {
+                container: Some("nope".into()),
+                ..LogParams::default()
+            },
+        )
+        .await,
+    );
+    assert_eq!(status.code, 400);
+    assert_eq!(status.message, "container nope is not valid for pod talker");
+    kube.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_metadata_watcher_sees_partial_objects_of_pods() {
+    let kube = start().await;
+    let c = client(&kube).await;
+    let pods: Api<Pod> = Api::default_namespaced(c.clone());
+    pods.create(
+        &PostParams::default(),
+        &pod("before", &[("app", "x")], &["main"]),
+    )
+    .await
+    .expect("create");
+    // kube asks for PartialObjectMetadata whenever the Api is of PartialObjectMeta.
+    let metadata: Api<kube::core::PartialObjectMeta<Pod>> = Api::default_namespaced(c);
+    let mut stream =
+        std::pin::pin!(watcher(metadata, watcher::Config::default()).applied_objects());
+    let first = tokio::time::timeout(EVENT_WAIT, stream.next())
+        .await
+        .expect("an event in time")
+        .expect("the stream goes on")
+        .expect("no watch error");
+    assert_eq!(first.name_any(), "before");
+    assert_eq!(first.labels().get("app").map(String::as_str), Some("x"));
+    assert_eq!(
+        first.types.as_ref().map(|t| t.kind.as_str()),
+        Some("PartialObjectMetadata")
+    );
+    pods.create(&PostParams::default(), &pod("after", &[], &["main"]))
+        .await
+        .expect("create");
+    let names = tokio::time::timeout(EVENT_WAIT, async {
+        loop {
+            let next = stream
+                .next()
+                .await
+                .expect("the stream goes on")
+                .expect("no watch error");
+            if next.name_any() == "after" {
+                return next;
+            }
+        }
+    })
+    .await
+    .expect("the new pod is seen");
+    assert_eq!(names.metadata.namespace.as_deref(), Some("default"));
     kube.shutdown().await;
 }
 

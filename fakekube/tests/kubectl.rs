@@ -7,9 +7,9 @@
 //! one command to the next unless a test shares one on purpose. A kubectl binary that is not
 //! installed makes its tests print `skipping: <path> not installed` and pass; nothing else skips.
 //!
-//! kubectl 1.27 and 1.28 validate `apply` and `create -f` against the protobuf `/openapi/v2`,
-//! which fakekube does not serve, so they run those with `--validate=false`. From 1.29 kubectl
-//! reads `/openapi/v3` and validates on the server.
+//! Every version runs `apply` and `create -f` with its default validation: kubectl 1.27 and
+//! 1.28 read the protobuf `/openapi/v2` first, later ones `/openapi/v3`, and all of them find
+//! the `fieldValidation` parameter there and leave validation to the server.
 //!
 //! `FAKEKUBE_BIN` may name another fakekube binary to test instead of this crate's.
 
@@ -249,16 +249,6 @@ impl Kubectl {
         }
     }
 
-    /// The flags `apply` and `create -f` need: kubectl 1.27 and 1.28 validate against the
-    /// protobuf `/openapi/v2`, which fakekube does not serve.
-    fn validate_flags(&self) -> &'static [&'static str] {
-        if self.bin.ends_with("kubectl.1.27") || self.bin.ends_with("kubectl.1.28") {
-            &["--validate=false"]
-        } else {
-            &[]
-        }
-    }
-
     /// A command for `args`, with its own `HOME` unless one is shared.
     fn command(&self, args: &[&str]) -> (Command, Option<tempfile::TempDir>) {
         let (home, guard) = match &self.home {
@@ -398,18 +388,15 @@ impl Kubectl {
     /// Creates namespace `ns` from a manifest (every version sends it as JSON).
     fn create_namespace(&self, ns: &str) {
         let manifest = format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {ns}\n");
-        let mut args = vec!["apply", "-f", "-"];
-        args.extend_from_slice(self.validate_flags());
-        self.run_input(&manifest, &args)
+        self.run_input(&manifest, &["apply", "-f", "-"])
             .success()
             .stdout_is(&format!("namespace/{ns} created\n"));
     }
 
-    /// `kubectl apply -f <path>` in `ns`, with the flags this version needs.
+    /// `kubectl apply -f <path>` in `ns`, with kubectl's default validation.
     fn apply(&self, ns: &str, path: &Path, extra: &[&str]) -> Output {
         let path = path.to_str().expect("a UTF-8 path");
         let mut args = vec!["-n", ns, "apply", "-f", path];
-        args.extend_from_slice(self.validate_flags());
         args.extend_from_slice(extra);
         self.run(&args)
     }
@@ -1508,7 +1495,6 @@ fn kind_up_rbac_scenario(bin: &str) {
     for f in &files {
         args.extend(["-f", f.as_str()]);
     }
-    args.extend_from_slice(k.validate_flags());
     let applied = k.run(&args).success();
     assert!(
         applied.stdout.contains("secret/live-runner-token created"),
@@ -1634,12 +1620,12 @@ macro_rules! rbac_tests {
     };
 }
 
-/// kubectl 1.27 (apply with `--validate=false`).
+/// kubectl 1.27 (reads the protobuf `/openapi/v2`).
 mod kubectl_1_27 {
     core_tests!(crate::sdk_kubectl(27));
 }
 
-/// kubectl 1.28 (apply with `--validate=false`).
+/// kubectl 1.28 (reads the protobuf `/openapi/v2`).
 mod kubectl_1_28 {
     core_tests!(crate::sdk_kubectl(28));
 }

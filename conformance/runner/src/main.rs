@@ -9,7 +9,7 @@
 //! cargo run --release -p conformance-runner -- --cluster --pools server-config.yaml
 //! cargo run --release -p conformance-runner -- --provider-cmd 'python3 provider.py'
 //! cargo run --release -p conformance-runner -- --provider-url ws://127.0.0.1:7000
-//! cargo run --release -p conformance-runner -- --record run.jsonl --test-threads 1
+//! cargo run --release -p conformance-runner -- --record run.jsonl
 //! cargo run --release -p conformance-runner -- compare recorded.json replayed.json
 //! ```
 //!

@@ -133,6 +133,10 @@ pub(crate) struct Rule {
     pub(crate) also: &'static [Capability],
     /// A fault it injects; it then runs alone in its pool.
     pub(crate) fault: Option<Fault>,
+    /// Whether it reads what every trial's sandboxes make (it lists the pool), and so runs
+    /// alone: other trials' sandboxes coming and going at once would change what it sees from
+    /// run to run, and a recorded run could not be replayed.
+    pub(crate) alone: bool,
     /// Other conditions on the provider and fixtures.
     pub(crate) gate: Gate,
     /// The body.
@@ -154,6 +158,7 @@ impl Rule {
             requires: &[],
             also: &[],
             fault: None,
+            alone: false,
             gate: |_, _| None,
             run,
         }
@@ -175,6 +180,17 @@ impl Rule {
     fn fault(mut self, fault: Fault) -> Rule {
         self.fault = Some(fault);
         self
+    }
+
+    /// Marks the rule as reading the whole pool (see [`Rule::alone`]).
+    fn alone(mut self) -> Rule {
+        self.alone = true;
+        self
+    }
+
+    /// Whether it runs alone in its pool: it injects a fault or lists the pool.
+    pub(crate) fn runs_alone(&self) -> bool {
+        self.fault.is_some() || self.alone
     }
 
     /// Adds a condition on the provider and fixtures.
@@ -283,8 +299,8 @@ pub(crate) fn catalog() -> Vec<Rule> {
         promise!(core, core::info_is_the_same_on_every_call),
         promise!(core, core::health_reports_healthy),
         promise!(core, core::create_returns_the_sandbox_running_as_requested),
-        promise!(core, core::create_adopts_an_existing_id),
-        promise!(core, core::concurrent_creates_of_one_id_make_one_sandbox),
+        promise!(core, core::create_adopts_an_existing_id).alone(),
+        promise!(core, core::concurrent_creates_of_one_id_make_one_sandbox).alone(),
         promise!(
             core,
             core::create_refuses_a_malformed_request_leaving_nothing
@@ -293,7 +309,7 @@ pub(crate) fn catalog() -> Vec<Rule> {
         promise!(core, core::get_of_an_unknown_id_is_not_found),
         promise!(core, core::get_after_delete_is_not_found),
         promise!(core, core::delete_tolerates_a_sandbox_that_is_gone),
-        promise!(core, core::list_includes_every_sandbox_once),
+        promise!(core, core::list_includes_every_sandbox_once).alone(),
         promise!(core, core::list_fails_rather_than_returning_part).fault(Fault::FailListPages),
         promise!(
             core,
@@ -318,7 +334,7 @@ pub(crate) fn catalog() -> Vec<Rule> {
         }),
         promise!(resources, misc::requested_resources_never_fail_create),
         promise!(resources, misc::zero_resource_is_invalid_request),
-        promise!(concurrency, misc::many_sandboxes_at_once),
+        promise!(concurrency, misc::many_sandboxes_at_once).alone(),
         promise!(concurrency, misc::many_execs_at_once_keep_their_output).requires(&[C::Exec]),
         promise!(exec, exec::nonzero_exit_is_data),
         promise!(exec, exec::argv_reaches_the_program_verbatim),
@@ -412,7 +428,7 @@ pub(crate) fn catalog() -> Vec<Rule> {
                     .is_none()
                     .then(|| "the fixtures give no volume_path".to_owned())
             }),
-        promise!(stop, lifecycle::stopped_sandbox_is_listed),
+        promise!(stop, lifecycle::stopped_sandbox_is_listed).alone(),
         promise!(stop, lifecycle::create_returns_a_stopped_sandbox_as_it_is),
         coherence!(C::LifecycleStopStart, stop_start),
         promise!(
@@ -433,7 +449,7 @@ pub(crate) fn catalog() -> Vec<Rule> {
         .requires(&[C::Files]),
         coherence!(C::SnapshotsMemory, snapshots_memory),
         promise!(fork, snapshots::copy_has_the_files_and_then_diverges).requires(&[C::Files]),
-        promise!(fork, snapshots::fork_is_idempotent_on_the_new_id),
+        promise!(fork, snapshots::fork_is_idempotent_on_the_new_id).alone(),
         promise!(fork, snapshots::copy_keeps_labels_and_template_but_no_ttl),
         coherence!(C::Fork, fork),
         promise!(ports, ports_ttl::same_port_gives_the_same_url),
@@ -483,6 +499,16 @@ impl IdSource {
         }
         IdSource {
             stem: format!("{prefix}-{token}"),
+            next: AtomicU64::new(1),
+        }
+    }
+
+    /// Returns the source of trial `number`'s ids, `prefix-token-tNUMBER-N`: a trial's ids
+    /// do not depend on which trials started before it, so a run with several test threads
+    /// names its sandboxes alike every time (a recorded run replays).
+    pub(crate) fn for_trial(&self, number: usize) -> IdSource {
+        IdSource {
+            stem: format!("{}-t{number}", self.stem),
             next: AtomicU64::new(1),
         }
     }
@@ -823,6 +849,20 @@ mod tests {
         assert_ne!(a, b);
         assert!(a.as_str().starts_with("cf-"), "{a}");
         assert!(IdSource::new("Bad").next().is_err());
+    }
+
+    #[test]
+    fn each_trial_numbers_its_own_ids() {
+        let source = IdSource::new("cf");
+        let first = source.for_trial(3).next().unwrap();
+        let _ = source.for_trial(4).next().unwrap();
+        let again = source.for_trial(3).next().unwrap();
+        assert_eq!(
+            first, again,
+            "trial 3's first id does not depend on trial 4"
+        );
+        assert!(first.as_str().ends_with("-t3-1"), "{first}");
+        assert_ne!(first, source.for_trial(4).next().unwrap());
     }
 
     #[test]

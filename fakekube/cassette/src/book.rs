@@ -2,20 +2,40 @@
 //!
 //! A request matches a recorded one of the same client with the same method, path, normalized
 //! query (pairs sorted by key, `timeoutSeconds` left out), content type and body, under the
-//! normalization map ([`Bindings`]). Exchanges are served in order per resource (the path, and
-//! for a create the new object's name): the first open match whose resource has no earlier
-//! open write wins, and reads it passes over on its resource are skipped for good. A read with
-//! no open match gets the last matching answer again (a client that polls more often than
-//! during the recording); anything else is a [`Miss`], which carries the nearest recorded
-//! request for the side-by-side message. Identical writes of one resource are one group (a
-//! client that sends the same create eight times at once): once one of them is served, the
-//! others no longer hold back the reads after them, since they raced in the recording too.
+//! normalization map ([`Bindings`]).
+//!
+//! Which of several matches answers it follows the recording's order as far as a client can
+//! rely on it, and no further. Two exchanges are ordered when one was answered before the other
+//! was sent (it *happened before*); exchanges in flight at once were a race, and may be served
+//! in either order. So, per resource (the path; for a create, the new object's; for an
+//! upgrade, with its query):
+//!
+//! - a request is not served an exchange that an open write of its resource happened before;
+//!   identical writes of one resource are one group (a client that sends the same create eight
+//!   times at once): once one of them is served, the others no longer hold anything back;
+//! - a read gets, of the first open match and the open matches in flight with it, the one that
+//!   shows the freshest state (by `resourceVersion`, else by when it was answered): a client
+//!   that saw an older state than during the recording could ask for what the recording never
+//!   saw (a poll that finds a sandbox pending reads its pod), one that sees a newer state only
+//!   asks less;
+//! - serving an exchange passes over (for good) the open reads of its resource that show an
+//!   older state: those before a write, and those before or in flight with a fresher read;
+//! - a read with no open match gets the last matching answer again (a client that polls more
+//!   often than during the recording).
+//!
+//! A read of a collection that others write to (a list) is shared by every part of a client
+//! that lists it, at different points of a run; its answers are never passed over, and a list
+//! request gets the recorded answer whose content fits the objects this replay has made
+//! ([`crate::listing`]), then the one whose writes before and after it are nearest to those
+//! served. Anything else is a [`Miss`], which carries the nearest recorded request for the
+//! side-by-side message.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::format::{Body, Cassette, Recorded};
-use crate::normalize::{Bindings, Comparison};
+use crate::listing::{Listing, Objects};
+use crate::normalize::{Bindings, Comparison, Learned, skeleton};
 
 /// Query parameters whose values are not compared: clients pick them at random.
 const UNCOMPARED: &[&str] = &["timeoutSeconds"];
@@ -85,18 +105,27 @@ impl Asked {
         !self.upgrade && (self.method == "GET" || self.method == "HEAD")
     }
 
-    /// The resource it acts on: its path; for a create, the new object's name too; for an
-    /// upgrade (exec, attach, port-forward), its query too, so that different commands run at
-    /// once on one pod may start in any order.
-    fn resource(&self) -> String {
+    /// The object it acts on: its path; for a create, the new object's path.
+    fn object(&self) -> String {
         let name = (self.method == "POST")
             .then(|| self.body.body.as_ref()?.pointer("/metadata/name")?.as_str())
             .flatten();
-        let mut key = format!("{} {}", self.client, self.path);
-        if let Some(name) = name {
-            key.push('/');
-            key.push_str(name);
+        match name {
+            Some(name) => format!("{}/{name}", self.path),
+            None => self.path.clone(),
         }
+    }
+
+    /// Whether it may change what the server holds: neither a read nor an upgrade.
+    fn is_write(&self) -> bool {
+        !self.upgrade && !self.is_read()
+    }
+
+    /// The resource it acts on: its client and [`Asked::object`]; for an upgrade (exec,
+    /// attach, port-forward), its query too, so that different commands run at once on one
+    /// pod may start in any order.
+    fn resource(&self) -> String {
+        let mut key = format!("{} {}", self.client, self.object());
         if self.upgrade {
             for (k, v) in &self.query {
                 key.push_str(&format!("&{k}={v}"));
@@ -177,7 +206,7 @@ enum Use {
     Open,
     /// Served.
     Served,
-    /// Passed over: a later exchange of its resource was served.
+    /// Passed over: the state it shows is older than one already served.
     Skipped,
 }
 
@@ -188,6 +217,63 @@ struct Entry {
     /// The first entry of its resource with the very same request (itself when none before).
     twin: usize,
     state: Use,
+    /// When its request arrived, in seconds of the recording.
+    start: f64,
+    /// When its answer was read (its head, for streams and upgrades).
+    end: f64,
+    /// The answer's `metadata.resourceVersion`, when it is a number: how fresh the state it
+    /// shows is, more precisely than `end`.
+    version: Option<u64>,
+    /// For a read, the writes (of any client) to what it reads, its path or anything under
+    /// it, that happened before it: the answer shows them done.
+    past: Vec<usize>,
+    /// For a read, the writes to what it reads that happened after it: the answer shows them
+    /// not done yet.
+    future: Vec<usize>,
+    /// For a read, whether any of those writes is to something under its path (it reads a
+    /// collection others write to, such as a list).
+    shared: bool,
+    /// For a read answered with a list, what the list shows.
+    listing: Option<Listing>,
+}
+
+impl Entry {
+    /// Whether it completed before `other` was sent in the recording, so that the client may
+    /// have waited for it (anything else overlapped, and may come in either order).
+    fn happened_before(&self, other: &Entry) -> bool {
+        self.end <= other.start
+    }
+
+    /// Whether it and `other` were in flight at once in the recording.
+    fn overlaps(&self, other: &Entry) -> bool {
+        self.start < other.end && other.start < self.end
+    }
+
+    /// Whether its answer shows a later state than `other`'s: by resource version when both
+    /// have one, else by when it was read.
+    fn fresher_than(&self, other: &Entry) -> bool {
+        match (self.version, other.version) {
+            (Some(a), Some(b)) => a > b,
+            _ => self.end > other.end,
+        }
+    }
+}
+
+/// Where the exchanges that may match a request are: the client, the method and the path's
+/// [`skeleton`].
+fn bucket(asked: &Asked) -> (String, String, String) {
+    (
+        asked.client.clone(),
+        asked.method.clone(),
+        skeleton(&asked.path),
+    )
+}
+
+/// Whether `object` is `path` or under it.
+fn covers(path: &str, object: &str) -> bool {
+    object
+        .strip_prefix(path)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
 }
 
 /// What answers a request.
@@ -226,10 +312,12 @@ pub(crate) struct Nearest {
 pub(crate) struct Book {
     entries: Vec<Entry>,
     by_resource: HashMap<String, Vec<usize>>,
+    /// The entries that may match a request, by [`bucket`], in order.
+    by_bucket: HashMap<(String, String, String), Vec<usize>>,
+    /// The objects the recorded clients created and deleted, for list answers.
+    objects: Objects,
     /// The normalization map, grown as requests match.
     pub(crate) bindings: Bindings,
-    /// Entries before this one are all served or skipped.
-    open_from: usize,
     served: usize,
     repeated: usize,
 }
@@ -252,6 +340,7 @@ impl Book {
     pub(crate) fn new(cassette: &Cassette, shift: time::Duration) -> Book {
         let mut entries: Vec<Entry> = Vec::new();
         let mut by_resource: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut by_bucket: HashMap<(String, String, String), Vec<usize>> = HashMap::new();
         for recorded in &cassette.exchanges {
             let asked = Asked::recorded(recorded);
             let resource = asked.resource();
@@ -263,67 +352,173 @@ impl Book {
                 .find(|j: &usize| entries[*j].asked == asked)
                 .unwrap_or(index);
             siblings.push(index);
+            by_bucket.entry(bucket(&asked)).or_default().push(index);
+            let exchange = &recorded.exchange;
+            let version = exchange.response.body.body.as_ref().and_then(|b| {
+                b.pointer("/metadata/resourceVersion")?
+                    .as_str()?
+                    .parse()
+                    .ok()
+            });
             entries.push(Entry {
                 recorded: Arc::new(recorded.clone()),
                 asked,
                 resource,
                 twin,
                 state: Use::Open,
+                start: exchange.t,
+                end: exchange.t + exchange.took,
+                version,
+                past: Vec::new(),
+                future: Vec::new(),
+                shared: false,
+                listing: None,
             });
+        }
+        let mut objects = Objects::default();
+        for (i, entry) in entries.iter_mut().enumerate() {
+            let response = &entry.recorded.exchange.response;
+            if entry.asked.is_write() {
+                let object = entry.asked.object();
+                objects.note_write(i, &entry.asked.method, &object, response.status);
+            } else if entry.asked.is_read()
+                && let Some(body) = &response.body.body
+            {
+                let key = format!(
+                    "{} {} {:?}",
+                    entry.asked.client, entry.asked.path, entry.asked.query
+                );
+                entry.listing = objects.note_list(&key, &entry.asked.path, body);
+            }
+        }
+        let writes: Vec<(usize, String)> = entries
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.asked.is_write())
+            .map(|(i, e)| (i, e.asked.object()))
+            .collect();
+        for r in 0..entries.len() {
+            if !entries[r].asked.is_read() {
+                continue;
+            }
+            let (mut past, mut future, mut shared) = (Vec::new(), Vec::new(), false);
+            for (w, object) in &writes {
+                if !covers(&entries[r].asked.path, object) {
+                    continue;
+                }
+                shared |= *object != entries[r].asked.path;
+                if entries[*w].happened_before(&entries[r]) {
+                    past.push(*w);
+                } else if entries[r].happened_before(&entries[*w]) {
+                    future.push(*w);
+                }
+            }
+            let entry = &mut entries[r];
+            (entry.past, entry.future, entry.shared) = (past, future, shared);
         }
         Book {
             entries,
             by_resource,
+            by_bucket,
+            objects,
             bindings: Bindings::new(shift),
-            open_from: 0,
             served: 0,
             repeated: 0,
         }
     }
 
+    /// How far the state entry `i`'s answer shows is from the state this replay has made,
+    /// first by what a list answer shows ([`Objects::misfit`]), then by the writes to what it
+    /// reads that it shows done but this replay has not served, and those it shows not done
+    /// but this replay has served. A list that several clients (or trials) ask for in turn
+    /// gets the answer recorded at the point the replay has reached.
+    fn distance(&self, i: usize) -> (usize, usize) {
+        let entry = &self.entries[i];
+        let served = |w: usize| self.entries[w].state == Use::Served;
+        let misfit = entry
+            .listing
+            .as_ref()
+            .map_or(0, |l| self.objects.misfit(l, served));
+        let undone = entry
+            .past
+            .iter()
+            .filter(|w| self.entries[**w].state == Use::Open);
+        let done = entry
+            .future
+            .iter()
+            .filter(|w| self.entries[**w].state != Use::Open);
+        (misfit, undone.count() + done.count())
+    }
+
     /// The recorded exchange that answers `live`.
+    ///
+    /// The candidates are the open exchanges that match it and that no open write of their
+    /// resource happened before; for a read, the served ones too, to answer again. A write
+    /// gets the first candidate. A read gets the candidate whose answer shows the state
+    /// nearest to the one this replay has made ([`Book::distance`]), the first (or, to answer
+    /// again, the last served) of those equally near; then, of it and the open candidates
+    /// equally near that overlapped it in the recording, the one that shows the freshest
+    /// state. Which of several reads in flight at once the server answered first is a race,
+    /// and a client that saw an older state than its recording did could ask for things the
+    /// recording never saw (a poll that finds a sandbox pending looks at its pod); one that
+    /// sees a newer state only asks less.
     pub(crate) fn take(&mut self, live: &Asked) -> Result<Taken, Box<Miss>> {
-        let mut chosen = None;
-        for i in self.open_from..self.entries.len() {
-            let entry = &self.entries[i];
-            if entry.state != Use::Open
-                || entry.asked.client != live.client
-                || entry.asked.method != live.method
-                || self.blocked(i).is_some()
-            {
-                continue;
-            }
-            let c = compare(&self.bindings, &entry.asked, live);
+        let read = live.is_read();
+        let bucket = self
+            .by_bucket
+            .get(&bucket(live))
+            .cloned()
+            .unwrap_or_default();
+        let mut ranked: Vec<((usize, usize), bool, usize, usize)> = bucket
+            .iter()
+            .filter_map(|&i| match self.entries[i].state {
+                Use::Open if self.blocked(i).is_none() => Some((self.distance(i), false, i, i)),
+                Use::Served if read => Some((self.distance(i), true, usize::MAX - i, i)),
+                _ => None,
+            })
+            .collect();
+        ranked.sort_unstable();
+        let mut chosen: Option<(usize, (usize, usize), Learned)> = None;
+        for &(distance, _, _, i) in &ranked {
+            let c = compare(&self.bindings, &self.entries[i].asked, live);
             if c.differences == 0 {
-                chosen = Some((i, c.learned()));
+                chosen = Some((i, distance, c.learned()));
                 break;
             }
         }
-        if let Some((i, learned)) = chosen {
+        let Some((first, distance, mut learned)) = chosen else {
+            return Err(Box::new(self.miss(live)));
+        };
+        if self.entries[first].state == Use::Served {
             self.bindings.learn(learned);
-            self.serve(i);
-            return Ok(Taken::Fresh(self.entries[i].recorded.clone()));
+            self.repeated += 1;
+            return Ok(Taken::Again(self.entries[first].recorded.clone()));
         }
-        if live.is_read() {
-            for i in (0..self.entries.len()).rev() {
+        let mut pick = first;
+        if read {
+            for &(d, served, _, i) in &ranked {
                 let entry = &self.entries[i];
-                if entry.state != Use::Served || entry.asked.client != live.client {
+                if d != distance
+                    || served
+                    || i == first
+                    || !entry.overlaps(&self.entries[first])
+                    || !entry.fresher_than(&self.entries[pick])
+                {
                     continue;
                 }
                 let c = compare(&self.bindings, &entry.asked, live);
                 if c.differences == 0 {
-                    let learned = c.learned();
-                    self.bindings.learn(learned);
-                    self.repeated += 1;
-                    return Ok(Taken::Again(self.entries[i].recorded.clone()));
+                    (pick, learned) = (i, c.learned());
                 }
             }
         }
-        Err(Box::new(self.miss(live)))
+        self.bindings.learn(learned);
+        self.serve(pick);
+        Ok(Taken::Fresh(self.entries[pick].recorded.clone()))
     }
 
-    /// The first open write on entry `i`'s resource before it, if any, leaving out writes
-    /// one of whose identical twins was served.
+    /// The first open write on entry `i`'s resource that happened before it, if any, leaving
+    /// out writes one of whose identical twins was served.
     fn blocked(&self, i: usize) -> Option<usize> {
         let siblings = self.by_resource.get(&self.entries[i].resource)?;
         let served_twin = |twin: usize| {
@@ -336,29 +531,45 @@ impl Book {
             .take_while(|j| **j < i)
             .find(|j| {
                 let e = &self.entries[**j];
-                e.state == Use::Open && !e.asked.is_read() && !served_twin(e.twin)
+                e.state == Use::Open
+                    && !e.asked.is_read()
+                    && e.happened_before(&self.entries[i])
+                    && !served_twin(e.twin)
             })
             .copied()
     }
 
-    /// Marks entry `i` served and the open reads before it on its resource skipped.
+    /// Marks entry `i` served, and the open reads of its resource that can no longer be
+    /// served skipped: for a write, those before it; for a read of one object, those that
+    /// show an older state, having happened before it or overlapped it (a client that saw
+    /// this state must not see an older one next). Reads of a shared collection are never
+    /// skipped: other clients may still be behind, and [`Book::distance`] keeps stale
+    /// answers from them.
     fn serve(&mut self, i: usize) {
         self.entries[i].state = Use::Served;
         self.served += 1;
-        if let Some(list) = self.by_resource.get(&self.entries[i].resource) {
-            for j in list.iter().take_while(|j| **j < i) {
-                let e = &mut self.entries[*j];
-                if e.state == Use::Open && e.asked.is_read() {
-                    e.state = Use::Skipped;
-                }
-            }
-        }
-        while self
-            .entries
-            .get(self.open_from)
-            .is_some_and(|e| e.state != Use::Open)
-        {
-            self.open_from += 1;
+        let Some(list) = self.by_resource.get(&self.entries[i].resource) else {
+            return;
+        };
+        let served = &self.entries[i];
+        let stale: Vec<usize> = list
+            .iter()
+            .copied()
+            .filter(|j| {
+                let e = &self.entries[*j];
+                let older = if served.asked.is_read() {
+                    !served.shared
+                        && !e.shared
+                        && (e.happened_before(served)
+                            || (e.start < served.end && served.fresher_than(e)))
+                } else {
+                    *j < i
+                };
+                e.state == Use::Open && e.asked.is_read() && older
+            })
+            .collect();
+        for j in stale {
+            self.entries[j].state = Use::Skipped;
         }
     }
 
@@ -423,12 +634,13 @@ mod tests {
     use crate::format::{Exchange, Header, Request, Response};
     use serde_json::json;
 
+    /// Exchange `id`, sent at `id` seconds and answered half a second later.
     fn exchange(id: u64, method: &str, path: &str, body: Option<serde_json::Value>) -> Recorded {
         Recorded {
             exchange: Exchange {
                 id,
                 client: "default".to_owned(),
-                t: 0.0,
+                t: id as f64,
                 http: "2".to_owned(),
                 request: Request {
                     method: method.to_owned(),
@@ -446,13 +658,28 @@ mod tests {
                     body: Body::default(),
                     stream: None,
                 },
-                took: 0.0,
+                took: 0.5,
             },
             line: id as usize + 1,
             events: Vec::new(),
             frames: Vec::new(),
             end: None,
         }
+    }
+
+    /// `recorded`, sent at `t` and answered `took` later with `status` and `body`.
+    fn timed(
+        mut recorded: Recorded,
+        t: f64,
+        took: f64,
+        status: u16,
+        body: Option<serde_json::Value>,
+    ) -> Recorded {
+        recorded.exchange.t = t;
+        recorded.exchange.took = took;
+        recorded.exchange.response.status = status;
+        recorded.exchange.response.body.body = body;
+        recorded
     }
 
     fn book(exchanges: Vec<Recorded>) -> Book {
@@ -573,6 +800,74 @@ mod tests {
         assert_eq!(b.progress().skipped, 1);
         assert_eq!(id(b.take(&ask("GET", "/a", None))), 4);
         assert_eq!(id(b.take(&ask("GET", "/a", None))), 1004);
+    }
+
+    #[test]
+    fn reads_in_flight_at_once_get_the_freshest_answer_and_never_an_older_one_after() {
+        let state = |rv: &str, ready: bool| {
+            Some(json!({"metadata": {"resourceVersion": rv}, "ready": ready}))
+        };
+        let get = |id| exchange(id, "GET", "/s/a", None);
+        let mut b = book(vec![
+            timed(
+                exchange(1, "POST", "/s", Some(json!({"metadata": {"name": "a"}}))),
+                0.0,
+                1.0,
+                201,
+                None,
+            ),
+            // Two pollers at once: the first sent was answered last, with the newer state.
+            timed(get(2), 1.5, 3.0, 200, state("7", true)),
+            timed(get(3), 2.0, 0.5, 200, state("5", false)),
+            timed(get(4), 2.1, 2.0, 200, state("7", true)),
+            timed(get(5), 6.0, 1.0, 200, state("9", true)),
+        ]);
+        assert_eq!(
+            id(b.take(&ask("POST", "/s", Some(json!({"metadata": {"name": "a"}}))))),
+            1
+        );
+        assert_eq!(
+            id(b.take(&ask("GET", "/s/a", None))),
+            2,
+            "the freshest of 2, 3 and 4"
+        );
+        assert_eq!(
+            id(b.take(&ask("GET", "/s/a", None))),
+            4,
+            "3 shows an older state than 2"
+        );
+        assert_eq!(id(b.take(&ask("GET", "/s/a", None))), 5);
+        assert_eq!(b.progress().skipped, 1);
+    }
+
+    #[test]
+    fn a_list_gets_the_answer_that_shows_what_this_replay_made() {
+        let create =
+            |id, name: &str| exchange(id, "POST", "/s", Some(json!({"metadata": {"name": name}})));
+        let list = |names: &[&str]| {
+            let items: Vec<_> = names
+                .iter()
+                .map(|n| json!({"metadata": {"name": n}}))
+                .collect();
+            Some(json!({"metadata": {}, "items": items}))
+        };
+        // Trial a, then trial b, each alone: create, list, delete.
+        let mut b = book(vec![
+            timed(create(1, "a"), 0.0, 1.0, 201, None),
+            timed(exchange(2, "GET", "/s", None), 1.0, 1.0, 200, list(&["a"])),
+            timed(exchange(3, "DELETE", "/s/a", None), 2.0, 1.0, 200, None),
+            timed(create(4, "b"), 3.0, 1.0, 201, None),
+            timed(exchange(5, "GET", "/s", None), 4.0, 1.0, 200, list(&["b"])),
+            timed(exchange(6, "DELETE", "/s/b", None), 5.0, 1.0, 200, None),
+        ]);
+        // The replay runs them the other way round.
+        let post = |name: &str| ask("POST", "/s", Some(json!({"metadata": {"name": name}})));
+        assert_eq!(id(b.take(&post("b"))), 4);
+        assert_eq!(id(b.take(&ask("GET", "/s", None))), 5, "b's own list");
+        assert_eq!(id(b.take(&ask("DELETE", "/s/b", None))), 6);
+        assert_eq!(id(b.take(&post("a"))), 1);
+        assert_eq!(id(b.take(&ask("GET", "/s", None))), 2, "a's own list");
+        assert_eq!(id(b.take(&ask("DELETE", "/s/a", None))), 3);
     }
 
     #[test]

@@ -50,6 +50,7 @@
 //! - `relay`: upgraded connections through the proxy, recorded frame by frame.
 //! - `proxy`: the recording proxy ([`Proxy`]).
 //! - `normalize`: the normalization map of a replay (generated names, times).
+//! - `listing`: what a recorded list answer shows, and how it fits a replay's objects.
 //! - `book`: which recorded exchange answers a request.
 //! - `sidebyside`: the message a replay stops with.
 //! - `player`: what a replay's handlers share (the book, the pacing, the stop signal).
@@ -59,10 +60,13 @@
 //!
 //! # Known limitations
 //!
-//! - A replay follows the recording's order per resource. A run whose requests race
-//!   differently each time (the conformance suite with several test threads: its sandbox ids
-//!   are numbered in the order trials start) does not replay; record and replay such runs
-//!   with `--test-threads 1`.
+//! - A replay follows the recording's order per resource, as far as the recorded times show
+//!   one exchange waited for another; requests in flight at once may come in any order. It
+//!   cannot tell apart identical requests of independent parts of a client: such reads get the
+//!   freshest answer, and list requests the answer that fits the objects made so far. A run
+//!   whose parts list what other parts change at the same moment may see other answers than
+//!   it recorded (the conformance suite runs its trials that list the pool alone), and a run
+//!   must name what it makes alike each time (the suite numbers each trial's ids on its own).
 //! - SPDY/3.1 upgrades are relayed and recorded as raw chunks; a replay sends the server's
 //!   chunks and reads as many bytes as the client sent, without comparing them.
 //! - Streamed bodies are recorded line by line; a replay ends each event with a newline.
@@ -78,6 +82,7 @@ pub mod cli;
 pub mod format;
 mod front;
 mod kubeconfig;
+mod listing;
 mod normalize;
 mod player;
 mod proxy;

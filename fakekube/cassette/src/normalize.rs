@@ -110,6 +110,22 @@ fn generated(pieces: &[Piece<'_>], index: usize) -> bool {
     word.len() >= MIN_GENERATED && (dash_before || dash_after)
 }
 
+/// The skeleton of `s`: its words of [`MIN_GENERATED`] characters or more as `*`, its
+/// timestamps as `T`, everything else kept. Two strings that match under any map have the same
+/// skeleton (only such words may stand for others), so it indexes what may match cheaply.
+pub(crate) fn skeleton(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for piece in pieces(s) {
+        match piece {
+            Piece::Other(text) => out.push_str(text),
+            Piece::Word(word) if word.len() >= MIN_GENERATED => out.push('*'),
+            Piece::Word(word) => out.push_str(word),
+            Piece::Time(_) => out.push('T'),
+        }
+    }
+    out
+}
+
 /// A timestamp's instant, as nanoseconds since the Unix epoch (the map's key).
 fn instant(text: &str) -> Option<(i128, OffsetDateTime)> {
     let t = OffsetDateTime::parse(text, &Rfc3339).ok()?;
@@ -221,6 +237,42 @@ impl Bindings {
             }
         }
         out
+    }
+
+    /// A recorded string of an answer in this run's terms, as [`Bindings::rewrite`]; its
+    /// generated words that stand for nothing yet stand for themselves from now on. The
+    /// client learns them from this answer (a name or uid the server made), so a later
+    /// request that names them means these, never another recorded word.
+    pub(crate) fn answer(&mut self, recorded: &str) -> String {
+        let pieces = pieces(recorded);
+        for i in 0..pieces.len() {
+            if let Piece::Word(word) = pieces[i]
+                && generated(&pieces, i)
+                && !self.words.contains_key(word)
+                && !self.reverse.contains_key(word)
+            {
+                self.words.insert(word.to_owned(), word.to_owned());
+                self.reverse.insert(word.to_owned(), word.to_owned());
+            }
+        }
+        self.rewrite(recorded)
+    }
+
+    /// A recorded JSON value of an answer in this run's terms, as [`Bindings::answer`] does
+    /// for its strings.
+    pub(crate) fn answer_json(&mut self, recorded: &Value) -> Value {
+        match recorded {
+            Value::String(s) => Value::String(self.answer(s)),
+            Value::Array(items) => {
+                Value::Array(items.iter().map(|v| self.answer_json(v)).collect())
+            }
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .map(|(k, v)| (k.clone(), self.answer_json(v)))
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
     }
 
     /// A recorded JSON value in this run's terms (strings rewritten, keys kept).
@@ -437,6 +489,22 @@ mod tests {
             "2024-05-01T10:00:00Z",
             "shifted"
         );
+    }
+
+    #[test]
+    fn a_generated_word_first_seen_in_an_answer_stands_for_itself() {
+        let mut b = Bindings::default();
+        let learned = matches(&b, "cf-ab12cd-1", "cf-zz99yy-1").unwrap();
+        b.learn(learned);
+        assert_eq!(
+            b.answer("pod warm-q7x2k of cf-ab12cd-1"),
+            "pod warm-q7x2k of cf-zz99yy-1"
+        );
+        assert!(
+            matches(&b, "/pods/warm-q7x2k", "/pods/warm-a1b2c").is_none(),
+            "the client was told warm-q7x2k, so another name is another pod"
+        );
+        assert!(matches(&b, "/pods/warm-q7x2k", "/pods/warm-q7x2k").is_some());
     }
 
     #[test]

@@ -276,11 +276,11 @@ fn answer(
     let status = StatusCode::from_u16(response.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut headers = http::HeaderMap::new();
     {
-        let book = shared.book();
+        let mut book = shared.book();
         for (name, value) in &response.headers {
             if let (Ok(name), Ok(value)) = (
                 HeaderName::from_bytes(name.as_bytes()),
-                HeaderValue::from_str(&book.bindings.rewrite(value)),
+                HeaderValue::from_str(&book.bindings.answer(value)),
             ) {
                 headers.insert(name, value);
             }
@@ -318,14 +318,14 @@ fn answer(
 
 /// A recorded body in this run's terms.
 pub(crate) fn rewritten(shared: &Shared, body: &Body) -> Bytes {
-    let book = shared.book();
+    let mut book = shared.book();
     if let Some(value) = &body.body {
         return Bytes::from(
-            serde_json::to_vec(&book.bindings.rewrite_json(value)).unwrap_or_default(),
+            serde_json::to_vec(&book.bindings.answer_json(value)).unwrap_or_default(),
         );
     }
     match body.payload.whole_text() {
-        Some(text) => Bytes::from(book.bindings.rewrite(text)),
+        Some(text) => Bytes::from(book.bindings.answer(text)),
         None => body.payload.to_bytes(),
     }
 }

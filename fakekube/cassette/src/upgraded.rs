@@ -21,6 +21,9 @@ use crate::player::Shared;
 use crate::relay::NO_STATUS;
 use crate::sidebyside;
 
+/// The channel of the Kubernetes stream protocols that carries the command's status.
+const STATUS_CHANNEL: u8 = 3;
+
 /// Replays the upgraded connection of `recorded` once the client's upgrade completes.
 pub(crate) async fn replay(
     on_upgrade: OnUpgrade,
@@ -42,16 +45,22 @@ async fn websocket(io: TokioIo<hyper::upgrade::Upgraded>, recorded: &Recorded, s
     let (mut tx, mut rx) = ws.split();
     let origin = Instant::now();
     let base = recorded.exchange.t + recorded.exchange.took;
+    // Once the server has sent the command's status or its close, what the client still sends
+    // races with it (stdin being written when the command exits): a client that saw the end
+    // first sends less, so its frames are no longer awaited or compared.
+    let mut server_done = false;
     for (index, frame) in recorded.frames.iter().enumerate() {
         match frame.from {
             Side::Server => {
                 if !shared.pace(origin, frame.t - base).await {
                     return;
                 }
-                let message = server_message(frame, &shared.book().bindings);
+                server_done |= frame.close.is_some() || frame.channel == Some(STATUS_CHANNEL);
+                let message = server_message(frame, &mut shared.book().bindings);
                 // A client that left early is not a difference the replay can show.
                 let _ = tx.send(message).await;
             }
+            Side::Client if server_done => {}
             Side::Client => {
                 let live = loop {
                     let next = tokio::select! {
@@ -88,7 +97,7 @@ async fn websocket(io: TokioIo<hyper::upgrade::Upgraded>, recorded: &Recorded, s
 }
 
 /// The recorded server frame as a message in this run's terms.
-fn server_message(frame: &Frame, bindings: &Bindings) -> Message {
+fn server_message(frame: &Frame, bindings: &mut Bindings) -> Message {
     if let Some(close) = &frame.close {
         return Message::Close((close.code != NO_STATUS).then(|| CloseFrame {
             code: close.code.into(),
@@ -96,7 +105,7 @@ fn server_message(frame: &Frame, bindings: &Bindings) -> Message {
         }));
     }
     let payload = match frame.data.whole_text() {
-        Some(text) => Bytes::from(bindings.rewrite(text)),
+        Some(text) => Bytes::from(bindings.answer(text)),
         None => frame.data.to_bytes(),
     };
     match (frame.opcode, frame.channel) {

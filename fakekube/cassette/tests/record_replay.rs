@@ -301,6 +301,41 @@ async fn a_client_frame_that_differs_stops_the_replay_with_both_frames() {
 }
 
 #[tokio::test]
+async fn a_client_frame_recorded_after_the_command_ended_may_be_left_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, text, _) = record(&dir, |client| async move {
+        client.exec(EXEC, &["hello"]).await;
+    })
+    .await;
+    // As if the client had still been writing stdin when the command's status came: a last
+    // chunk recorded after the status, which a client that sees the end first never sends.
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    let status = lines
+        .iter()
+        .position(|l| l.contains(r#""from":"server","channel":3"#))
+        .expect("the status is recorded");
+    let record: serde_json::Value = serde_json::from_str(&lines[status]).unwrap();
+    let late = json!({"type": "frame", "exchange": record["exchange"], "t": record["t"],
+        "from": "client", "channel": 0, "text": "late"});
+    lines.insert(status + 1, late.to_string());
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+
+    let options = ReplayOptions {
+        pacing: Pacing::Immediate,
+        ..ReplayOptions::default()
+    };
+    let replay = Replay::start(&Cassette::load(&path).unwrap(), options)
+        .await
+        .unwrap();
+    let client = Client::new(replay.kubeconfig("default").unwrap());
+    let got = client.exec(EXEC, &["hello"]).await;
+    assert_eq!(got[0], (1, "hello".to_owned()), "{got:?}");
+    let summary = replay.shutdown().await;
+    assert_eq!(summary.failure, None);
+    assert_eq!(summary.progress.served, 1);
+}
+
+#[tokio::test]
 async fn a_cluster_that_cannot_be_reached_is_a_recorded_502() {
     let upstream = Upstream::start().await;
     let closed = std::net::TcpListener::bind(loopback())

@@ -16,7 +16,8 @@
 //!   start delay its sandbox exists (pod IP `10.244.x.y`) and each container starts. A container
 //!   runs its main process (`command` + `args`, or the fake images' default `sleep infinity`)
 //!   through [`fakekube_runtime::exec`] in a fresh root filesystem with the pod's
-//!   volumes mounted; its output is kept (the last 64 KiB per run). When the process exits the
+//!   volumes mounted; its output is kept (the last 64 KiB per run, line by line with the time
+//!   each line began, for `pods/log`), and the log of a run ends when the run does. When the process exits the
 //!   restart policy decides: a restart after a back-off (`CrashLoopBackOff`, `restartCount`,
 //!   `lastState`), or the end (phase Succeeded or Failed once every container is done).
 //! - **Images** ([`Images`]): a missing image gives `ErrImagePull`, then `ImagePullBackOff`,
@@ -62,6 +63,7 @@ mod run;
 
 pub use command::{CommandCall, CommandError};
 pub use images::Images;
+pub(crate) use output::{Line, OutputLog};
 
 use crate::status::{ApiError, Target};
 use crate::store::Store;
@@ -228,44 +230,7 @@ impl Kubelet {
         container: &str,
     ) -> Result<(Arc<Value>, String), ApiError> {
         let obj = self.pod(ns, pod)?;
-        let names = |key: &str| -> Vec<String> {
-            obj.get("spec")
-                .and_then(|s| s.get(key))
-                .and_then(Value::as_array)
-                .map(|l| {
-                    l.iter()
-                        .filter_map(|c| c.get("name").and_then(Value::as_str))
-                        .map(str::to_string)
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
-        let main = names("containers");
-        let mut all = main.clone();
-        all.extend(names("initContainers"));
-        all.extend(names("ephemeralContainers"));
-        let chosen = if container.is_empty() {
-            match main.as_slice() {
-                [only] => only.clone(),
-                [] => {
-                    return Err(ApiError::bad_request(format!(
-                        "a container name must be specified for pod {pod}"
-                    )));
-                }
-                _ => {
-                    return Err(ApiError::bad_request(format!(
-                        "a container name must be specified for pod {pod}, choose one of: [{}]",
-                        all.join(" ")
-                    )));
-                }
-            }
-        } else if all.iter().any(|n| n == container) {
-            container.to_string()
-        } else {
-            return Err(ApiError::bad_request(format!(
-                "container {container} is not valid for pod {pod}"
-            )));
-        };
+        let chosen = container_of(&obj, pod, container)?;
         require_node(&obj, pod)?;
         Ok((obj, chosen))
     }
@@ -391,10 +356,8 @@ impl Kubelet {
     }
 
     /// What the container's main process printed (the last 64 KiB of the current or last run;
-    /// with `previous`, of the run before), for `pods/log`. Errors as the API server and the
-    /// kubelet give them: those of [`Kubelet::exec_target`]'s resolution, then 400
-    /// `container "c" in pod "p" is waiting to start: ContainerCreating` for a container that
-    /// never ran, and 400 `previous terminated container "c" in pod "p" not found`.
+    /// with `previous`, of the run before); errors as for [`Kubelet::log_source`], and an
+    /// empty log for a pod not bound to a node.
     pub(crate) fn logs(
         &self,
         ns: &str,
@@ -402,7 +365,31 @@ impl Kubelet {
         container: &str,
         previous: bool,
     ) -> Result<Vec<u8>, ApiError> {
-        let (obj, name) = self.resolve(ns, pod, container)?;
+        Ok(match self.log_source(ns, pod, container, previous)? {
+            LogSource::Unscheduled => Vec::new(),
+            LogSource::Run(log) => log.tail(),
+        })
+    }
+
+    /// Where `pods/log` reads: the log of the container's current (or last) run, or with
+    /// `previous` of the run before. Errors as the API server and the kubelet give them: 404
+    /// for a missing pod; 400 when the container is ambiguous or unknown; for a container
+    /// that never ran, 400 `container "c" in pod "p" is waiting to start: ContainerCreating`
+    /// (or `image can't be pulled`, `trying and failing to pull image`); for `previous`
+    /// without a run before, 400 `previous terminated container "c" in pod "p" not found`. A
+    /// pod not bound to a node has an empty log, as the API server answers for it.
+    pub(crate) fn log_source(
+        &self,
+        ns: &str,
+        pod: &str,
+        container: &str,
+        previous: bool,
+    ) -> Result<LogSource, ApiError> {
+        let obj = self.pod(ns, pod)?;
+        let name = container_of(&obj, pod, container)?;
+        if require_node(&obj, pod).is_err() {
+            return Ok(LogSource::Unscheduled);
+        }
         let uid = crate::meta::meta_str(&obj, "uid").unwrap_or("");
         let st = self.lock();
         let c = st
@@ -410,19 +397,23 @@ impl Kubelet {
             .get(uid)
             .and_then(|p| p.containers.iter().find(|c| c.name == name));
         let log = if previous {
-            c.and_then(|c| c.previous_output.as_ref())
+            c.and_then(|c| c.previous_output.clone())
         } else {
-            c.and_then(|c| c.output.as_ref())
+            c.and_then(|c| c.output.clone())
         };
         match (log, previous) {
-            (Some(l), _) => Ok(l.tail()),
+            (Some(l), _) => Ok(LogSource::Run(l)),
             (None, true) => Err(ApiError::bad_request(format!(
                 "previous terminated container \"{name}\" in pod \"{pod}\" not found"
             ))),
             (None, false) => {
                 let reason = c
                     .map(|c| match &c.state {
-                        CState::Waiting { reason, .. } => *reason,
+                        CState::Waiting { reason, .. } => match *reason {
+                            "ErrImagePull" => "image can't be pulled",
+                            "ImagePullBackOff" => "trying and failing to pull image",
+                            other => other,
+                        },
                         _ => "ContainerCreating",
                     })
                     .unwrap_or("ContainerCreating");
@@ -432,6 +423,55 @@ impl Kubelet {
             }
         }
     }
+}
+
+/// The container a request names, as the API server picks it: the pod's only container when
+/// none is named, else a container of the pod; 400 with the API server's wording otherwise
+/// (every container listed, init containers first).
+fn container_of(obj: &Value, pod: &str, container: &str) -> Result<String, ApiError> {
+    let names = |key: &str| -> Vec<String> {
+        obj.get("spec")
+            .and_then(|s| s.get(key))
+            .and_then(Value::as_array)
+            .map(|l| {
+                l.iter()
+                    .filter_map(|c| c.get("name").and_then(Value::as_str))
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let main = names("containers");
+    let mut all = names("initContainers");
+    all.extend(main.iter().cloned());
+    all.extend(names("ephemeralContainers"));
+    if container.is_empty() {
+        match main.as_slice() {
+            [only] => Ok(only.clone()),
+            [] => Err(ApiError::bad_request(format!(
+                "a container name must be specified for pod {pod}"
+            ))),
+            _ => Err(ApiError::bad_request(format!(
+                "a container name must be specified for pod {pod}, choose one of: [{}]",
+                all.join(" ")
+            ))),
+        }
+    } else if all.iter().any(|n| n == container) {
+        Ok(container.to_string())
+    } else {
+        Err(ApiError::bad_request(format!(
+            "container {container} is not valid for pod {pod}"
+        )))
+    }
+}
+
+/// Where `pods/log` reads, as [`Kubelet::log_source`] finds it.
+#[derive(Debug)]
+pub(crate) enum LogSource {
+    /// The pod has no node yet: its log is empty.
+    Unscheduled,
+    /// The output of one run of the container (still written while the run goes on).
+    Run(Arc<OutputLog>),
 }
 
 /// The API server's 400 for a pod not bound to a node.

@@ -387,7 +387,7 @@ impl Kubelet {
                 PatchKind::Merge,
                 &body,
                 Part::Main,
-                opts,
+                opts.clone(),
             ) {
                 tracing::debug!(pvc = name, error = %e.message, "binding a claim");
                 return;
@@ -714,6 +714,7 @@ impl Kubelet {
         let log = Arc::new(OutputLog::default());
         c.previous_output = c.output.replace(log.clone());
         if mark == Some(Mark::Crashing) {
+            log.finish();
             let term = Term {
                 exit_code: 1,
                 reason: "Error".to_string(),
@@ -746,6 +747,7 @@ impl Kubelet {
         let (err_tx, err_rx) = mpsc::channel(OUTPUT_CHUNKS);
         let drain_log = log.clone();
         let drained = tokio::spawn(async move { drain_log.drain(out_rx, err_rx).await });
+        let ended_log = log.clone();
         let spec = ExecSpec {
             argv,
             env: env.clone(),
@@ -792,6 +794,8 @@ impl Kubelet {
             if tokio::time::timeout(DRAIN_GRACE, drained).await.is_err() {
                 tracing::debug!("output of a finished container still open");
             }
+            // The run is over: `logs -f` ends even if something still holds its output open.
+            ended_log.finish();
             let _ = exits.send(Exit {
                 uid,
                 container: idx,

@@ -4,6 +4,7 @@
 //! All writes go through one lock, so every write gets the next resourceVersion and the event
 //! log is in resourceVersion order. Nothing here awaits while holding the lock.
 
+use crate::managed_fields;
 use crate::meta::{self, finalizers, meta_str, owner_uids};
 use crate::patch::{self, MergeKeys, PatchKind};
 use crate::registry::{Registry, ResourceType};
@@ -79,7 +80,7 @@ pub(crate) enum FieldValidation {
 }
 
 /// Options of a create, update or patch.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct WriteOptions {
     /// Unknown-field handling.
     pub(crate) field_validation: FieldValidation,
@@ -87,6 +88,11 @@ pub(crate) struct WriteOptions {
     pub(crate) dry_run: bool,
     /// The write is a patch (its strict-decoding errors are worded without the decoder prefix).
     pub(crate) patch: bool,
+    /// The field manager the write is recorded under in `metadata.managedFields`; `None` for
+    /// the fake's own controllers, whose writes are not recorded.
+    pub(crate) manager: Option<String>,
+    /// `force=true` on a server-side apply: take the fields other managers own.
+    pub(crate) force: bool,
 }
 
 /// Which part of an object a write targets.
@@ -551,6 +557,29 @@ impl Store {
     }
 }
 
+/// The API server's check that a written object names the object of the URL: another name
+/// (or, for a namespaced kind, another namespace) in its metadata is a bad request. A missing
+/// name is taken from the URL here; the PUT handler refuses it before the store is reached.
+fn check_identity(rt: &ResourceType, ns: &str, name: &str, obj: &Value) -> Result<(), ApiError> {
+    if let Some(n) = meta_str(obj, "name")
+        && n != name
+    {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({n}) does not match the name on the URL ({name})"
+        )));
+    }
+    if rt.namespaced
+        && let Some(o) = meta_str(obj, "namespace")
+        && !o.is_empty()
+        && o != ns
+    {
+        return Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        ));
+    }
+    Ok(())
+}
+
 fn matches(obj: &Value, q: &ListQuery) -> bool {
     if let Some(l) = &q.labels
         && !l.matches(meta::labels(obj))
@@ -642,7 +671,7 @@ impl Inner {
         obj: &mut Value,
         old: Option<&Value>,
         part: Part,
-        opts: WriteOptions,
+        opts: &WriteOptions,
     ) -> Result<Vec<String>, ApiError> {
         let mut warnings = Vec::new();
         if crds::is_crd_kind(rt) {
@@ -759,9 +788,6 @@ impl Inner {
         } else {
             md.remove("namespace");
         }
-        if self.get(rt, ns, &name).is_some() {
-            return Err(ApiError::already_exists(target(rt, &name)));
-        }
         for k in [
             "uid",
             "resourceVersion",
@@ -790,7 +816,25 @@ impl Inner {
         {
             return Err(Inner::refuse_while_terminating(rt));
         }
-        let warnings = self.admit(rt, &name, &mut obj, None, Part::Main, opts)?;
+        let warnings = self.admit(rt, &name, &mut obj, None, Part::Main, &opts)?;
+        managed_fields::carry_over(None, &mut obj);
+        if let Some(manager) = &opts.manager {
+            let scope = field_scope(rt, Part::Main);
+            let keys = field_keys(rt);
+            managed_fields::record_update(
+                &Value::Null,
+                &mut obj,
+                manager,
+                &rt.api_version(),
+                scope,
+                &keys,
+            );
+        }
+        // Storage refuses a taken name only after admission and validation, as etcd's
+        // create-if-absent does in the API server; a dry run asks storage too.
+        if self.get(rt, ns, &name).is_some() {
+            return Err(ApiError::already_exists(target(rt, &name)));
+        }
         if opts.dry_run {
             return Ok((Arc::new(obj), warnings));
         }
@@ -850,6 +894,9 @@ impl Inner {
             .get(rt, ns, name)
             .ok_or_else(|| ApiError::not_found(target(rt, name)))?;
         let old = self.read_as(rt, &stored)?;
+        // The handler's name and namespace checks come before storage's resourceVersion
+        // checks: a body naming another object is a bad request whatever its version.
+        check_identity(rt, ns, name, &obj)?;
         let old_rv = meta_str(&old, "resourceVersion").unwrap_or("").to_string();
         let given_rv = meta_str(&obj, "resourceVersion").unwrap_or("").to_string();
         if given_rv.is_empty() {
@@ -887,12 +934,21 @@ impl Inner {
         // Start from the right base for the part written.
         if part == Part::Status {
             let status = obj.get("status").cloned();
+            // The managed fields are the one piece of metadata a status write carries (those
+            // an apply to the status computed, or a client's own).
+            let managed = obj
+                .get("metadata")
+                .and_then(|m| m.get("managedFields"))
+                .cloned();
             let mut base = Value::clone(&old);
             if let Some(o) = base.as_object_mut() {
                 match status {
                     Some(s) => o.insert("status".into(), s),
                     None => o.remove("status"),
                 };
+            }
+            if let (Some(list), Some(md)) = (managed, meta::metadata_mut(&mut base)) {
+                md.insert("managedFields".into(), list);
             }
             obj = base;
         } else if rt.status == StatusMode::Subresource
@@ -908,13 +964,6 @@ impl Inner {
         let old_finalizers = finalizers(&old);
         let md = meta::metadata_mut(&mut obj)
             .ok_or_else(|| ApiError::bad_request("metadata must be an object"))?;
-        if let Some(n) = md.get("name").and_then(Value::as_str)
-            && n != name
-        {
-            return Err(ApiError::bad_request(format!(
-                "the name of the object ({n}) does not match the name on the URL ({name})"
-            )));
-        }
         for k in [
             "name",
             "namespace",
@@ -951,7 +1000,13 @@ impl Inner {
                 ));
             }
         }
-        let warnings = self.admit(rt, name, &mut obj, Some(&old), part, opts)?;
+        let warnings = self.admit(rt, name, &mut obj, Some(&old), part, &opts)?;
+        managed_fields::carry_over(Some(&old), &mut obj);
+        if let Some(manager) = &opts.manager {
+            let scope = field_scope(rt, part);
+            let keys = field_keys(rt);
+            managed_fields::record_update(&old, &mut obj, manager, &rt.api_version(), scope, &keys);
+        }
         let with_status = rt.custom && rt.status == StatusMode::Plain;
         if rt.has_spec && spec_part(&obj, with_status) != spec_part(&old, with_status) {
             let g = old
@@ -1028,6 +1083,11 @@ impl Inner {
                 if let Some(md) = meta::metadata_mut(&mut obj) {
                     md.insert("name".into(), json!(name));
                 }
+                self.record_apply(rt, part, &Value::Null, body, &mut obj, &opts)?;
+                let opts = WriteOptions {
+                    manager: None,
+                    ..opts
+                };
                 return self.create(rt, ns, obj, opts);
             }
             return Err(ApiError::not_found(target(rt, name)));
@@ -1069,6 +1129,15 @@ impl Inner {
             ..opts
         };
         let mut patched = patch::apply_patch(kind, &old, body, &keys).map_err(patch_error)?;
+        let opts = if kind == PatchKind::Apply {
+            self.record_apply(rt, part, &old, body, &mut patched, &opts)?;
+            WriteOptions {
+                manager: None,
+                ..opts
+            }
+        } else {
+            opts
+        };
         // A resourceVersion in the patch is a precondition; otherwise the patch applies to the
         // current object.
         let precondition = match kind {
@@ -1081,6 +1150,30 @@ impl Inner {
             md.insert("resourceVersion".into(), json!(rv));
         }
         self.update(rt, ns, name, patched, part, opts, false)
+    }
+
+    /// Records a server-side apply of `config` that turned `live` into `merged` in `merged`'s
+    /// managed fields (see [`managed_fields::apply`]).
+    fn record_apply(
+        &self,
+        rt: &ResourceType,
+        part: Part,
+        live: &Value,
+        config: &Value,
+        merged: &mut Value,
+        opts: &WriteOptions,
+    ) -> Result<(), ApiError> {
+        let Some(manager) = opts.manager.as_deref() else {
+            return Ok(());
+        };
+        let api_version = rt.api_version();
+        let applier = managed_fields::Applier {
+            manager,
+            force: opts.force,
+            api_version: &api_version,
+            scope: field_scope(rt, part),
+        };
+        managed_fields::apply(live, config, merged, applier, &field_keys(rt))
     }
 
     /// The `preconditions` of a delete: the object's uid and resourceVersion.
@@ -1392,6 +1485,25 @@ pub(crate) fn present(
         Some(defaulted) => Arc::new(defaulted),
         None => converted,
     })
+}
+
+/// Which fields of `rt` a write to `part` can own.
+fn field_scope(rt: &ResourceType, part: Part) -> managed_fields::Scope {
+    match (part, rt.status) {
+        (Part::Status, _) => managed_fields::Scope::Status,
+        (Part::Main, StatusMode::Subresource) => managed_fields::Scope::MainOnly,
+        (Part::Main, _) => managed_fields::Scope::Whole,
+    }
+}
+
+/// How the lists of `rt` are keyed in field sets: a custom kind's by its schema's list types,
+/// a built-in kind's by its strategic merge keys.
+fn field_keys(rt: &ResourceType) -> MergeKeys {
+    match (rt.custom, rt.schema()) {
+        (true, Some(schema)) => MergeKeys::from_schema(schema.root()),
+        (true, None) => MergeKeys::none(),
+        (false, _) => MergeKeys::for_core_kind(&rt.kind),
+    }
 }
 
 fn patch_error(e: patch::PatchError) -> ApiError {

@@ -156,3 +156,96 @@ impl Kubectl {
         }
     }
 }
+
+/// A kubectl that runs in the background (`logs -f`, `get -w`); its stdout lines arrive as
+/// it prints them. Killed when dropped.
+pub struct Background {
+    command: String,
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+    seen: Vec<String>,
+    _home: tempfile::TempDir,
+}
+
+impl Kubectl {
+    /// Starts kubectl in the background.
+    pub fn spawn(&self, args: &[&str]) -> Background {
+        let home = tempfile::tempdir().expect("a temporary HOME");
+        let mut child = Command::new(&self.bin)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", home.path())
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{} starts: {e}", self.bin));
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(l) = line else { break };
+                if tx.send(l).is_err() {
+                    break;
+                }
+            }
+        });
+        Background {
+            command: format!("{} {}", self.bin, args.join(" ")),
+            child,
+            lines,
+            seen: Vec::new(),
+            _home: home,
+        }
+    }
+}
+
+impl Background {
+    /// Waits for the next stdout line and returns it; panics with what was printed if none
+    /// comes within the command timeout.
+    #[track_caller]
+    pub fn next_line(&mut self) -> String {
+        match self.lines.recv_timeout(COMMAND_TIMEOUT) {
+            Ok(line) => {
+                self.seen.push(line.clone());
+                line
+            }
+            Err(e) => panic!(
+                "`{}` printed no further line ({e}); it printed: {:?}",
+                self.command, self.seen
+            ),
+        }
+    }
+
+    /// Waits for the command to end by itself (its stdout closes, then it exits) and returns
+    /// its exit code and the lines it printed since the last [`Background::next_line`].
+    #[track_caller]
+    pub fn finish(mut self) -> (Option<i32>, Vec<String>) {
+        let mut rest = Vec::new();
+        loop {
+            match self.lines.recv_timeout(COMMAND_TIMEOUT) {
+                Ok(line) => rest.push(line),
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+                Err(e) => panic!(
+                    "`{}` did not end ({e}); it printed: {:?} then {rest:?}",
+                    self.command, self.seen
+                ),
+            }
+        }
+        let code = self.child.wait().ok().and_then(|s| s.code());
+        (code, rest)
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}

@@ -145,12 +145,26 @@ impl Client {
         content_type: Option<&str>,
         body: Vec<u8>,
     ) -> Request<Full<Bytes>> {
+        self.request_with(method, path, content_type, &[], body)
+    }
+
+    fn request_with(
+        &self,
+        method: Method,
+        path: &str,
+        content_type: Option<&str>,
+        headers: &[(&str, &str)],
+        body: Vec<u8>,
+    ) -> Request<Full<Bytes>> {
         let mut b = Request::builder()
             .method(method)
             .uri(path)
             .header("host", self.addr.to_string());
         if let Some(ct) = content_type {
             b = b.header("content-type", ct);
+        }
+        for (k, v) in headers {
+            b = b.header(*k, *v);
         }
         if let Some(t) = &self.token {
             b = b.header("authorization", format!("Bearer {t}"));
@@ -186,6 +200,46 @@ impl Client {
                 tokio::spawn(conn);
                 send.send_request(req).await.expect("h2 request")
             }
+        }
+    }
+
+    /// Sends a request with extra headers (`Accept`, `User-Agent`) and returns the response
+    /// head and its body stream, over HTTP/1.1.
+    pub async fn send_with(
+        &self,
+        method: Method,
+        path: &str,
+        headers: &[(&str, &str)],
+        content_type: Option<&str>,
+        body: Vec<u8>,
+    ) -> http::Response<hyper::body::Incoming> {
+        let (tls, _) = self.connect().await;
+        let req = self.request_with(method, path, content_type, headers, body);
+        let (mut send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+            .await
+            .expect("h1 handshake");
+        tokio::spawn(conn);
+        send.send_request(req).await.expect("h1 request")
+    }
+
+    /// Sends a request with extra headers and reads the whole response.
+    pub async fn call_with(
+        &self,
+        method: Method,
+        path: &str,
+        headers: &[(&str, &str)],
+        content_type: Option<&str>,
+        body: Vec<u8>,
+    ) -> Reply {
+        let resp = self
+            .send_with(method, path, headers, content_type, body)
+            .await;
+        let (parts, body) = resp.into_parts();
+        let body = body.collect().await.expect("body").to_bytes();
+        Reply {
+            status: parts.status,
+            headers: parts.headers,
+            body,
         }
     }
 
