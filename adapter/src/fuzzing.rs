@@ -29,7 +29,10 @@ pub const TARGETS: &[Target] = &[
 /// One message of an exec WebSocket as the server sends it: its channel decoded, a status on
 /// the error channel parsed, a failure's message read for an exit code.
 pub fn exec_messages(data: &[u8]) {
-    if let Frame::Data { channel: 3, payload } = exec::decode(data)
+    if let Frame::Data {
+        channel: 3,
+        payload,
+    } = exec::decode(data)
         && let Ok(exec::ExitStatus::Failure(message)) = exec::parse_status(payload)
     {
         let _ = exec::exit_from_failure(&message);

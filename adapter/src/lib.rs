@@ -55,10 +55,10 @@ mod client;
 pub mod config;
 mod credentials;
 mod exec;
+mod files;
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
-mod files;
 mod identity;
 mod kubeconfig;
 mod manifest;
