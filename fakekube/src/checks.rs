@@ -78,8 +78,9 @@ fn resource_version(rv: &str) -> Result<(), ApiError> {
     )))
 }
 
-/// `resourceVersionMatch`: forbidden for a watch, and for a list without `resourceVersion` or
-/// with `continue`; only `Exact` and `NotOlderThan`; `Exact` not with `resourceVersion=0`.
+/// `resourceVersionMatch`: for a watch, only `NotOlderThan` with `sendInitialEvents`; for a
+/// list, forbidden without `resourceVersion` or with `continue`, only `Exact` and
+/// `NotOlderThan`, `Exact` not with `resourceVersion=0`.
 fn resource_version_match(verb: &str, query: &Query) -> Result<(), ApiError> {
     let Some(m) = query.get("resourceVersionMatch").filter(|s| !s.is_empty()) else {
         return Ok(());
@@ -90,7 +91,18 @@ fn resource_version_match(verb: &str, query: &Query) -> Result<(), ApiError> {
         )))
     };
     if verb == "watch" {
-        return forbidden("resourceVersionMatch is forbidden for watch");
+        // A streaming list (`sendInitialEvents`) takes `NotOlderThan`; any other watch none.
+        if query.get("sendInitialEvents").is_none() {
+            return forbidden(
+                "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+            );
+        }
+        if m != "NotOlderThan" {
+            return Err(ApiError::bad_request(format!(
+                "resourceVersionMatch: Unsupported value: \"{m}\": supported values: \"NotOlderThan\""
+            )));
+        }
+        return Ok(());
     }
     let rv = query.get("resourceVersion").unwrap_or("");
     if rv.is_empty() {
@@ -205,6 +217,21 @@ mod tests {
                 &q("resourceVersionMatch=NotOlderThan&resourceVersion=0")
             )),
             200
+        );
+        // A streaming list: a watch with sendInitialEvents takes NotOlderThan, and only it.
+        assert_eq!(
+            code(query_parameters(
+                "watch",
+                &q("sendInitialEvents=true&resourceVersionMatch=NotOlderThan")
+            )),
+            200
+        );
+        assert_eq!(
+            code(query_parameters(
+                "watch",
+                &q("sendInitialEvents=true&resourceVersionMatch=Exact&resourceVersion=1")
+            )),
+            400
         );
     }
 
