@@ -1,7 +1,7 @@
 //! For the credential scan of CI (`ci/credential-scan.sh`): with `FAKEKUBE_SECRET_LOG` set to
-//! a path, every admin token fakekube generates or writes into a kubeconfig, and every client
-//! key it issues, is appended there, one a line, so the scan knows what to look for. Unset,
-//! nothing is written.
+//! a path, every admin token fakekube generates or writes into a kubeconfig, the signature of
+//! every service-account token it signs, and every client key it issues, is appended there,
+//! one a line, so the scan knows what to look for. Unset, nothing is written.
 
 use std::io::Write;
 use std::sync::Mutex;
