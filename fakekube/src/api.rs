@@ -3,7 +3,8 @@
 //! request to what serves its route: discovery, health and version here, once the path is
 //! authorized; `pods/exec` and `pods/attach` to [`exec`], `pods/portforward` to
 //! [`portforward`]; for resources, after the kind, scope and verb checks and authorization, the
-//! verb's handler in [`objects`], [`watch`], [`subresources`] or [`reviews`].
+//! verb's handler in [`objects`], [`watch`], [`subresources`], [`eviction`], [`ephemeral`] or
+//! [`reviews`].
 //!
 //! [`exec`]: crate::exec
 //! [`portforward`]: crate::portforward
@@ -11,6 +12,8 @@
 //! [`watch`]: crate::watch
 //! [`subresources`]: crate::subresources
 //! [`reviews`]: crate::reviews
+//! [`eviction`]: crate::eviction
+//! [`ephemeral`]: crate::ephemeral
 
 use crate::authn::Credentials;
 use crate::authz::Caller;
@@ -24,8 +27,8 @@ use crate::state::Shared;
 use crate::status::ApiError;
 use crate::store::Part;
 use crate::{
-    checks, discovery, exec, impersonation, logs, objects, openapi, portforward, reviews,
-    subresources, watch,
+    checks, discovery, ephemeral, eviction, exec, impersonation, logs, objects, openapi,
+    portforward, reviews, subresources, watch,
 };
 use axum::Router;
 use axum::body::Body;
@@ -335,7 +338,7 @@ async fn resource(
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
     let negotiate = |endpoint| negotiation::negotiate(accept, endpoint);
     let sub = rp.subresource.as_str();
-    if sub.is_empty() || sub == "status" {
+    if sub.is_empty() || sub == "status" || sub == "approval" {
         let req = objects::Request {
             store,
             rt,
@@ -373,6 +376,10 @@ async fn resource(
             "Upgrade request required: pods/exec and pods/attach are served over WebSocket and SPDY",
         )),
         ("get", "log") => logs::serve(shared, rp, query),
+        ("create", "eviction") => eviction::serve(store, rt, ns, name, headers, query, body).await,
+        (verb, "ephemeralcontainers") => {
+            ephemeral::serve(store, rt, verb, ns, name, headers, query, body).await
+        }
         (verb, sub) => Err(ApiError::method_not_allowed(
             verb,
             &format!("{}/{sub}", rt.plural),
@@ -380,9 +387,10 @@ async fn resource(
     }
 }
 
-/// The part of an object a write to `subresource` changes.
+/// The part of an object a write to `subresource` changes (a CertificateSigningRequest's
+/// `approval` writes its status).
 fn part(subresource: &str) -> Part {
-    if subresource == "status" {
+    if subresource == "status" || subresource == "approval" {
         Part::Status
     } else {
         Part::Main

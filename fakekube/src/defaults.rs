@@ -1,14 +1,18 @@
 //! Defaults and the few validations the API server applies to the core kinds fakekube serves.
 //!
 //! Only what clients of this server observe is done: the fields kubectl and the controllers
-//! read back, and the required fields whose absence a real server refuses.
+//! read back, and the required fields whose absence a real server refuses. The workload kinds
+//! (apps, batch, policy, EndpointSlices, ReplicationControllers) are in `workloads`.
+
+mod workloads;
 
 use crate::registry::ResourceType;
 use crate::status::Cause;
 use base64::Engine;
 use serde_json::{Map, Value, json};
 
-fn required(field: &str) -> Cause {
+/// A `FieldValueRequired` cause for `field`.
+pub(crate) fn required(field: &str) -> Cause {
     Cause {
         reason: "FieldValueRequired".into(),
         message: "Required value".into(),
@@ -16,7 +20,8 @@ fn required(field: &str) -> Cause {
     }
 }
 
-fn set_default(map: &mut Map<String, Value>, key: &str, v: Value) {
+/// Sets `key` unless it holds a value.
+pub(crate) fn set_default(map: &mut Map<String, Value>, key: &str, v: Value) {
     if !map.contains_key(key) || map.get(key).is_some_and(Value::is_null) {
         map.insert(key.to_string(), v);
     }
@@ -27,10 +32,17 @@ pub(crate) fn admit_core(rt: &ResourceType, obj: &mut Value, old: Option<&Value>
     if rt.group == crate::rbac::GROUP {
         return crate::rbac::admit(&rt.kind, obj, old);
     }
+    if matches!(
+        rt.group.as_str(),
+        "apps" | "batch" | "policy" | "discovery.k8s.io"
+    ) {
+        return workloads::admit(rt, obj, old);
+    }
     if !rt.group.is_empty() {
         return Vec::new();
     }
     match rt.kind.as_str() {
+        "ReplicationController" => workloads::admit(rt, obj, old),
         "Pod" => pod(obj, old),
         "Service" => service(obj, old),
         "PersistentVolumeClaim" => pvc(obj),
@@ -52,20 +64,20 @@ fn image_pull_policy(image: &str) -> &'static str {
     }
 }
 
-fn containers(spec: &mut Map<String, Value>, key: &str, causes: &mut Vec<Cause>) {
+fn containers(spec: &mut Map<String, Value>, at: &str, key: &str, causes: &mut Vec<Cause>) {
     let Some(Value::Array(list)) = spec.get_mut(key) else {
         return;
     };
     for (i, c) in list.iter_mut().enumerate() {
         let Some(c) = c.as_object_mut() else {
-            causes.push(required(&format!("spec.{key}[{i}]")));
+            causes.push(required(&format!("{at}.{key}[{i}]")));
             continue;
         };
         if c.get("name")
             .and_then(Value::as_str)
             .is_none_or(str::is_empty)
         {
-            causes.push(required(&format!("spec.{key}[{i}].name")));
+            causes.push(required(&format!("{at}.{key}[{i}].name")));
         }
         let image = c
             .get("image")
@@ -73,7 +85,7 @@ fn containers(spec: &mut Map<String, Value>, key: &str, causes: &mut Vec<Cause>)
             .unwrap_or("")
             .to_string();
         if image.is_empty() {
-            causes.push(required(&format!("spec.{key}[{i}].image")));
+            causes.push(required(&format!("{at}.{key}[{i}].image")));
         }
         set_default(c, "imagePullPolicy", json!(image_pull_policy(&image)));
         set_default(c, "terminationMessagePath", json!("/dev/termination-log"));
@@ -87,6 +99,26 @@ fn containers(spec: &mut Map<String, Value>, key: &str, causes: &mut Vec<Cause>)
     }
 }
 
+/// Defaults and checks a pod spec found at the field path `at` (`spec` of a Pod,
+/// `spec.template.spec` of a workload's pod template), as the API server defaults both.
+pub(crate) fn pod_spec(spec: &mut Map<String, Value>, at: &str, causes: &mut Vec<Cause>) {
+    if spec
+        .get("containers")
+        .and_then(Value::as_array)
+        .is_none_or(Vec::is_empty)
+    {
+        causes.push(required(&format!("{at}.containers")));
+    }
+    containers(spec, at, "containers", causes);
+    containers(spec, at, "initContainers", causes);
+    containers(spec, at, "ephemeralContainers", causes);
+    set_default(spec, "restartPolicy", json!("Always"));
+    set_default(spec, "terminationGracePeriodSeconds", json!(30));
+    set_default(spec, "dnsPolicy", json!("ClusterFirst"));
+    set_default(spec, "securityContext", json!({}));
+    set_default(spec, "schedulerName", json!("default-scheduler"));
+}
+
 fn pod(obj: &mut Value, old: Option<&Value>) -> Vec<Cause> {
     let mut causes = Vec::new();
     let Some(o) = obj.as_object_mut() else {
@@ -96,20 +128,7 @@ fn pod(obj: &mut Value, old: Option<&Value>) -> Vec<Cause> {
         causes.push(required("spec.containers"));
         return causes;
     };
-    if spec
-        .get("containers")
-        .and_then(Value::as_array)
-        .is_none_or(Vec::is_empty)
-    {
-        causes.push(required("spec.containers"));
-    }
-    containers(spec, "containers", &mut causes);
-    containers(spec, "initContainers", &mut causes);
-    set_default(spec, "restartPolicy", json!("Always"));
-    set_default(spec, "terminationGracePeriodSeconds", json!(30));
-    set_default(spec, "dnsPolicy", json!("ClusterFirst"));
-    set_default(spec, "securityContext", json!({}));
-    set_default(spec, "schedulerName", json!("default-scheduler"));
+    pod_spec(spec, "spec", &mut causes);
     set_default(spec, "enableServiceLinks", json!(true));
     set_default(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
     set_default(spec, "priority", json!(0));
@@ -198,7 +217,9 @@ fn service(obj: &mut Value, old: Option<&Value>) -> Vec<Cause> {
         }
         _ => {
             let b = uuid::Uuid::new_v4().into_bytes();
-            let ip = format!("10.96.{}.{}", b[0], b[1].max(1));
+            // 10.96.0.1 is the `kubernetes` Service's.
+            let last = if b[0] == 0 { b[1].max(2) } else { b[1].max(1) };
+            let ip = format!("10.96.{}.{last}", b[0]);
             spec.insert("clusterIP".into(), json!(ip));
             spec.insert("clusterIPs".into(), json!([ip]));
         }

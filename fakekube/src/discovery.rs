@@ -113,6 +113,8 @@ fn subresource_kind<'a>(r: &'a ResourceType, sub: &str) -> (&'a str, &'a str, &'
         "portforward" => ("PodPortForwardOptions", "", "v1"),
         "log" => ("Pod", "", "v1"),
         "token" => ("TokenRequest", "authentication.k8s.io", "v1"),
+        "eviction" => ("Eviction", "policy", "v1"),
+        "ephemeralcontainers" => ("Pod", "", "v1"),
         "scale" => ("Scale", "autoscaling", "v1"),
         _ => (&r.kind, &r.group, &r.version),
     }

@@ -163,9 +163,12 @@ impl Serialize for Sorted<'_> {
     }
 }
 
-/// `value` as JSON bytes in `shape`.
+/// `value` as JSON bytes in `shape`, ending in a newline as the API server's encoder ends every
+/// body (clients that print an error body show it).
 pub(crate) fn to_json(value: &Value, shape: Shape) -> Vec<u8> {
-    serde_json::to_vec(&Wire::new(value, shape)).unwrap_or_else(|_| b"{}".to_vec())
+    let mut bytes = serde_json::to_vec(&Wire::new(value, shape)).unwrap_or_else(|_| b"{}".to_vec());
+    bytes.push(b'\n');
+    bytes
 }
 
 /// `value` as YAML text, keys sorted at every depth.
@@ -204,8 +207,16 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// The body without the newline every body ends in.
     fn text(v: &Value, shape: Shape) -> String {
-        String::from_utf8(to_json(v, shape)).unwrap_or_default()
+        let body = String::from_utf8(to_json(v, shape)).unwrap_or_default();
+        body.strip_suffix('\n').unwrap_or(&body).to_string()
+    }
+
+    #[test]
+    fn every_json_body_ends_in_one_newline() {
+        let body = to_json(&json!({ "kind": "Status", "code": 409 }), Shape::Typed);
+        assert!(body.ends_with(b"}\n"), "{body:?}");
     }
 
     #[test]

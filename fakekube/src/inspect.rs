@@ -76,7 +76,8 @@ pub(crate) async fn wait_for(
     }
 }
 
-/// Every Sandbox, SandboxClaim, Pod, Service and PVC still present, as `plural/ns/name`.
+/// Every Sandbox, SandboxClaim, Pod, Service and PVC still present, as `plural/ns/name`,
+/// but for the API server's own `default/kubernetes` Service.
 pub(crate) fn leaks(store: &Store) -> Vec<String> {
     let mut out = Vec::new();
     for plural in [
@@ -92,6 +93,10 @@ pub(crate) fn leaks(store: &Store) -> Vec<String> {
         for obj in store.list_all(&rt, None) {
             let ns = meta::meta_str(&obj, "namespace").unwrap_or("");
             let name = meta::meta_str(&obj, "name").unwrap_or("");
+            // The API server's own Service is the cluster's, not a run's.
+            if (plural, ns, name) == ("services", "default", "kubernetes") {
+                continue;
+            }
             out.push(format!("{plural}/{ns}/{name}"));
         }
     }

@@ -49,7 +49,9 @@
 //!   parameters, one call from the dispatcher) and `inflight` (`--max-requests-inflight`: 429
 //!   with `Retry-After` past the limit).
 //! - Handlers: `objects` (get, list, create, update, patch, delete, deletecollection), `watch`
-//!   (watch streams), `subresources` (`scale`, `serviceaccounts/token`), `reviews` (access,
+//!   (watch streams), `subresources` (`scale`, `serviceaccounts/token`), `eviction`
+//!   (`pods/eviction` and PodDisruptionBudgets), `ephemeral` (`pods/ephemeralcontainers`),
+//!   `reviews` (access,
 //!   rules, token and self-subject reviews), `exec` (`pods/exec` and `pods/attach` over
 //!   WebSocket and SPDY), `portforward` (`pods/portforward` over SPDY, SPDY tunnelled in
 //!   WebSocket, and WebSocket channels, into the pod's network) and `logs` (`pods/log`, plain
@@ -72,8 +74,10 @@
 //!   controller, always running; the bootstrap policy at start).
 //! - Kubelet and controllers, the store's clients, neither importing the other: `kubelet` (pods
 //!   from Pending to Running, images, logs, where exec and attach connect; its containers run in
-//!   `runtime`), `controllers` (the agent-sandbox controllers) and `finalizer` (the CRD
-//!   finalizer: a deleted CRD's objects deleted, then the CRD).
+//!   `runtime`), `controllers` (the agent-sandbox controllers), `workloads` (Deployments,
+//!   ReplicaSets, ReplicationControllers, StatefulSets, DaemonSets and Jobs, writing their
+//!   Events through `recorder`) and `finalizer` (the CRD finalizer: a deleted CRD's objects
+//!   deleted, then the CRD).
 //! - Store: `store` (objects, resourceVersions, the change log watches and controllers follow,
 //!   garbage collection; admission calls into the registry), `inspect` (the handle's in-process
 //!   reads: one object, waiting for a state, the leak check), `selector` (label and field
@@ -132,11 +136,15 @@ mod api;
 mod authn;
 mod authz;
 mod checks;
+mod cluster_objects;
 mod controllers;
 mod crd;
 mod defaults;
 mod discovery;
 mod encoding;
+mod endpoints;
+mod ephemeral;
+mod eviction;
 mod exec;
 mod faults;
 mod finalizer;
@@ -159,6 +167,7 @@ mod patch;
 mod portforward;
 mod protobuf;
 mod rbac;
+mod recorder;
 mod registry;
 mod representation;
 mod request;
@@ -180,6 +189,7 @@ mod tls;
 mod upgrade;
 mod watch;
 mod websocket;
+mod workloads;
 
 // The public interface is:
 pub use authn::Token;
@@ -338,7 +348,8 @@ impl Builder {
         self
     }
 
-    /// Creates this namespace at start (`default`, `kube-system` and `kube-public` always exist).
+    /// Creates this namespace at start (`default`, `kube-system`, `kube-public` and
+    /// `kube-node-lease` always exist).
     pub fn namespace(mut self, name: impl Into<String>) -> Self {
         self.namespaces.push(name.into());
         self
@@ -485,6 +496,7 @@ impl Builder {
                 "default".to_string(),
                 "kube-system".into(),
                 "kube-public".into(),
+                kubelet::NODE_LEASE_NAMESPACE.into(),
             ];
             all.extend(self.namespaces);
             for ns in all {
@@ -499,7 +511,9 @@ impl Builder {
         if self.agent_sandbox_crds {
             install_agent_sandbox_crds(&store)?;
         }
+        cluster_objects::install(&store, local);
         let shutdown = CancellationToken::new();
+        cluster_objects::spawn_apiservices(store.clone(), shutdown.clone());
         let faults = Arc::new(Faults::default());
         let kubelet = Arc::new(kubelet::Kubelet::new(
             store.clone(),
@@ -511,6 +525,7 @@ impl Builder {
             },
         ));
         if self.kubelet {
+            kubelet::register_node(store.clone(), self.minor, shutdown.clone());
             kubelet.spawn(shutdown.clone());
         }
         kube_controllers::spawn(
@@ -541,6 +556,12 @@ impl Builder {
             controllers::spawn(
                 store.clone(),
                 controllers::Config::default(),
+                shutdown.clone(),
+            );
+            endpoints::spawn(store.clone(), shutdown.clone());
+            workloads::spawn(
+                store.clone(),
+                workloads::Config::default(),
                 shutdown.clone(),
             );
         }
@@ -796,7 +817,8 @@ impl FakeKube {
     }
 
     /// The leak check: every Sandbox, SandboxClaim, Pod, Service and PVC still present, as
-    /// `"<plural>/<namespace>/<name>"` (empty when a run cleaned up after itself).
+    /// `"<plural>/<namespace>/<name>"` (empty when a run cleaned up after itself); the
+    /// cluster's own `default/kubernetes` Service is not one.
     pub fn leaks(&self) -> Vec<String> {
         inspect::leaks(&self.store)
     }

@@ -205,6 +205,28 @@ pub(crate) enum ListStrategy {
     MergePrimitives,
 }
 
+/// `keys` with the mergeable lists of a pod spec at `at` (`spec` in a Pod, `spec.template.spec`
+/// in the workload kinds that hold a pod template).
+fn pod_spec_keys(mut keys: MergeKeys, at: &str) -> MergeKeys {
+    keys = keys
+        .with_key(&format!("{at}.volumes"), "name")
+        .with_key(&format!("{at}.imagePullSecrets"), "name")
+        .with_key(&format!("{at}.hostAliases"), "ip")
+        .with_key(&format!("{at}.topologySpreadConstraints"), "topologyKey")
+        .with_key(&format!("{at}.schedulingGates"), "name")
+        .with_key(&format!("{at}.resourceClaims"), "name");
+    for containers in ["initContainers", "containers", "ephemeralContainers"] {
+        let list = format!("{at}.{containers}");
+        keys = keys
+            .with_key(&format!("{list}[].ports"), "containerPort")
+            .with_key(&format!("{list}[].env"), "name")
+            .with_key(&format!("{list}[].volumeMounts"), "mountPath")
+            .with_key(&format!("{list}[].volumeDevices"), "devicePath")
+            .with_key(&list, "name");
+    }
+    keys
+}
+
 /// The lists of one kind that a strategic merge patch merges instead of replacing.
 ///
 /// A path names a list field from the object's root: field names joined by `.`, with `[]`
@@ -238,26 +260,11 @@ impl MergeKeys {
         let kind = kind.to_ascii_lowercase();
         match kind.as_str() {
             "pod" => {
-                keys = keys
-                    .with_key("spec.volumes", "name")
-                    .with_key("spec.imagePullSecrets", "name")
-                    .with_key("spec.hostAliases", "ip")
-                    .with_key("spec.topologySpreadConstraints", "topologyKey")
-                    .with_key("spec.schedulingGates", "name")
-                    .with_key("spec.resourceClaims", "name")
+                keys = pod_spec_keys(keys, "spec")
                     .with_key("status.conditions", "type")
                     .with_key("status.podIPs", "ip")
                     .with_key("status.hostIPs", "ip")
                     .with_key("status.resourceClaimStatuses", "name");
-                for containers in ["initContainers", "containers", "ephemeralContainers"] {
-                    let list = format!("spec.{containers}");
-                    keys = keys
-                        .with_key(&format!("{list}[].ports"), "containerPort")
-                        .with_key(&format!("{list}[].env"), "name")
-                        .with_key(&format!("{list}[].volumeMounts"), "mountPath")
-                        .with_key(&format!("{list}[].volumeDevices"), "devicePath")
-                        .with_key(&list, "name");
-                }
                 for statuses in [
                     "initContainerStatuses",
                     "containerStatuses",
@@ -270,6 +277,23 @@ impl MergeKeys {
                             "name",
                         );
                 }
+            }
+            "deployment"
+            | "replicaset"
+            | "statefulset"
+            | "daemonset"
+            | "replicationcontroller"
+            | "job" => {
+                keys =
+                    pod_spec_keys(keys, "spec.template.spec").with_key("status.conditions", "type");
+            }
+            "cronjob" => {
+                keys = pod_spec_keys(keys, "spec.jobTemplate.spec.template.spec");
+            }
+            "node" => {
+                keys = keys
+                    .with_key("status.conditions", "type")
+                    .with_key("status.addresses", "type");
             }
             "service" => {
                 keys = keys

@@ -1,8 +1,9 @@
 //! Just enough of Kubernetes' protobuf encoding to read the request bodies client-go sends as
 //! protobuf even when it talks JSON everywhere else: TokenRequest (`kubectl create token`), the
 //! self-subject reviews (`kubectl auth can-i`, `kubectl auth whoami`), and the kinds
-//! `kubectl create <kind>` builds (Namespace, Secret, ServiceAccount, Service, Role,
-//! ClusterRole, RoleBinding, ClusterRoleBinding; only the fields those commands set). Responses are always JSON, which client-go
+//! `kubectl create <kind>` builds (Namespace, Secret, ConfigMap, ServiceAccount, Service, Role,
+//! ClusterRole, RoleBinding, ClusterRoleBinding, Deployment, Job, CronJob,
+//! PodDisruptionBudget; only the fields those commands set). Responses are always JSON, which client-go
 //! decodes by the response's content type.
 
 use base64::Engine;
@@ -280,6 +281,179 @@ fn rbac_fields(kind: &str, raw: &[(u64, Field<'_>)], obj: &mut Value) -> Result<
 }
 
 /// Decodes a protobuf request body into the JSON object it stands for.
+/// A `metav1.LabelSelector`: `matchLabels` (1) and `matchExpressions` (2: key, operator,
+/// values).
+fn label_selector(raw: &[u8]) -> Result<Value, ProtobufError> {
+    let fs = fields(raw)?;
+    let mut sel = json!({});
+    let labels = string_map(&fs, 1)?;
+    if !labels.is_empty() {
+        sel["matchLabels"] = Value::Object(labels);
+    }
+    let mut exprs = Vec::new();
+    for e in messages(&fs, 2) {
+        let ef = fields(e)?;
+        let mut x = non_empty_strings(&ef, &[(1, "key"), (2, "operator")]);
+        let values = strings_of(&ef, 3);
+        if !values.is_empty() {
+            x["values"] = json!(values);
+        }
+        exprs.push(x);
+    }
+    if !exprs.is_empty() {
+        sel["matchExpressions"] = json!(exprs);
+    }
+    Ok(sel)
+}
+
+/// A container as `kubectl create deployment|job|cronjob` builds it: name (1), image (2),
+/// command (3), args (4), workingDir (5), ports (6: name, containerPort, protocol), env (7:
+/// name, value) and imagePullPolicy (14).
+fn container(raw: &[u8]) -> Result<Value, ProtobufError> {
+    let fs = fields(raw)?;
+    let mut c = non_empty_strings(
+        &fs,
+        &[
+            (1, "name"),
+            (2, "image"),
+            (5, "workingDir"),
+            (14, "imagePullPolicy"),
+        ],
+    );
+    for (num, key) in [(3, "command"), (4, "args")] {
+        let v = strings_of(&fs, num);
+        if !v.is_empty() {
+            c[key] = json!(v);
+        }
+    }
+    let mut ports = Vec::new();
+    for p in messages(&fs, 6) {
+        let pf = fields(p)?;
+        let mut port = non_empty_strings(&pf, &[(1, "name"), (4, "protocol")]);
+        if let Some(n) = varint_of(&pf, 3) {
+            port["containerPort"] = json!(n);
+        }
+        ports.push(port);
+    }
+    if !ports.is_empty() {
+        c["ports"] = json!(ports);
+    }
+    let mut env = Vec::new();
+    for e in messages(&fs, 7) {
+        let ef = fields(e)?;
+        let mut var = non_empty_strings(&ef, &[(1, "name")]);
+        var["value"] = json!(string_of(&ef, 2).unwrap_or_default());
+        env.push(var);
+    }
+    if !env.is_empty() {
+        c["env"] = json!(env);
+    }
+    Ok(c)
+}
+
+/// A `PodTemplateSpec`: metadata (1) and a spec (2) with containers (2), restartPolicy (3),
+/// terminationGracePeriodSeconds (4), serviceAccountName (8) and initContainers (20).
+fn pod_template(raw: Option<&[u8]>) -> Result<Value, ProtobufError> {
+    let fs = fields(raw.unwrap_or_default())?;
+    let spec = fields(bytes_of(&fs, 2).unwrap_or_default())?;
+    let mut s = non_empty_strings(&spec, &[(3, "restartPolicy"), (8, "serviceAccountName")]);
+    for (num, key) in [(2, "containers"), (20, "initContainers")] {
+        let cs = messages(&spec, num)
+            .into_iter()
+            .map(container)
+            .collect::<Result<Vec<_>, _>>()?;
+        if !cs.is_empty() || num == 2 {
+            s[key] = json!(cs);
+        }
+    }
+    if let Some(g) = varint_of(&spec, 4) {
+        s["terminationGracePeriodSeconds"] = json!(g);
+    }
+    Ok(json!({ "metadata": object_meta(bytes_of(&fs, 1))?, "spec": s }))
+}
+
+/// Puts the varint fields `keys` (number, JSON name) of `fs` into `obj`.
+fn put_varints(fs: &[(u64, Field<'_>)], keys: &[(u64, &str)], obj: &mut Value) {
+    for (num, key) in keys {
+        if let Some(v) = varint_of(fs, *num) {
+            obj[*key] = json!(v);
+        }
+    }
+}
+
+/// A `batch/v1` JobSpec: parallelism (1), completions (2), activeDeadlineSeconds (3),
+/// template (6), backoffLimit (7), ttlSecondsAfterFinished (8), completionMode (9), suspend
+/// (10).
+fn job_spec(fs: &[(u64, Field<'_>)]) -> Result<Value, ProtobufError> {
+    let mut s = json!({ "template": pod_template(bytes_of(fs, 6))? });
+    put_varints(
+        fs,
+        &[
+            (1, "parallelism"),
+            (2, "completions"),
+            (3, "activeDeadlineSeconds"),
+            (7, "backoffLimit"),
+            (8, "ttlSecondsAfterFinished"),
+        ],
+        &mut s,
+    );
+    if let Some(m) = string_of(fs, 9).filter(|m| !m.is_empty()) {
+        s["completionMode"] = json!(m);
+    }
+    if let Some(b) = varint_of(fs, 10) {
+        s["suspend"] = json!(b != 0);
+    }
+    Ok(s)
+}
+
+/// The specs of the workload kinds `kubectl create` sends as protobuf: Deployment
+/// (replicas 1, selector 2, template 3), Job, CronJob (schedule 1, concurrencyPolicy 3,
+/// suspend 4, jobTemplate 5) and PodDisruptionBudget (minAvailable 1, selector 2,
+/// maxUnavailable 3).
+fn workload_spec(kind: &str, fs: &[(u64, Field<'_>)]) -> Result<Value, ProtobufError> {
+    Ok(match kind {
+        "Deployment" => {
+            let mut s = json!({ "template": pod_template(bytes_of(fs, 3))? });
+            put_varints(fs, &[(1, "replicas"), (5, "minReadySeconds")], &mut s);
+            if let Some(sel) = bytes_of(fs, 2) {
+                s["selector"] = label_selector(sel)?;
+            }
+            s
+        }
+        "Job" => job_spec(fs)?,
+        "CronJob" => {
+            let mut s = non_empty_strings(
+                fs,
+                &[(1, "schedule"), (3, "concurrencyPolicy"), (8, "timeZone")],
+            );
+            if let Some(b) = varint_of(fs, 4) {
+                s["suspend"] = json!(b != 0);
+            }
+            if let Some(t) = bytes_of(fs, 5) {
+                let tf = fields(t)?;
+                let spec = fields(bytes_of(&tf, 2).unwrap_or_default())?;
+                s["jobTemplate"] = json!({
+                    "metadata": object_meta(bytes_of(&tf, 1))?,
+                    "spec": job_spec(&spec)?,
+                });
+            }
+            s
+        }
+        _ => {
+            let mut s = json!({});
+            if let Some(sel) = bytes_of(fs, 2) {
+                s["selector"] = label_selector(sel)?;
+            }
+            for (num, key) in [(1, "minAvailable"), (3, "maxUnavailable")] {
+                if let Some(v) = bytes_of(fs, num) {
+                    s[key] = int_or_string(v)?;
+                }
+            }
+            s
+        }
+    })
+}
+
 pub(crate) fn decode(body: &[u8]) -> Result<Value, ProtobufError> {
     let rest = body.strip_prefix(MAGIC).ok_or(ProtobufError::NoMagic)?;
     let unknown = fields(rest)?;
@@ -345,6 +519,33 @@ pub(crate) fn decode(body: &[u8]) -> Result<Value, ProtobufError> {
         "SelfSubjectRulesReview" => json!({ "namespace": string_of(&spec, 1).unwrap_or_default() }),
         "Namespace" => json!({}),
         "Service" => service_spec(&spec)?,
+        "Deployment" | "Job" | "CronJob" | "PodDisruptionBudget" => workload_spec(&kind, &spec)?,
+        "ConfigMap" => {
+            // ConfigMap has no spec: data (2), binaryData (3), immutable (4).
+            let mut obj = json!({ "apiVersion": api_version, "kind": kind, "metadata": metadata });
+            let data = string_map(&raw, 2)?;
+            if !data.is_empty() {
+                obj["data"] = Value::Object(data);
+            }
+            let mut binary = serde_json::Map::new();
+            for entry in messages(&raw, 3) {
+                let e = fields(entry)?;
+                binary.insert(
+                    string_of(&e, 1).unwrap_or_default(),
+                    json!(
+                        base64::engine::general_purpose::STANDARD
+                            .encode(bytes_of(&e, 2).unwrap_or_default())
+                    ),
+                );
+            }
+            if !binary.is_empty() {
+                obj["binaryData"] = Value::Object(binary);
+            }
+            if let Some(i) = varint_of(&raw, 4) {
+                obj["immutable"] = json!(i != 0);
+            }
+            return Ok(obj);
+        }
         "Secret" => {
             // Secret has no spec: data (2), type (3), stringData (4), immutable (5).
             let mut data = serde_json::Map::new();

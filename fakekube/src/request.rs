@@ -83,7 +83,7 @@ pub(crate) fn list_query(rt: &ResourceType, query: &Query) -> Result<ListQuery, 
             supported.extend(rt.selectable_fields.iter().map(String::as_str));
             f.check_supported(&supported)
                 .map_err(|e| ApiError::bad_request(e.to_string()))?;
-            Some(f)
+            Some(f.on_fields(|field| rt.stored_field(field)))
         }
     };
     let limit = match query.get("limit") {

@@ -47,6 +47,12 @@ pub(crate) struct BuiltIn {
     pub(crate) verbs: &'static [&'static str],
     /// Whether the server only takes `create` (virtual resources such as reviews).
     pub(crate) create_only: bool,
+    /// Another view of a resource stored under a different group: objects are kept as that
+    /// `(group, version)` stores them and converted on every read and write (the API server
+    /// keeps `events.k8s.io/v1` Events as core `v1` Events).
+    pub(crate) stored_as: Option<(&'static str, &'static str)>,
+    /// Field selectors of this view and the stored fields they select on.
+    pub(crate) field_aliases: &'static [(&'static str, &'static str)],
 }
 
 const ALL_VERBS: &[&str] = &[
@@ -86,8 +92,40 @@ const fn core(
         has_spec,
         verbs: ALL_VERBS,
         create_only: false,
+        stored_as: None,
+        field_aliases: &[],
     }
 }
+
+/// A kind of an API group other than core, version `v1`.
+#[allow(clippy::too_many_arguments)]
+const fn grouped(
+    group: &'static str,
+    kind: &'static str,
+    plural: &'static str,
+    singular: &'static str,
+    namespaced: bool,
+    short_names: &'static [&'static str],
+    status: StatusMode,
+    has_spec: bool,
+) -> BuiltIn {
+    BuiltIn {
+        group,
+        ..core(
+            kind,
+            plural,
+            singular,
+            namespaced,
+            short_names,
+            status,
+            has_spec,
+        )
+    }
+}
+
+/// The workload kinds `kubectl get all` lists.
+const ALL: &[&str] = &["all"];
+const READ_ONLY: &[&str] = &["get", "list"];
 
 /// Every resource fakekube serves, in discovery order.
 pub(crate) static BUILT_IN: &[BuiltIn] = &[
@@ -113,6 +151,8 @@ pub(crate) static BUILT_IN: &[BuiltIn] = &[
             ("attach", &["create", "get"]),
             ("portforward", &["create", "get"]),
             ("log", &["get"]),
+            ("eviction", &["create"]),
+            ("ephemeralcontainers", &["get", "patch", "update"]),
         ],
         extra_fields: &["status.phase", "spec.nodeName", "spec.serviceAccountName"],
         ..core(
@@ -176,7 +216,11 @@ pub(crate) static BUILT_IN: &[BuiltIn] = &[
             "involvedObject.name",
             "involvedObject.namespace",
             "involvedObject.uid",
+            "involvedObject.apiVersion",
+            "involvedObject.fieldPath",
             "reason",
+            "reportingComponent",
+            "source",
             "type",
         ],
         ..core(
@@ -185,6 +229,61 @@ pub(crate) static BUILT_IN: &[BuiltIn] = &[
             "event",
             true,
             &["ev"],
+            StatusMode::Plain,
+            false,
+        )
+    },
+    core(
+        "ConfigMap",
+        "configmaps",
+        "configmap",
+        true,
+        &["cm"],
+        StatusMode::Plain,
+        false,
+    ),
+    BuiltIn {
+        extra_fields: &["spec.unschedulable"],
+        ..core(
+            "Node",
+            "nodes",
+            "node",
+            false,
+            &["no"],
+            StatusMode::Subresource,
+            false,
+        )
+    },
+    core(
+        "Endpoints",
+        "endpoints",
+        "endpoints",
+        true,
+        &["ep"],
+        StatusMode::Plain,
+        false,
+    ),
+    BuiltIn {
+        categories: ALL,
+        scale: true,
+        ..core(
+            "ReplicationController",
+            "replicationcontrollers",
+            "replicationcontroller",
+            true,
+            &["rc"],
+            StatusMode::Subresource,
+            true,
+        )
+    },
+    BuiltIn {
+        verbs: READ_ONLY,
+        ..core(
+            "ComponentStatus",
+            "componentstatuses",
+            "componentstatus",
+            false,
+            &["cs"],
             StatusMode::Plain,
             false,
         )
@@ -203,14 +302,166 @@ pub(crate) static BUILT_IN: &[BuiltIn] = &[
         )
     },
     BuiltIn {
-        group: "apps",
-        categories: &["all"],
-        ..core(
+        categories: ALL,
+        scale: true,
+        ..grouped(
+            "apps",
             "Deployment",
             "deployments",
             "deployment",
             true,
             &["deploy"],
+            StatusMode::Subresource,
+            true,
+        )
+    },
+    BuiltIn {
+        categories: ALL,
+        scale: true,
+        ..grouped(
+            "apps",
+            "ReplicaSet",
+            "replicasets",
+            "replicaset",
+            true,
+            &["rs"],
+            StatusMode::Subresource,
+            true,
+        )
+    },
+    BuiltIn {
+        categories: ALL,
+        scale: true,
+        ..grouped(
+            "apps",
+            "StatefulSet",
+            "statefulsets",
+            "statefulset",
+            true,
+            &["sts"],
+            StatusMode::Subresource,
+            true,
+        )
+    },
+    BuiltIn {
+        categories: ALL,
+        ..grouped(
+            "apps",
+            "DaemonSet",
+            "daemonsets",
+            "daemonset",
+            true,
+            &["ds"],
+            StatusMode::Subresource,
+            true,
+        )
+    },
+    grouped(
+        "apps",
+        "ControllerRevision",
+        "controllerrevisions",
+        "controllerrevision",
+        true,
+        &[],
+        StatusMode::Plain,
+        false,
+    ),
+    BuiltIn {
+        categories: ALL,
+        extra_fields: &["status.successful"],
+        ..grouped(
+            "batch",
+            "Job",
+            "jobs",
+            "job",
+            true,
+            &[],
+            StatusMode::Subresource,
+            true,
+        )
+    },
+    BuiltIn {
+        categories: ALL,
+        ..grouped(
+            "batch",
+            "CronJob",
+            "cronjobs",
+            "cronjob",
+            true,
+            &["cj"],
+            StatusMode::Subresource,
+            true,
+        )
+    },
+    // The second view of core Events, stored as them.
+    BuiltIn {
+        stored_as: Some(("", "v1")),
+        extra_fields: &[
+            "regarding.kind",
+            "regarding.name",
+            "regarding.namespace",
+            "regarding.uid",
+            "reason",
+            "reportingController",
+            "type",
+        ],
+        field_aliases: &[
+            ("regarding.kind", "involvedObject.kind"),
+            ("regarding.name", "involvedObject.name"),
+            ("regarding.namespace", "involvedObject.namespace"),
+            ("regarding.uid", "involvedObject.uid"),
+            ("reportingController", "reportingComponent"),
+        ],
+        ..grouped(
+            "events.k8s.io",
+            "Event",
+            "events",
+            "event",
+            true,
+            &["ev"],
+            StatusMode::Plain,
+            false,
+        )
+    },
+    grouped(
+        "discovery.k8s.io",
+        "EndpointSlice",
+        "endpointslices",
+        "endpointslice",
+        true,
+        &[],
+        StatusMode::Plain,
+        true,
+    ),
+    grouped(
+        "coordination.k8s.io",
+        "Lease",
+        "leases",
+        "lease",
+        true,
+        &[],
+        StatusMode::Plain,
+        false,
+    ),
+    grouped(
+        "policy",
+        "PodDisruptionBudget",
+        "poddisruptionbudgets",
+        "poddisruptionbudget",
+        true,
+        &["pdb"],
+        StatusMode::Subresource,
+        true,
+    ),
+    BuiltIn {
+        extra_subresources: &[("approval", &["get", "patch", "update"])],
+        ..grouped(
+            "certificates.k8s.io",
+            "CertificateSigningRequest",
+            "certificatesigningrequests",
+            "certificatesigningrequest",
+            false,
+            &["csr"],
             StatusMode::Subresource,
             true,
         )

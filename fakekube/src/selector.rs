@@ -234,6 +234,52 @@ impl LabelSelector {
         Ok(Self { requirements })
     }
 
+    /// Reads a `metav1.LabelSelector` object (`matchLabels`, `matchExpressions`); the error
+    /// says why it is not one. The empty object selects everything.
+    pub(crate) fn from_object(s: &Value) -> Result<Self, String> {
+        let mut parts = Vec::new();
+        if let Some(labels) = s.get("matchLabels").and_then(Value::as_object) {
+            for (k, v) in labels {
+                let v = v.as_str().ok_or("matchLabels values must be strings")?;
+                parts.push(format!("{k}={v}"));
+            }
+        }
+        for e in s
+            .get("matchExpressions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let key = e.get("key").and_then(Value::as_str).unwrap_or("");
+            let op = e.get("operator").and_then(Value::as_str).unwrap_or("");
+            let values: Vec<&str> = e
+                .get("values")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            let values = values.join(",");
+            parts.push(match op {
+                "In" => format!("{key} in ({values})"),
+                "NotIn" => format!("{key} notin ({values})"),
+                "Exists" => key.to_string(),
+                "DoesNotExist" => format!("!{key}"),
+                other => {
+                    return Err(format!(
+                        "\"{other}\" is not a valid label selector operator"
+                    ));
+                }
+            });
+        }
+        LabelSelector::parse(&parts.join(",")).map_err(|e| e.to_string())
+    }
+
+    /// Whether the selector selects nothing but what every object has: it has no requirement.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.requirements.is_empty()
+    }
+
     /// Whether an object with these `metadata.labels` is selected. Objects without labels
     /// (`None`) are selected by the empty selector and by `!=`, `notin` and `!key` alone.
     pub(crate) fn matches(&self, labels: Option<&Map<String, Value>>) -> bool {
@@ -854,6 +900,16 @@ impl FieldSelector {
         }
     }
 
+    /// The same selector on other field paths: `stored` names the field each path is read
+    /// from (a second view of a resource selects on the fields its objects are stored with).
+    pub(crate) fn on_fields(mut self, stored: impl Fn(&str) -> &str) -> Self {
+        for t in &mut self.terms {
+            t.field = stored(&t.field).to_string();
+        }
+        self.terms.sort();
+        self
+    }
+
     /// Whether an object is selected; `value_of` gives the object's value for a field path, and
     /// a missing value compares as the empty string.
     pub(crate) fn matches(&self, value_of: impl Fn(&str) -> Option<String>) -> bool {
@@ -960,13 +1016,22 @@ fn unescape_field_value(raw: &str) -> Result<String, SelectorError> {
     Ok(value)
 }
 
+/// Selectable boolean fields the API server prints even when the object leaves them out
+/// (`false`).
+const BOOLEAN_FIELDS: &[&str] = &["spec.unschedulable"];
+
 /// The value at a dotted field path (`status.phase`) in a JSON object, as a field selector
 /// compares it: strings as they are, numbers and booleans printed. `None` when the path is
-/// missing or leads to null, an object or a list.
+/// missing or leads to null, an object or a list, except for the boolean fields the API server
+/// always prints (a Node's `spec.unschedulable` is `false` when absent).
 pub(crate) fn field_value(object: &Value, path: &str) -> Option<String> {
     let mut current = object;
     for segment in path.split('.') {
-        current = current.as_object()?.get(segment)?;
+        match current.as_object().and_then(|o| o.get(segment)) {
+            Some(next) => current = next,
+            None if BOOLEAN_FIELDS.contains(&path) => return Some("false".to_string()),
+            None => return None,
+        }
     }
     match current {
         Value::String(s) => Some(s.clone()),
@@ -1515,6 +1580,21 @@ mod tests {
             ))
         );
         assert!(s.matches(|f| (f == " metadata.name ").then(|| " a".to_string())));
+    }
+
+    #[test]
+    fn a_node_without_unschedulable_selects_as_false() {
+        let node = json!({ "metadata": { "name": "n" }, "spec": {} });
+        assert_eq!(
+            field_value(&node, "spec.unschedulable").as_deref(),
+            Some("false")
+        );
+        let cordoned = json!({ "spec": { "unschedulable": true } });
+        assert_eq!(
+            field_value(&cordoned, "spec.unschedulable").as_deref(),
+            Some("true")
+        );
+        assert_eq!(field_value(&node, "spec.other"), None);
     }
 
     #[test]

@@ -49,12 +49,13 @@ impl Target<'_> {
         }
     }
 
+    /// `details` in `metav1.StatusDetails`' field order: name, group, kind.
     fn details(&self) -> Value {
-        let mut d = json!({ "name": self.name, "kind": self.resource });
-        if !self.group.is_empty() {
-            d["group"] = json!(self.group);
+        if self.group.is_empty() {
+            json!({ "name": self.name, "kind": self.resource })
+        } else {
+            json!({ "name": self.name, "group": self.group, "kind": self.resource })
         }
-        d
     }
 }
 
@@ -143,10 +144,11 @@ impl ApiError {
         } else {
             format!("{}.{}", t.kind, t.group)
         };
-        let mut details = json!({ "name": t.name, "kind": t.kind });
-        if !t.group.is_empty() {
-            details["group"] = json!(t.group);
-        }
+        let mut details = if t.group.is_empty() {
+            json!({ "name": t.name, "kind": t.kind })
+        } else {
+            json!({ "name": t.name, "group": t.group, "kind": t.kind })
+        };
         details["causes"] = Value::Array(
             causes
                 .iter()

@@ -1,5 +1,6 @@
-//! The `scale` subresource (of custom kinds whose CRD asks for one, at the CRD's replica and
-//! selector paths) and `serviceaccounts/token` (TokenRequest).
+//! The `scale` subresource (of the built-in workload kinds, and of custom kinds whose CRD asks
+//! for one, at the CRD's replica and selector paths) and `serviceaccounts/token`
+//! (TokenRequest).
 
 use crate::authn::{ISSUER, TokenSpec};
 use crate::meta;
@@ -8,6 +9,7 @@ use crate::registry::{ResourceType, ScalePaths};
 use crate::request::{self, Query};
 use crate::response::json_response;
 use crate::route::ResourcePath;
+use crate::selector::LabelSelector;
 use crate::state::Shared;
 use crate::status::{ApiError, Cause, Target};
 use crate::store::{Part, Store, WriteOptions};
@@ -43,16 +45,32 @@ fn set_path(obj: &mut Value, path: &str, value: Value) {
     }
 }
 
+/// The selector of a built-in kind's Scale: its `spec.selector` (a `metav1.LabelSelector`,
+/// or a ReplicationController's map of labels), printed as a label selector string.
+fn built_in_selector(obj: &Value) -> Option<Value> {
+    let sel = obj.get("spec")?.get("selector")?;
+    let parsed = if sel.get("matchLabels").is_some() || sel.get("matchExpressions").is_some() {
+        LabelSelector::from_object(sel)
+    } else {
+        LabelSelector::from_object(&json!({ "matchLabels": sel }))
+    };
+    parsed.ok().map(|s| json!(s.to_string()))
+}
+
 /// The `autoscaling/v1` Scale of an object.
-fn scale_of(obj: &Value, paths: &ScalePaths) -> Value {
+fn scale_of(obj: &Value, rt: &ResourceType, paths: &ScalePaths) -> Value {
     let md = obj.get("metadata").cloned().unwrap_or_else(|| json!({}));
     let pick = |k: &str| md.get(k).cloned().unwrap_or(Value::Null);
     let replicas = |p: &str| at_path(obj, p).cloned().unwrap_or(json!(0));
-    let selector = paths
-        .label_selector
-        .as_deref()
-        .and_then(|p| at_path(obj, p))
-        .cloned();
+    let selector = if rt.custom {
+        paths
+            .label_selector
+            .as_deref()
+            .and_then(|p| at_path(obj, p))
+            .cloned()
+    } else {
+        built_in_selector(obj)
+    };
     let mut scale = json!({
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",
@@ -88,7 +106,7 @@ pub(crate) async fn scale(
         return Err(ApiError::path_not_found());
     };
     let current = store.get(rt, ns, name)?;
-    let scale = scale_of(&current, paths);
+    let scale = scale_of(&current, rt, paths);
     let wanted = match verb {
         "get" => return Ok(json_response(StatusCode::OK, &scale)),
         "update" => serde_json::from_slice::<Value>(&body)
@@ -145,7 +163,10 @@ pub(crate) async fn scale(
         ..Default::default()
     };
     let (updated, _) = store.update(rt, ns, name, obj, Part::Main, opts)?;
-    Ok(json_response(StatusCode::OK, &scale_of(&updated, paths)))
+    Ok(json_response(
+        StatusCode::OK,
+        &scale_of(&updated, rt, paths),
+    ))
 }
 
 /// `POST serviceaccounts/<name>/token` (TokenRequest): issues a bound token for the service

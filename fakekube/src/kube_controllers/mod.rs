@@ -1,13 +1,15 @@
 //! The kube-controller-manager's controllers that authentication and RBAC rely on, emulated:
-//! ClusterRole aggregation ([`aggregation`]) and the service-account token controller
-//! ([`token_secrets`]), plus the bootstrap policy a server starts with.
+//! ClusterRole aggregation ([`aggregation`]), the service-account token controller
+//! ([`token_secrets`]) and the root CA publisher ([`root_ca`]: `kube-root-ca.crt` in every
+//! namespace), plus the bootstrap policy a server starts with.
 //!
-//! One task runs both. Like the agent-sandbox controllers it follows the store's change log,
+//! One task runs them all. Like the agent-sandbox controllers it follows the store's change log,
 //! reconciles what a change concerns, and sleeps until the next change; it runs whether or not
 //! the agent-sandbox controllers do, since without it `admin`, `edit` and `view` would hold no
 //! rules and token Secrets no token.
 
 mod aggregation;
+mod root_ca;
 mod token_secrets;
 
 use crate::authn::{Authenticator, TOKEN_SECRET_TYPE};
@@ -27,6 +29,8 @@ pub(crate) struct Kinds {
     cluster_role_bindings: Arc<ResourceType>,
     secrets: Arc<ResourceType>,
     service_accounts: Arc<ResourceType>,
+    namespaces: Arc<ResourceType>,
+    config_maps: Arc<ResourceType>,
 }
 
 impl Kinds {
@@ -37,6 +41,8 @@ impl Kinds {
             cluster_role_bindings: registry.find(GROUP, "v1", "clusterrolebindings")?,
             secrets: registry.find("", "v1", "secrets")?,
             service_accounts: registry.find("", "v1", "serviceaccounts")?,
+            namespaces: registry.find("", "v1", "namespaces")?,
+            config_maps: registry.find("", "v1", "configmaps")?,
         })
     }
 }
@@ -75,6 +81,8 @@ struct Work {
     secrets: BTreeSet<(String, String)>,
     /// Deleted service accounts, as namespace, name and uid.
     gone_accounts: Vec<(String, String, String)>,
+    /// Namespaces whose root CA ConfigMap must be checked.
+    namespaces: BTreeSet<String>,
 }
 
 /// Starts the controllers as one task that runs until `shutdown`. Tokens are signed by
@@ -85,8 +93,15 @@ pub(crate) fn spawn(
     ca_pem: String,
     shutdown: CancellationToken,
 ) -> JoinHandle<()> {
+    let kinds = Kinds::resolve(&store);
+    // The namespaces that exist now hold their root CA before the first request is served.
+    if let Some(kinds) = &kinds {
+        for ns in store.list_all(&kinds.namespaces, None) {
+            root_ca::reconcile(&store, kinds, &ca_pem, meta_str(&ns, "name").unwrap_or(""));
+        }
+    }
     tokio::spawn(async move {
-        let Some(kinds) = Kinds::resolve(&store) else {
+        let Some(kinds) = kinds else {
             return;
         };
         let mut changes = store.subscribe();
@@ -114,6 +129,15 @@ pub(crate) fn spawn(
                         {
                             let uid = meta_str(&e.object, "uid").unwrap_or("").to_string();
                             work.gone_accounts.push((ns, name, uid));
+                        } else if e.rt.same_resource(&kinds.namespaces)
+                            && e.kind == EventType::Added
+                        {
+                            work.namespaces.insert(name);
+                        } else if e.rt.same_resource(&kinds.config_maps)
+                            && name == root_ca::NAME
+                            && e.kind != EventType::Added
+                        {
+                            work.namespaces.insert(ns);
                         }
                     }
                 }
@@ -132,6 +156,9 @@ pub(crate) fn spawn(
             for (ns, name) in &batch.secrets {
                 token_secrets::reconcile(&store, &kinds, &authn, &ca_pem, ns, name);
             }
+            for ns in &batch.namespaces {
+                root_ca::reconcile(&store, &kinds, &ca_pem, ns);
+            }
             if changes.has_changed().unwrap_or(false) {
                 continue;
             }
@@ -149,6 +176,10 @@ fn full_resync(store: &Store, kinds: &Kinds) -> Work {
         aggregate: true,
         ..Work::default()
     };
+    for ns in store.list_all(&kinds.namespaces, None) {
+        work.namespaces
+            .insert(meta_str(&ns, "name").unwrap_or("").to_string());
+    }
     for s in store.list_all(&kinds.secrets, None) {
         if s.get("type").and_then(|t| t.as_str()) == Some(TOKEN_SECRET_TYPE) {
             work.secrets.insert((

@@ -4,10 +4,13 @@
 //!
 //! # What it does
 //!
+//! - **The Node** (`node`): the kubelet registers [`NODE_NAME`](pod::NODE_NAME) and renews
+//!   its Lease in `kube-node-lease`.
 //! - **Scheduling.** A pod without `spec.nodeName` gets [`NODE_NAME`](pod::NODE_NAME) (a
 //!   main-resource write, as a binding makes), unless a PersistentVolumeClaim it mounts does not
-//!   exist: then it stays Pending with `PodScheduled=False` (`Unschedulable`) until the claim
-//!   appears. Pods bound to another node are left alone.
+//!   exist or the node is cordoned (`spec.unschedulable`, and the pod does not tolerate it):
+//!   then it stays Pending with `PodScheduled=False` (`Unschedulable`) until the claim appears
+//!   or the node is uncordoned. Pods bound to another node are left alone.
 //! - **Provisioning.** Every PersistentVolumeClaim is bound at once (`spec.volumeName`
 //!   `pvc-<uid>`, `status.phase=Bound`, `accessModes`, `capacity` from the request). Each claim
 //!   has its storage, a runtime [`Volume`], kept here by claim uid: it outlives the pods that
@@ -57,12 +60,14 @@ mod command;
 mod env;
 mod images;
 mod limits;
+mod node;
 mod output;
 mod pod;
 mod run;
 
 pub use command::{CommandCall, CommandError};
 pub use images::Images;
+pub(crate) use node::{NODE_LEASE_NAMESPACE, spawn as register_node};
 pub(crate) use output::{Line, OutputLog};
 
 use crate::status::{ApiError, Target};

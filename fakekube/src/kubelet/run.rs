@@ -97,6 +97,31 @@ fn is_deleting(obj: &Value) -> bool {
         .is_some_and(|t| !t.is_null())
 }
 
+/// Whether the node is cordoned (`spec.unschedulable`).
+fn cordoned(store: &Store) -> bool {
+    store
+        .registry()
+        .find("", "v1", "nodes")
+        .and_then(|nodes| store.get_opt(&nodes, "", NODE_NAME))
+        .is_some_and(|n| n.pointer("/spec/unschedulable").and_then(Value::as_bool) == Some(true))
+}
+
+/// Whether the pod tolerates a cordoned node's `node.kubernetes.io/unschedulable` taint.
+fn tolerates_cordon(pod: &Value) -> bool {
+    pod.pointer("/spec/tolerations")
+        .and_then(Value::as_array)
+        .is_some_and(|ts| {
+            ts.iter().any(|t| {
+                let key = t.get("key").and_then(Value::as_str);
+                let exists = t.get("operator").and_then(Value::as_str) == Some("Exists");
+                (key == Some("node.kubernetes.io/unschedulable") || (key.is_none() && exists))
+                    && t.get("effect")
+                        .and_then(Value::as_str)
+                        .is_none_or(|e| e.is_empty() || e == "NoSchedule")
+            })
+        })
+}
+
 /// The claims a pod mounts.
 fn claim_names(pod: &Value) -> Vec<String> {
     pod.get("spec")
@@ -236,12 +261,23 @@ impl Kubelet {
                     self.bind_claim(pass, &e.object);
                     // Pods waiting for this claim may be scheduled now.
                     let ns = meta_str(&e.object, "namespace").unwrap_or("");
-                    for p in self.store.list_all(&pass.kinds.pod, Some(ns)) {
-                        if str_at(&p, &["spec", "nodeName"]).is_none_or(str::is_empty) {
-                            self.sync_pod(pass, &p);
-                        }
-                    }
+                    self.sync_unscheduled(pass, Some(ns));
                 }
+            }
+        } else if e.rt.group.is_empty() && e.rt.kind == "Node" {
+            // An uncordoned node takes the pods that waited for it.
+            let unschedulable = |n: &Value| n.pointer("/spec/unschedulable").cloned();
+            if e.prev.as_deref().map(unschedulable) != Some(unschedulable(&e.object)) {
+                self.sync_unscheduled(pass, None);
+            }
+        }
+    }
+
+    /// Looks again at the pods not bound to a node.
+    fn sync_unscheduled(&self, pass: &mut Pass<'_>, ns: Option<&str>) {
+        for p in self.store.list_all(&pass.kinds.pod, ns) {
+            if str_at(&p, &["spec", "nodeName"]).is_none_or(str::is_empty) {
+                self.sync_pod(pass, &p);
             }
         }
     }
@@ -314,7 +350,14 @@ impl Kubelet {
         let missing = claim_names(obj)
             .into_iter()
             .find(|c| self.store.get_opt(&pass.kinds.pvc, ns, c).is_none());
-        let Some(claim) = missing else {
+        let why = match missing {
+            Some(claim) => Some(format!("persistentvolumeclaim \"{claim}\" not found")),
+            None if cordoned(&self.store) && !tolerates_cordon(obj) => {
+                Some("1 node(s) were unschedulable".to_string())
+            }
+            None => None,
+        };
+        let Some(why) = why else {
             let body = json!({ "spec": { "nodeName": NODE_NAME } });
             if let Err(e) = self.store.patch(
                 &pass.kinds.pod,
@@ -330,7 +373,7 @@ impl Kubelet {
             return;
         };
         let message = format!(
-            "0/1 nodes are available: persistentvolumeclaim \"{claim}\" not found. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+            "0/1 nodes are available: {why}. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
         );
         let old = obj
             .get("status")

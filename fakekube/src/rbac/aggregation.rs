@@ -12,35 +12,7 @@ use std::sync::Arc;
 /// Reads a `metav1.LabelSelector` (`matchLabels`, `matchExpressions`); the error says why it is
 /// not one.
 pub(crate) fn selector(s: &Value) -> Result<LabelSelector, String> {
-    let mut parts = Vec::new();
-    if let Some(labels) = s.get("matchLabels").and_then(Value::as_object) {
-        for (k, v) in labels {
-            let v = v.as_str().ok_or("matchLabels values must be strings")?;
-            parts.push(format!("{k}={v}"));
-        }
-    }
-    for e in s
-        .get("matchExpressions")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let key = e.get("key").and_then(Value::as_str).unwrap_or("");
-        let op = e.get("operator").and_then(Value::as_str).unwrap_or("");
-        let values = super::rule::strings(e, "values").join(",");
-        parts.push(match op {
-            "In" => format!("{key} in ({values})"),
-            "NotIn" => format!("{key} notin ({values})"),
-            "Exists" => key.to_string(),
-            "DoesNotExist" => format!("!{key}"),
-            other => {
-                return Err(format!(
-                    "\"{other}\" is not a valid label selector operator"
-                ));
-            }
-        });
-    }
-    LabelSelector::parse(&parts.join(",")).map_err(|e| e.to_string())
+    LabelSelector::from_object(s)
 }
 
 /// The ClusterRoles whose `rules` differ from what their aggregation rule gathers, each with

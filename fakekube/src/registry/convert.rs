@@ -4,7 +4,7 @@
 //! Either way the result is pruned by the target version's schema, as the API server's
 //! converter does: a field the target version does not know is dropped.
 
-use super::{Conversion, Registry, ResourceType, api_version};
+use super::{Conversion, Registry, ResourceType, api_version, events};
 use crate::status::ApiError;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -41,7 +41,27 @@ impl Registry {
         object: &Value,
         version: &str,
     ) -> Result<Option<Value>, ApiError> {
-        let want = api_version(&rt.group, version);
+        self.convert_to(rt, object, &rt.group, version)
+    }
+
+    /// `object` as `rt`'s kind is stored (its storage group and version); `None` when it
+    /// already is.
+    pub(crate) fn to_storage(
+        &self,
+        rt: &ResourceType,
+        object: &Value,
+    ) -> Result<Option<Value>, ApiError> {
+        self.convert_to(rt, object, &rt.storage_group, &rt.storage_version)
+    }
+
+    fn convert_to(
+        &self,
+        rt: &ResourceType,
+        object: &Value,
+        group: &str,
+        version: &str,
+    ) -> Result<Option<Value>, ApiError> {
+        let want = api_version(group, version);
         let have = object
             .get("apiVersion")
             .and_then(Value::as_str)
@@ -50,6 +70,7 @@ impl Registry {
             return Ok(None);
         }
         let mut out = match &rt.conversion {
+            Conversion::Events => events::convert(object, &want),
             Conversion::None => {
                 let mut out = object.clone();
                 if let Some(o) = out.as_object_mut() {

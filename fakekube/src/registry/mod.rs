@@ -11,8 +11,10 @@
 //! - `version`: Kubernetes' ordering of version names (`v2` before `v1beta1`).
 //! - `convert`: objects rewritten to another version of their kind (conversion `None`), or
 //!   handed to an in-process converter (conversion `Webhook`).
+//! - `events`: core `v1` Events and their `events.k8s.io/v1` view, one stored resource.
 
 mod convert;
+mod events;
 pub(crate) mod version;
 
 pub use convert::Converter;
@@ -57,6 +59,8 @@ pub(crate) struct PrinterColumn {
 pub(crate) enum Conversion {
     /// Only `apiVersion` changes (built-in kinds, and CRDs with strategy `None`).
     None,
+    /// Between core `v1` Events and `events.k8s.io/v1` Events, whose fields have other names.
+    Events,
     /// A conversion webhook; fakekube calls an in-process [`Converter`] instead, and without
     /// one answers as the API server does when the webhook cannot be reached.
     Webhook {
@@ -109,6 +113,11 @@ pub(crate) struct ResourceType {
     pub(crate) served: bool,
     /// The version objects of this kind are stored in.
     pub(crate) storage_version: String,
+    /// The group objects of this kind are stored in: its own, except for a second view of a
+    /// resource of another group (`events.k8s.io` Events are stored as core Events).
+    pub(crate) storage_group: String,
+    /// Field selectors of a second view and the stored fields they select on.
+    pub(crate) field_aliases: &'static [(&'static str, &'static str)],
     /// The structural schema of this version (custom kinds).
     pub(crate) schema: Option<Arc<Schema>>,
     /// `additionalPrinterColumns` of this version.
@@ -151,10 +160,11 @@ impl ResourceType {
             short_names: b.short_names.iter().map(|s| (*s).to_string()).collect(),
             categories: b.categories.iter().map(|s| (*s).to_string()).collect(),
             status: b.status,
+            // A built-in kind's Scale shows the selector of `.spec.selector`, printed.
             scale: b.scale.then(|| ScalePaths {
                 spec_replicas: ".spec.replicas".into(),
                 status_replicas: ".status.replicas".into(),
-                label_selector: Some(".status.selector".into()),
+                label_selector: None,
             }),
             extra_subresources: b.extra_subresources,
             custom: false,
@@ -163,11 +173,17 @@ impl ResourceType {
             verbs: b.verbs,
             create_only: b.create_only,
             served: true,
-            storage_version: b.version.to_string(),
+            storage_version: b.stored_as.map_or(b.version, |(_, v)| v).to_string(),
+            storage_group: b.stored_as.map_or(b.group, |(g, _)| g).to_string(),
+            field_aliases: b.field_aliases,
             schema: None,
             printer_columns: Vec::new(),
             deprecation_warning: None,
-            conversion: Conversion::None,
+            conversion: if b.stored_as.is_some() {
+                Conversion::Events
+            } else {
+                Conversion::None
+            },
             defined_by: None,
             retired: CancellationToken::new(),
             fingerprint: OnceLock::new(),
@@ -197,6 +213,8 @@ impl ResourceType {
             create_only: false,
             served: false,
             storage_version: version.to_string(),
+            storage_group: group.to_string(),
+            field_aliases: &[],
             schema: None,
             printer_columns: Vec::new(),
             deprecation_warning: None,
@@ -221,9 +239,27 @@ impl ResourceType {
         }
     }
 
-    /// Whether `other` is the same resource, in any version.
+    /// `pods` or `sandboxes.agents.x-k8s.io` of the resource its objects are stored as: the
+    /// store's key, shared by every view of one stored resource.
+    pub(crate) fn storage_resource(&self) -> String {
+        if self.storage_group.is_empty() {
+            self.plural.clone()
+        } else {
+            format!("{}.{}", self.plural, self.storage_group)
+        }
+    }
+
+    /// Whether `other` is the same stored resource, in any version or view.
     pub(crate) fn same_resource(&self, other: &ResourceType) -> bool {
-        self.group == other.group && self.plural == other.plural
+        self.storage_group == other.storage_group && self.plural == other.plural
+    }
+
+    /// The stored field a field selector of this view names (itself, but for aliases).
+    pub(crate) fn stored_field<'a>(&self, field: &'a str) -> &'a str {
+        self.field_aliases
+            .iter()
+            .find(|(served, _)| *served == field)
+            .map_or(field, |(_, stored)| stored)
     }
 
     /// The structural schema of this version, for custom kinds.
@@ -238,9 +274,10 @@ impl ResourceType {
             || self.extra_subresources.iter().any(|(n, _)| *n == name)
     }
 
-    /// Whether this is the version objects of the kind are stored in.
+    /// Whether this is the version objects of the kind are stored in (and not a view of
+    /// another group's resource).
     pub(crate) fn is_storage_version(&self) -> bool {
-        self.version == self.storage_version
+        self.version == self.storage_version && self.group == self.storage_group
     }
 
     /// A hash of this entry's schema, computed once: documents built from the entry hash it
@@ -498,6 +535,7 @@ fn same_description(a: &ResourceType, b: &ResourceType) -> bool {
         && a.selectable_fields == b.selectable_fields
         && a.served == b.served
         && a.storage_version == b.storage_version
+        && a.storage_group == b.storage_group
         && a.printer_columns == b.printer_columns
         && a.deprecation_warning == b.deprecation_warning
         && a.conversion == b.conversion

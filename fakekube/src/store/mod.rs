@@ -27,7 +27,7 @@ type TypeKey = String;
 type ObjKey = (String, String);
 
 fn type_key(rt: &ResourceType) -> TypeKey {
-    rt.group_resource()
+    rt.storage_resource()
 }
 
 /// The kind of a watch event.
@@ -615,10 +615,7 @@ impl Inner {
 
     /// An admitted object in `rt`'s version, as it is stored.
     fn to_storage(&self, rt: &ResourceType, obj: Value) -> Result<Value, ApiError> {
-        Ok(self
-            .registry
-            .convert(rt, &obj, &rt.storage_version)?
-            .unwrap_or(obj))
+        Ok(self.registry.to_storage(rt, &obj)?.unwrap_or(obj))
     }
 
     fn next_rv(&mut self) -> u64 {
@@ -768,7 +765,24 @@ impl Inner {
             }
             md.insert("name".into(), json!(name));
         }
-        let name_problem = if rt.group == crate::rbac::GROUP {
+        let name_problem = if rt.group == "apiregistration.k8s.io" {
+            // APIServices are named `<version>.<group>`, the core one `v1.`.
+            match name.split_once('.') {
+                Some((version, group)) if !version.is_empty() => meta::validate_name(version, true)
+                    .or_else(|| {
+                        (!group.is_empty())
+                            .then(|| meta::validate_name(group, false))
+                            .flatten()
+                    }),
+                _ => Some(Cause {
+                    reason: "FieldValueInvalid".into(),
+                    message: format!(
+                        "Invalid value: \"{name}\": must be in the form: <version>.<group>"
+                    ),
+                    field: Some("metadata.name".into()),
+                }),
+            }
+        } else if rt.group == crate::rbac::GROUP {
             // RBAC objects are named by path segments (`system:basic-user`).
             crate::rbac::path_segment_problem(&name).map(|why| Cause {
                 reason: "FieldValueInvalid".into(),

@@ -423,7 +423,7 @@ fn printer(group: &str, kind: &str) -> Printer {
         ("", "Endpoints") => Printer::Endpoints,
         ("networking.k8s.io", "NetworkPolicy") => Printer::NetworkPolicy,
         ("apps", "Deployment") => Printer::Deployment,
-        ("apps", "ReplicaSet") => Printer::ReplicaSet,
+        ("apps", "ReplicaSet") | ("", "ReplicationController") => Printer::ReplicaSet,
         ("apps", "StatefulSet") => Printer::StatefulSet,
         ("apps", "DaemonSet") => Printer::DaemonSet,
         ("batch", "Job") => Printer::Job,
@@ -528,7 +528,9 @@ pub(crate) fn row(group: &str, kind: &str, obj: &Value, now: OffsetDateTime) -> 
                 age,
                 json!(names),
                 json!(images),
-                json!(format_selector(obj.pointer("/spec/selector"))),
+                json!(format_selector(
+                    replica_selector(obj.pointer("/spec/selector")).as_ref()
+                )),
             ])
         }
         Printer::StatefulSet => {
@@ -1369,6 +1371,16 @@ fn selector_string(selector: Option<&Value>) -> String {
 }
 
 /// A `LabelSelector` as `metav1.FormatLabelSelector` prints it: `<none>` when empty.
+/// A ReplicaSet's label selector, or a ReplicationController's map of labels as one.
+fn replica_selector(selector: Option<&Value>) -> Option<Value> {
+    let sel = selector?;
+    if sel.get("matchLabels").is_some() || sel.get("matchExpressions").is_some() {
+        Some(sel.clone())
+    } else {
+        Some(json!({ "matchLabels": sel }))
+    }
+}
+
 fn format_selector(selector: Option<&Value>) -> String {
     let s = selector_string(selector);
     if s.is_empty() {
