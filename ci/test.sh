@@ -5,6 +5,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Everything the run prints and writes is kept here for the credential scan (the last step),
+# with every secret fakekube makes recorded beside it.
+scan="$(realpath -m "${CARGO_TARGET_DIR:-target}")/ci-output"
+rm -rf "$scan"
+mkdir -p "$scan"
+export FAKEKUBE_SECRET_LOG="$scan/secrets.log"
+export CASSETTE_KEEP="$scan/cassettes"
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 
@@ -20,7 +28,7 @@ echo "== Python venvs for the exec tests (ci/python-venv.sh)"
 bash ci/python-venv.sh
 
 echo "== cargo test"
-cargo test --workspace --locked
+cargo test --workspace --locked 2>&1 | tee "$scan/cargo-test.log"
 
 echo "== shellcheck ci/*.sh"
 if ! command -v shellcheck >/dev/null 2>&1; then
@@ -32,7 +40,10 @@ fi
 shellcheck ci/*.sh
 
 echo "== live tests against a fakekube process (ci/live.sh)"
-bash ci/live.sh
+bash ci/live.sh 2>&1 | tee "$scan/live.log"
 
 echo "== record against a fakekube process, then replay without it (ci/cassette.sh)"
-bash ci/cassette.sh
+bash ci/cassette.sh 2>&1 | tee "$scan/cassette.log"
+
+echo "== the credential scan of every output and report (ci/credential-scan.sh)"
+bash ci/credential-scan.sh "$scan"

@@ -34,6 +34,7 @@ use tokio::net::TcpStream;
 
 use crate::credentials::{CredentialError, Credentials};
 use crate::identity::{CertSlot, SlotResolver};
+use crate::retry::Retries;
 
 /// The largest response body read, in bytes (a page of a list is far smaller).
 const MAX_BODY: usize = 64 << 20;
@@ -412,7 +413,9 @@ impl KubeClient {
     }
 
     /// Sends one request with the current token; after a 401 it reads the token again and
-    /// retries once. Returns the response of the last attempt.
+    /// retries once. Throttled and unavailable answers that say when to come back, and GETs
+    /// whose connection broke, are sent again as client-go sends them (see [`crate::retry`]).
+    /// Returns the response of the last attempt.
     pub(crate) async fn send(
         &self,
         method: Method,
@@ -421,7 +424,31 @@ impl KubeClient {
         body: Option<(&'static str, Bytes)>,
     ) -> Result<Response<Incoming>, KubeError> {
         let uri = self.uri(path_and_query)?;
-        self.send_via(Via::Api, method, uri, headers, body).await
+        let mut retries = Retries::default();
+        loop {
+            let sent = self
+                .send_via(Via::Api, method.clone(), uri.clone(), headers, body.clone())
+                .await;
+            let wait = match &sent {
+                Ok(response) => retries.after_answer(response.status(), response.headers()),
+                Err(KubeError::Transport(cause)) => retries.after_failure(&method, cause.as_ref()),
+                Err(_) => None,
+            };
+            let Some(wait) = wait else {
+                return sent;
+            };
+            tracing::debug!(
+                %method,
+                path = path_only(path_and_query),
+                wait_ms = wait.as_millis() as u64,
+                "sending the request again"
+            );
+            if let Ok(response) = sent {
+                // Read the refusal so its connection can carry the retry.
+                let _ = read_body(response.into_body()).await;
+            }
+            tokio::time::sleep(wait).await;
+        }
     }
 
     /// Opens an HTTP/1.1 connection for [`send_upgrade`](Self::send_upgrade). Callers start it

@@ -25,11 +25,14 @@
 //! - [`config`]: the pool config ([`PoolConfig`]), read from YAML or JSON, errors naming keys.
 //! - `credentials`, `kubeconfig`, `identity`: where the token comes from (a file, a variable,
 //!   an exec plugin) and how it is re-read; the client certificate TLS presents.
-//! - `client`: the REST client (hyper + rustls with ring) and the Status → error mapping.
+//! - `client`: the REST client (hyper + rustls with ring) and the Status → error mapping;
+//!   `retry`: which failed requests it sends again (client-go's rules).
 //! - `manifest`: the objects sent and the rules reading the objects back.
 //! - `exec`, `files`: the exec WebSocket protocol, and files on top of it.
 //! - `provider`: [`AgentSandbox`], the [`Provider`](sandbox_contract::Provider).
 //! - `preflight`: [`AgentSandbox::preflight`], whether a pool's cluster is ready for it.
+//! - `fuzzing` (the `fuzzing` feature, for `fuzz/` only; not an API): the decoders of `exec`,
+//!   `client`, `manifest`, `kubeconfig` and `config` as fuzz targets.
 //!
 //! # Known limitations
 //!
@@ -60,11 +63,15 @@ pub mod config;
 mod credentials;
 mod exec;
 mod files;
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;
 mod identity;
 mod kubeconfig;
 mod manifest;
 mod preflight;
 mod provider;
+mod retry;
 
 // The public interface is:
 pub use config::{AdapterConfig, ConfigError, CredentialSource, Isolation, PoolConfig, Trust};

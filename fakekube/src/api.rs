@@ -27,8 +27,8 @@ use crate::state::Shared;
 use crate::status::ApiError;
 use crate::store::Part;
 use crate::{
-    discovery, ephemeral, eviction, exec, impersonation, logs, objects, openapi, portforward,
-    reviews, subresources, watch,
+    checks, discovery, ephemeral, eviction, exec, impersonation, logs, objects, openapi,
+    portforward, reviews, subresources, watch,
 };
 use axum::Router;
 use axum::body::Body;
@@ -51,15 +51,23 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     let query = Query::parse(parts.uri.query());
     let route = route(&path);
     tracing::debug!(method = %parts.method, %path, "request");
+    let caller = match authenticate(&shared, &parts) {
+        Ok(c) => c,
+        Err(e) => return e.into_response(),
+    };
+    let long_running = query.flag("watch")
+        || matches!(&route, Route::Resource(rp)
+            if exec::kind_of(rp).is_some() || portforward::is_portforward(rp));
+    let _permit = match shared.inflight.admit(long_running, &caller.user().groups) {
+        Ok(permit) => permit,
+        Err(refused) => return refused.into_response(),
+    };
+    // After admission: a slow answer holds its place among the requests in flight.
     if matches!(route, Route::Resource(_))
         && let Some(e) = shared.faults.before_resource_request().await
     {
         return e.into_response();
     }
-    let caller = match authenticate(&shared, &parts) {
-        Ok(c) => c,
-        Err(e) => return e.into_response(),
-    };
     let result = match &route {
         Route::Resource(rp) if let Some(kind) = exec::kind_of(rp) => {
             exec::serve(&shared, &caller, parts, rp, kind).await
@@ -317,6 +325,7 @@ async fn resource(
         namespace: &rp.namespace,
         name: authorized_name(rp, verb, query),
     })?;
+    checks::request(verb, headers, query)?;
     if rt.create_only && verb == "create" && rp.subresource.is_empty() {
         return reviews::serve(shared, rt, caller, &rp.namespace, headers, body).await;
     }
@@ -344,7 +353,10 @@ async fn resource(
         };
         return match (verb, sub) {
             ("list", "") => objects::list(shared, &req),
-            ("watch", "") => watch::serve(shared.clone(), rt.clone(), ns, name, query, req.repr),
+            ("watch", "") => match shared.faults.chaos_watch() {
+                Some(gone) => Err(gone),
+                None => watch::serve(shared.clone(), rt.clone(), ns, name, query, req.repr),
+            },
             ("get", _) => objects::get(&req),
             ("create", "") => objects::create(&req, body).await,
             ("update", sub) => objects::update(&req, part(sub), body).await,

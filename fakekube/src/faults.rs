@@ -1,10 +1,89 @@
 //! Faults a test can switch on while the server runs: throttling, slow responses, failing list
-//! pages, exec without v5, exec connections dropped mid-output.
+//! pages, exec without v5, exec connections dropped mid-output; and [`Chaos`], a seeded random
+//! mix of all of them (and connection resets, 500s, 503s, watch 410s), for soak runs.
 
 use crate::status::ApiError;
+use http::StatusCode;
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
+
+/// How often each fault of [`Chaos`] strikes, each a probability from 0 to 1 per occasion
+/// (per resource request, per exec session, per watch).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ChaosRates {
+    /// The connection is reset before the answer (HTTP/1.1 closes it, HTTP/2 resets the
+    /// stream).
+    pub reset: f64,
+    /// 429 `TooManyRequests` with `Retry-After: 1`.
+    pub throttle: f64,
+    /// 500 `InternalError`, without `Retry-After`.
+    pub internal: f64,
+    /// 503 `ServiceUnavailable` with `Retry-After: 1`.
+    pub unavailable: f64,
+    /// The answer is 50 to 500 ms late.
+    pub slow: f64,
+    /// An exec session's connection is dropped after 0 to 4096 bytes of output.
+    pub exec_drop: f64,
+    /// A watch is refused with 410 `Expired`.
+    pub watch_gone: f64,
+}
+
+impl ChaosRates {
+    /// Every fault at `rate`.
+    pub fn uniform(rate: f64) -> Self {
+        ChaosRates {
+            reset: rate,
+            throttle: rate,
+            internal: rate,
+            unavailable: rate,
+            slow: rate,
+            exec_drop: rate,
+            watch_gone: rate,
+        }
+    }
+}
+
+/// A seeded random mix of faults: the same seed draws the same sequence of decisions.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Chaos {
+    /// The seed (print it: a soak is reproduced with it).
+    pub seed: u64,
+    /// How often each fault strikes.
+    pub rates: ChaosRates,
+}
+
+/// The chaos generator and what it injected.
+#[derive(Debug)]
+struct ChaosState {
+    rates: ChaosRates,
+    /// splitmix64 state.
+    state: u64,
+    /// Faults injected, by name.
+    injected: BTreeMap<&'static str, u64>,
+}
+
+impl ChaosState {
+    /// The next number in [0, 1).
+    fn next(&mut self) -> f64 {
+        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        (z >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Whether the fault `name` strikes at `rate`; counts it when it does.
+    fn strikes(&mut self, name: &'static str, rate: f64) -> bool {
+        let hit = rate > 0.0 && self.next() < rate;
+        if hit {
+            *self.injected.entry(name).or_default() += 1;
+        }
+        hit
+    }
+}
 
 /// The faults of one server. Every fault is off at start.
 #[derive(Debug, Default)]
@@ -16,6 +95,7 @@ pub struct Faults {
     fail_continued_lists: AtomicBool,
     v4_only_exec: AtomicBool,
     drop_exec_after_bytes: Mutex<Option<usize>>,
+    chaos: Mutex<Option<ChaosState>>,
 }
 
 impl Faults {
@@ -55,6 +135,105 @@ impl Faults {
         }
     }
 
+    /// Injects a seeded random mix of faults from now on (`None` stops it; the counts of
+    /// what was injected are kept until the next start).
+    pub fn chaos(&self, chaos: Option<Chaos>) {
+        let mut slot = self.chaos.lock().unwrap_or_else(|p| p.into_inner());
+        match (chaos, slot.as_mut()) {
+            (Some(c), _) => {
+                *slot = Some(ChaosState {
+                    rates: c.rates,
+                    state: c.seed,
+                    injected: BTreeMap::new(),
+                });
+            }
+            (None, Some(state)) => state.rates = ChaosRates::uniform(0.0),
+            (None, None) => {}
+        }
+    }
+
+    /// What chaos injected since it was started, by fault (`reset`, `throttle`, `internal`,
+    /// `unavailable`, `slow`, `exec_drop`, `watch_gone`).
+    pub fn chaos_injected(&self) -> BTreeMap<String, u64> {
+        self.chaos
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map(|s| {
+                s.injected
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), *v))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Runs `f` on the chaos state when chaos is on.
+    fn with_chaos<T>(&self, f: impl FnOnce(&mut ChaosState) -> Option<T>) -> Option<T> {
+        self.chaos
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_mut()
+            .and_then(f)
+    }
+
+    /// Whether chaos resets the connection of the request now arriving.
+    pub(crate) fn chaos_reset(&self) -> bool {
+        self.with_chaos(|c| {
+            let rate = c.rates.reset;
+            c.strikes("reset", rate).then_some(())
+        })
+        .is_some()
+    }
+
+    /// After how many output bytes chaos drops the exec session now starting, if it does.
+    pub(crate) fn chaos_exec_drop(&self) -> Option<usize> {
+        self.with_chaos(|c| {
+            let rate = c.rates.exec_drop;
+            c.strikes("exec_drop", rate)
+                .then(|| (c.next() * 4096.0) as usize)
+        })
+    }
+
+    /// The 410 chaos answers the watch now starting, if it does.
+    pub(crate) fn chaos_watch(&self) -> Option<ApiError> {
+        self.with_chaos(|c| {
+            let rate = c.rates.watch_gone;
+            c.strikes("watch_gone", rate).then(|| {
+                ApiError::expired("too old resource version: 1 (injected by fakekube chaos)")
+            })
+        })
+    }
+
+    /// The chaos of a resource request: how late to answer, and the error to answer instead.
+    fn chaos_request(&self) -> (Duration, Option<ApiError>) {
+        self.with_chaos(|c| {
+            let rates = c.rates;
+            let delay = if c.strikes("slow", rates.slow) {
+                Duration::from_millis(50 + (c.next() * 450.0) as u64)
+            } else {
+                Duration::ZERO
+            };
+            let error = if c.strikes("throttle", rates.throttle) {
+                Some(ApiError::too_many_requests(1))
+            } else if c.strikes("unavailable", rates.unavailable) {
+                let mut e = ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "ServiceUnavailable",
+                    "the server is currently unable to handle the request (injected by fakekube chaos)",
+                );
+                e.retry_after = Some(1);
+                Some(e)
+            } else if c.strikes("internal", rates.internal) {
+                Some(ApiError::internal("injected by fakekube chaos"))
+            } else {
+                None
+            };
+            Some((delay, error))
+        })
+        .unwrap_or((Duration::ZERO, None))
+    }
+
     /// Whether v5 is refused in exec negotiation.
     pub(crate) fn exec_v4_only(&self) -> bool {
         self.v4_only_exec.load(Ordering::SeqCst)
@@ -71,9 +250,13 @@ impl Faults {
     /// Applies the request-level faults to a resource request (slow responses, throttling);
     /// `Some` is the error to answer instead.
     pub(crate) async fn before_resource_request(&self) -> Option<ApiError> {
-        let delay = self.delay.lock().map(|d| *d).unwrap_or_default();
+        let (chaos_delay, chaos_error) = self.chaos_request();
+        let delay = self.delay.lock().map(|d| *d).unwrap_or_default() + chaos_delay;
         if !delay.is_zero() {
             tokio::time::sleep(delay).await;
+        }
+        if chaos_error.is_some() {
+            return chaos_error;
         }
         let n = self.throttle_one_in.load(Ordering::SeqCst);
         if n > 0 {
@@ -90,5 +273,35 @@ impl Faults {
     pub(crate) fn list_page(&self, continued: bool) -> Option<ApiError> {
         (continued && self.fail_continued_lists.load(Ordering::SeqCst))
             .then(|| ApiError::internal("etcdserver: request timed out (injected by fakekube)"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn draws(seed: u64) -> Vec<bool> {
+        let faults = Faults::default();
+        faults.chaos(Some(Chaos {
+            seed,
+            rates: ChaosRates::uniform(0.3),
+        }));
+        (0..64).map(|_| faults.chaos_reset()).collect()
+    }
+
+    #[test]
+    fn the_same_seed_draws_the_same_faults_and_they_are_counted() {
+        assert_eq!(draws(7), draws(7));
+        assert_ne!(draws(7), draws(8));
+        let faults = Faults::default();
+        faults.chaos(Some(Chaos {
+            seed: 1,
+            rates: ChaosRates::uniform(1.0),
+        }));
+        assert!(faults.chaos_reset());
+        assert!(faults.chaos_watch().is_some());
+        faults.chaos(None);
+        assert!(!faults.chaos_reset());
+        assert_eq!(faults.chaos_injected()["reset"], 1);
     }
 }

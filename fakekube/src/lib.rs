@@ -44,7 +44,10 @@
 //!   control).
 //! - Dispatch: `api`, the router and the one handler every request reaches: it routes the path,
 //!   applies the request faults, authenticates (and impersonates), checks the kind, scope and
-//!   verb, authorizes, and hands the request to a handler. It only dispatches.
+//!   verb, authorizes, and hands the request to a handler. It only dispatches. Beside it:
+//!   `checks` (the API server's 415 for a body no serializer reads and 400 for bad query
+//!   parameters, one call from the dispatcher) and `inflight` (`--max-requests-inflight`: 429
+//!   with `Retry-After` past the limit).
 //! - Handlers: `objects` (get, list, create, update, patch, delete, deletecollection), `watch`
 //!   (watch streams), `subresources` (`scale`, `serviceaccounts/token`), `eviction`
 //!   (`pods/eviction` and PodDisruptionBudgets), `ephemeral` (`pods/ephemeralcontainers`),
@@ -65,7 +68,8 @@
 //! - Authentication, authorization and faults: `impersonation` (the `Impersonate-*` headers),
 //!   above `authz` (the RBAC authorizer over the store's RBAC objects, the caller of a request,
 //!   401 and 403), above `authn` (client certificates, static and service-account tokens, the
-//!   token signer); and `faults` (the switches of [`Faults`]).
+//!   token signer); and `faults` (the switches of [`Faults`], and [`Chaos`], their seeded
+//!   random mix for soaks).
 //! - Cluster controllers: `kube_controllers` (ClusterRole aggregation, the token Secret
 //!   controller and PVC protection, always running; the bootstrap policy at start).
 //! - Kubelet and controllers, the store's clients, neither importing the other: `kubelet` (pods
@@ -94,6 +98,9 @@
 //! - Foundation: `status` (`metav1.Status` and the errors every layer answers with), `meta`
 //!   (object metadata helpers), `accept` (`Accept` headers parsed) and `fixtures` (the
 //!   agent-sandbox CRDs, embedded).
+//! - For CI only: `secret_log` (every secret fakekube makes, recorded for the credential scan
+//!   when `FAKEKUBE_SECRET_LOG` is set) and `fuzzing` (the cargo-fuzz targets' entry points,
+//!   behind the `fuzzing` feature; not an API).
 //!
 //! What runs in a pod is not here: the kubelet starts containers and `pods/exec` sessions on
 //! the hermetic runtime, its own crate ([`fakekube_runtime`]: in-memory filesystems, a POSIX
@@ -122,6 +129,10 @@
 //!   binding may grant anything in it.
 //! - The bootstrap policy holds the roles of users, service accounts and discovery, not those of
 //!   cluster components fakekube has no counterpart of (nodes, scheduler, controllers).
+//! - A request target longer than 32 KiB is answered 414 (the `http` crate holds no URI past
+//!   64 KiB), where the API server serves targets up to its 1 MiB header limit.
+//! - Memory a pod's processes freed goes back to the allocator; glibc keeps some of it in its
+//!   arenas, so the first heavy pod (a fork bomb) raises the RSS once, by a few MiB.
 
 #![forbid(unsafe_code)]
 
@@ -129,6 +140,7 @@ mod accept;
 mod api;
 mod authn;
 mod authz;
+mod checks;
 mod clock;
 mod cluster_objects;
 mod controllers;
@@ -144,7 +156,11 @@ mod exec;
 mod faults;
 mod finalizer;
 mod fixtures;
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;
 mod impersonation;
+mod inflight;
 mod inspect;
 mod kube_controllers;
 mod kubelet;
@@ -166,6 +182,7 @@ mod response;
 mod reviews;
 mod route;
 mod schema;
+mod secret_log;
 mod selector;
 mod server;
 mod spdy;
@@ -182,7 +199,7 @@ mod workloads;
 
 // The public interface is:
 pub use authn::Token;
-pub use faults::Faults;
+pub use faults::{Chaos, ChaosRates, Faults};
 pub use inspect::WaitTimeout;
 pub use kubelet::{CommandCall, CommandError, Images};
 pub use rbac::Rule;
@@ -266,6 +283,9 @@ pub struct Builder {
     pod_start_delay: Duration,
     crash_backoff: Duration,
     clock: clock::ClockMode,
+    pod_process_limit: usize,
+    pod_storage_budget: u64,
+    limits: server::Limits,
 }
 
 impl std::fmt::Debug for Builder {
@@ -303,6 +323,9 @@ impl Default for Builder {
             pod_start_delay: Duration::from_millis(2),
             crash_backoff: Duration::from_millis(10),
             clock: clock::ClockMode::Real,
+            pod_process_limit: fakekube_runtime::DEFAULT_PROCESS_LIMIT,
+            pod_storage_budget: kubelet::DEFAULT_STORAGE_BUDGET,
+            limits: server::Limits::default(),
         }
     }
 }
@@ -426,6 +449,44 @@ impl Builder {
         self
     }
 
+    /// How many processes each container may run at once (1024 by default, as a node's
+    /// `podPidsLimit` would set it): a fork past it fails and the process tree it was made in
+    /// is killed, so a fork bomb in one pod stops there.
+    pub fn pod_process_limit(mut self, processes: usize) -> Self {
+        self.pod_process_limit = processes.max(1);
+        self
+    }
+
+    /// How many bytes all pods' in-memory filesystems may hold together (512 MiB by default);
+    /// a write past it fails with `No space left on device`.
+    pub fn pod_storage_budget(mut self, bytes: u64) -> Self {
+        self.pod_storage_budget = bytes;
+        self
+    }
+
+    /// Answers requests past this many at once with 429 and `Retry-After: 1`, as the API
+    /// server's `--max-requests-inflight` does (0, the default, for no limit). Watches and
+    /// exec, attach and port-forward sessions are long-running and not counted; requests of
+    /// `system:masters` members are served anyway.
+    pub fn max_requests_inflight(mut self, requests: usize) -> Self {
+        self.limits.max_inflight = requests;
+        self
+    }
+
+    /// How long a connection may take to send a request's headers (10 s by default); a
+    /// slower one is closed.
+    pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
+        self.limits.header_read_timeout = timeout;
+        self
+    }
+
+    /// How long a connection may stay open without a request in flight (90 s by default,
+    /// Go's `IdleTimeout` of the API server).
+    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
+        self.limits.idle_timeout = timeout;
+        self
+    }
+
     /// Starts the server: makes the TLS material, binds, and serves in the background.
     pub async fn start(self) -> Result<FakeKube, Error> {
         let material = tls::generate(&[])?;
@@ -442,6 +503,7 @@ impl Builder {
         let admin = self
             .admin_token
             .unwrap_or_else(|| format!("fk-admin-{}", uuid::Uuid::new_v4().simple()));
+        secret_log::record(&admin);
         let tokens = authn::Tokens::default();
         tokens.add(Token::new(admin.clone(), ADMIN_USER));
         for t in self.tokens {
@@ -491,6 +553,8 @@ impl Builder {
             kubelet::Config {
                 start_delay: self.pod_start_delay,
                 backoff: self.crash_backoff,
+                process_limit: self.pod_process_limit,
+                storage_budget: self.pod_storage_budget,
             },
         ));
         if self.kubelet {
@@ -516,6 +580,7 @@ impl Builder {
             shutdown: shutdown.clone(),
             bookmark_interval: self.bookmark_interval,
             kubelet: self.kubelet.then(|| kubelet.clone()),
+            inflight: inflight::Inflight::new(self.limits.max_inflight),
         });
         let router = api::router(shared);
         let acceptor = tokio_rustls::TlsAcceptor::from(material.server_config.clone());
@@ -539,6 +604,11 @@ impl Builder {
             router,
             shutdown.clone(),
             self.shutdown_grace,
+            self.limits,
+            {
+                let faults = faults.clone();
+                Arc::new(move || faults.chaos_reset())
+            },
         ));
         Ok(FakeKube {
             addr: local,
@@ -636,6 +706,7 @@ impl FakeKube {
 
     /// A kubeconfig (YAML) for this server that authenticates with `token`.
     pub fn kubeconfig_with_token(&self, token: &str) -> String {
+        secret_log::record(token);
         self.kubeconfig_with_user(&format!("    token: {token}\n"))
     }
 
@@ -667,9 +738,12 @@ impl FakeKube {
     /// If rcgen cannot make a key or sign with the CA, which it always can for the keys this
     /// server makes.
     pub fn client_certificate(&self, user: &str, groups: &[&str]) -> ClientCertificate {
-        self.ca
+        let cert = self
+            .ca
             .issue_client(user, groups)
-            .expect("the server's CA signs a client certificate")
+            .expect("the server's CA signs a client certificate");
+        secret_log::record_key(&cert.key_pem);
+        cert
     }
 
     /// Accepts `token` from now on (replacing a token with the same secret).
@@ -755,6 +829,12 @@ impl FakeKube {
     /// expiry, the controllers' waits), and timestamps written from now on are that much later.
     pub fn advance_clock(&self, by: Duration) {
         self.store.clock().advance(by);
+    }
+
+    /// The bytes all pods' in-memory filesystems hold now (against
+    /// [`Builder::pod_storage_budget`]).
+    pub fn pod_storage_used(&self) -> u64 {
+        self.kubelet.storage_used()
     }
 
     /// The current cluster-wide resourceVersion.

@@ -30,4 +30,6 @@ pub(crate) struct Shared {
     /// The fake kubelet, when the server runs one (`pods/exec` and `pods/attach` ask it where
     /// a container runs).
     pub(crate) kubelet: Option<Arc<Kubelet>>,
+    /// `--max-requests-inflight`.
+    pub(crate) inflight: crate::inflight::Inflight,
 }

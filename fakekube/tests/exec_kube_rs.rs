@@ -759,3 +759,31 @@ async fn the_drop_fault_cuts_the_connection_after_n_output_bytes() {
     assert_eq!(close, Some(1000));
     kube.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_64_mb_websocket_frame_gets_a_status_on_the_error_channel_and_close_1009() {
+    let (kube, _) = server_with_pod(&[]).await;
+    let (mut ws, _) = ws_connect(
+        &kube,
+        &format!("{}&stdin=true", exec_path(&["sleep", "30"])),
+        "v5.channel.k8s.io",
+        Some(kube.token()),
+    )
+    .await
+    .expect("the upgrade succeeds");
+    // The head of a masked binary frame announcing 64 MiB, written under the client's framing:
+    // the server refuses on the length, before any payload.
+    let mut head = vec![0x82, 0x80 | 127];
+    head.extend_from_slice(&(64u64 << 20).to_be_bytes());
+    head.extend_from_slice(&[1, 2, 3, 4]);
+    let tls = ws.get_mut();
+    tls.write_all(&head).await.expect("the frame head is sent");
+    tls.flush().await.expect("flushed");
+    let (messages, close, _) = read_session(&mut ws).await;
+    let status: Value =
+        serde_json::from_slice(&channel(&messages, 3)).expect("a Status on the error channel");
+    assert_eq!(status["reason"], "RequestEntityTooLarge", "{status}");
+    assert_eq!(status["code"], 413);
+    assert_eq!(close, Some(1009));
+    kube.shutdown().await;
+}

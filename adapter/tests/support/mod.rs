@@ -3,6 +3,10 @@
 //! cluster operator would do (templates, warm pools), and a log capture.
 
 #![allow(missing_docs)]
+#![allow(
+    dead_code,
+    reason = "each test binary includes this module and uses a different subset of it"
+)]
 
 use std::io::Write;
 use std::sync::{Mutex, OnceLock};

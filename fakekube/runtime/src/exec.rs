@@ -70,6 +70,60 @@ pub enum ExitStatus {
 
 /// Runs `spec.argv` to completion (or cancellation) with the given streams.
 pub async fn exec(spec: ExecSpec, io: ExecIo) -> ExitStatus {
+    run(spec, io, None).await
+}
+
+/// Runs an exec as a client's exec session sees it: [`exec`], then, when the main process
+/// has ended while processes it started still hold its stdout or stderr (background jobs),
+/// waits until they let go, as the client's stream does. When the container's limits killed
+/// the exec's processes (a fork past the process limit, a process past the memory limit; see
+/// [`Limits`](crate::Limits)), it ends with 137, whatever the main process returned.
+pub async fn exec_session(spec: ExecSpec, io: ExecIo) -> ExitStatus {
+    let mut root = None;
+    let status = run(spec, io, Some(&mut root)).await;
+    let Some(Root {
+        tree,
+        processes,
+        stdout,
+        stderr,
+        cancel,
+    }) = root
+    else {
+        return status;
+    };
+    loop {
+        let left = processes.left();
+        let held = stdout.strong_count() > 0 || stderr.strong_count() > 0;
+        if !held || !processes.tree_alive(tree) || cancel.is_cancelled() {
+            break;
+        }
+        tokio::select! {
+            () = left => {}
+            () = cancel.cancelled() => {}
+        }
+    }
+    match (status, processes.verdict(tree)) {
+        (ExitStatus::Code(_), Some(_)) => ExitStatus::Code(137),
+        (status, _) => status,
+    }
+}
+
+/// What [`exec_session`] watches once the main process has ended.
+struct Root {
+    /// The exec's process tree.
+    tree: u32,
+    /// The container's table.
+    processes: ProcessTable,
+    /// The exec's stdout, held by whoever may still write to it.
+    stdout: mpsc::WeakSender<Bytes>,
+    /// Its stderr.
+    stderr: mpsc::WeakSender<Bytes>,
+    /// The exec's cancellation.
+    cancel: CancellationToken,
+}
+
+/// Runs an exec; with `root`, says where its process tree is.
+async fn run(spec: ExecSpec, io: ExecIo, root: Option<&mut Option<Root>>) -> ExitStatus {
     if spec.cancel.is_cancelled() {
         return ExitStatus::Killed;
     }
@@ -108,6 +162,7 @@ pub async fn exec(spec: ExecSpec, io: ExecIo) -> ExitStatus {
         Ok(found) => found,
         Err(e) => return ExitStatus::CannotStart(SpawnError::containerd_message(e, &argv0)),
     };
+    let watched = (io.stdout.downgrade(), io.stderr.downgrade());
     let (stdio, discipline) = match io.tty {
         None => (
             Stdio {
@@ -147,9 +202,26 @@ pub async fn exec(spec: ExecSpec, io: ExecIo) -> ExitStatus {
     )
     .with_network(spec.network);
     proc.processes = spec.processes.clone();
-    let slot = spec.processes.start(0, proc.argv.clone(), &spec.cancel);
+    let slot = match spec.processes.start(0, proc.argv.clone(), &spec.cancel) {
+        Ok(slot) => slot,
+        Err(e) => {
+            return ExitStatus::CannotStart(format!(
+                "OCI runtime exec failed: exec failed: unable to start container process: {}: unknown",
+                e.to_string().to_lowercase()
+            ));
+        }
+    };
     proc.pid = slot.pid;
     proc.cancel = slot.token.clone();
+    if let Some(root) = root {
+        *root = Some(Root {
+            tree: slot.pid,
+            processes: spec.processes.clone(),
+            stdout: watched.0,
+            stderr: watched.1,
+            cancel: spec.cancel.clone(),
+        });
+    }
     let discipline = match discipline {
         Some((run, term)) => {
             let (table, pid) = (spec.processes.clone(), slot.pid);

@@ -69,7 +69,9 @@
 //!   programs grouped by family;
 //! - `exec`: [`exec`], [`ExecSpec`], [`ExecIo`], [`ExitStatus`]: starting a program as a
 //!   container runtime does;
-//! - [`manual`]: the table of every program and builtin with the options it takes.
+//! - [`manual`]: the table of every program and builtin with the options it takes;
+//! - `fuzzing` (the `fuzzing` feature, for `fuzz/` only; not an API): the shell's parser and
+//!   interpreter as fuzz targets.
 //!
 //! # Streams and backpressure
 //!
@@ -95,6 +97,20 @@
 //! runs on a terminal: see the `tty` module's line discipline; an interactive `sh` on it
 //! prompts, and `^C` interrupts its foreground command instead of the shell.
 //!
+//! # Limits
+//!
+//! A container's [`ProcessTable`] keeps its [`Limits`], as its cgroup would: a process count
+//! (a fork past it fails with `can't fork: Resource temporarily unavailable` and the process
+//! tree it was made in is killed, so a fork bomb stops there) and memory (counted, not
+//! measured: [`PROCESS_MEMORY`] per process plus what a shell's variables and command
+//! substitutions hold; past it the process is killed with 137 and counted in
+//! [`ProcessTable::oom_kills`]). [`exec_session`] reports an exec whose processes the limits
+//! killed with 137. Shells, functions and compound commands nest at most 64 deep (exit 2).
+//! Every filesystem [`Programs::pod_fs`] makes is charged to its [`StorageBudget`]: a write
+//! past it fails with `No space left on device`, and a filesystem gives its bytes back when
+//! it goes. [`PodFs::set_ephemeral_limit`] does not refuse writes: it fires a token, for the
+//! kubelet to evict the pod.
+//!
 //! # Known limitations
 //!
 //! - No symbolic links or users; file descriptors 0–2 only; no process groups or job
@@ -106,12 +122,18 @@
 //!   option ([`manual`] lists them); `sed` has no back references inside patterns.
 //! - Terminals: one name (`/dev/pts/0`), modes limited to echo, canonical mode, `^C`, ICRNL
 //!   and ONLCR; `stty rows`/`cols` do not resize (the client's resize messages do).
+//! - Memory is counted where it can grow large (processes, variables, command
+//!   substitutions), not measured: programs that buffer their input (`sort`, `tac`) are
+//!   bounded by their own caps only.
 //! - A pod's network is one loopback: TCP only (no UDP, no DNS), no addresses but the pod's
 //!   own (`nc 10.0.0.1 80` is unreachable), no socket options; `httpd` has no CGI,
 //!   configuration file or authentication.
 
 mod exec;
 mod fs;
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;
 mod io;
 pub mod manual;
 pub mod net;
@@ -121,12 +143,13 @@ mod shell;
 mod tty;
 
 // The public interface is:
-pub use exec::{ExecIo, ExecSpec, ExitStatus, exec};
-pub use fs::{FsError, PodFs, Volume};
+pub use exec::{ExecIo, ExecSpec, ExitStatus, exec, exec_session};
+pub use fs::{FsError, PodFs, StorageBudget, Volume};
 pub use io::{CHUNK, Input, Output, Stdio, WriteError};
 pub use net::{Connection, Listener, NetError, PodNetwork};
 pub use process::{
-    DEFAULT_PATH, Process, ProcessInfo, ProcessTable, Programs, Signal, SignalError,
+    DEFAULT_PATH, DEFAULT_PROCESS_LIMIT, Limits, PROCESS_MEMORY, Process, ProcessInfo,
+    ProcessTable, Programs, Signal, SignalError, Verdict,
 };
 pub use tty::WindowSize;
 

@@ -85,6 +85,41 @@ struct Args {
     /// Seconds a list's continue token stays valid.
     #[arg(long, default_value_t = 300)]
     compaction_window_secs: u64,
+    /// Answer requests past this many at once with 429 and Retry-After (0: no limit), as the
+    /// API server's flag of the same name.
+    #[arg(long, default_value_t = 0)]
+    max_requests_inflight: usize,
+    /// Seconds a client may take to send a request's headers before its connection is closed.
+    #[arg(long, default_value_t = 10)]
+    header_read_timeout_secs: u64,
+    /// Seconds a connection may stay idle before it is closed.
+    #[arg(long, default_value_t = 90)]
+    idle_timeout_secs: u64,
+    /// Processes each container may run at once (a fork past it fails).
+    #[arg(long, default_value_t = 1024)]
+    pod_process_limit: usize,
+    /// Bytes all pods' in-memory filesystems may hold together (writes past it fail with
+    /// ENOSPC).
+    #[arg(long, default_value_t = 512 << 20)]
+    pod_storage_budget: u64,
+    /// Inject a seeded random mix of faults (resets, 429, 500, 503, slow answers, dropped
+    /// execs, watch 410s) from the start; the seed is printed on stderr.
+    #[arg(long, value_name = "SEED")]
+    chaos_seed: Option<u64>,
+    /// With --chaos-seed: how often each fault strikes, from 0 to 1 per occasion.
+    #[arg(
+        long,
+        value_name = "RATE",
+        default_value_t = 0.02,
+        requires = "chaos_seed"
+    )]
+    chaos_rate: f64,
+    /// Make the admin token expire this many seconds after start (401 from then on).
+    #[arg(long, value_name = "SECS")]
+    token_expires_in: Option<u64>,
+    /// Refuse this token from the start (401), as a revoked one; repeatable.
+    #[arg(long = "revoke-token", value_name = "SECRET", hide_env_values = true)]
+    revoked_tokens: Vec<String>,
 }
 
 #[tokio::main]
@@ -123,7 +158,14 @@ async fn serve(args: Args) -> ExitCode {
         .compaction_window(std::time::Duration::from_secs(args.compaction_window_secs))
         .controllers(!args.api_only)
         .kubelet(!args.api_only)
-        .agent_sandbox_crds(!args.bare);
+        .agent_sandbox_crds(!args.bare)
+        .max_requests_inflight(args.max_requests_inflight)
+        .header_read_timeout(std::time::Duration::from_secs(
+            args.header_read_timeout_secs,
+        ))
+        .idle_timeout(std::time::Duration::from_secs(args.idle_timeout_secs))
+        .pod_process_limit(args.pod_process_limit)
+        .pod_storage_budget(args.pod_storage_budget);
     if let Some(t) = args.token {
         builder = builder.admin_token(t);
     }
@@ -157,6 +199,20 @@ async fn serve(args: Args) -> ExitCode {
             return ExitCode::from(2);
         }
         role_secrets.push(secret);
+    }
+    if let Some(seed) = args.chaos_seed {
+        eprintln!("fakekube: chaos on, seed {seed}, rate {}", args.chaos_rate);
+        kube.faults().chaos(Some(fakekube::Chaos {
+            seed,
+            rates: fakekube::ChaosRates::uniform(args.chaos_rate.clamp(0.0, 1.0)),
+        }));
+    }
+    if let Some(secs) = args.token_expires_in {
+        let at = std::time::SystemTime::now() + std::time::Duration::from_secs(secs);
+        kube.set_token_expiry(kube.token(), Some(at));
+    }
+    for secret in &args.revoked_tokens {
+        kube.revoke_token(secret);
     }
     for image in &args.missing_images {
         kube.images().mark_missing(image);

@@ -241,7 +241,8 @@ pub(crate) async fn serve(
         early_frame_delay: Duration::ZERO,
         drop_after_bytes: {
             let faults = shared.faults.clone();
-            session::DropAfter(Arc::new(move || faults.exec_drop_after()))
+            let chaos = faults.chaos_exec_drop();
+            session::DropAfter(Arc::new(move || faults.exec_drop_after().or(chaos)))
         },
         close_wait: CLOSE_WAIT,
         cancel: CancellationToken::new(),
@@ -440,7 +441,7 @@ async fn run_exec(
         network: target.network,
     };
     tokio::select! {
-        status = fakekube_runtime::exec(spec, io) => status,
+        status = fakekube_runtime::exec_session(spec, io) => status,
         () = link => ExitStatus::Killed,
     }
 }

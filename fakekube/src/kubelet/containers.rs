@@ -6,6 +6,7 @@
 use super::Kubelet;
 use super::env::{self, Lookup};
 use super::images::{self, Mark};
+use super::limits;
 use super::output::OutputLog;
 use super::pod::{CState, PodRun, Running, Term, go_duration, nominal_backoff_secs};
 use super::probe::{Probe, ProbeKind, ProbeSpec};
@@ -372,7 +373,10 @@ impl Kubelet {
             return;
         }
         let fs = self.commands.pod_fs(mounts);
-        let processes = ProcessTable::new();
+        let processes =
+            ProcessTable::with_limits(limits::container_limits(&c.spec, self.config.process_limit));
+        let ephemeral = limits::ephemeral_limit(&c.spec)
+            .map(|(bytes, text)| (fs.set_ephemeral_limit(bytes), text));
         if cwd != "/"
             && let Err(e) = fs.mkdir_all(&cwd, 0o755)
         {
@@ -408,6 +412,25 @@ impl Kubelet {
         };
         let exits = pass.exits.clone();
         let run_no = c.runs;
+        if let Some((exceeded, limit)) = ephemeral {
+            let (exits, uid, cancel) = (exits.clone(), uid.clone(), cancel.clone());
+            let message = limits::eviction_message(&c.name, &limit);
+            tokio::spawn(async move {
+                tokio::select! {
+                    () = exceeded.cancelled() => {
+                        let _ = exits.send(Exit {
+                            uid,
+                            container: idx,
+                            run: run_no,
+                            status: ExitStatus::Killed,
+                            evicted: Some(message),
+                        });
+                        cancel.cancel();
+                    }
+                    () = cancel.cancelled() => {}
+                }
+            });
+        }
         let container_gone = cancel.clone();
         tokio::spawn(async move {
             let status = fakekube_runtime::exec(spec, io).await;
@@ -424,6 +447,7 @@ impl Kubelet {
                 container: idx,
                 run: run_no,
                 status,
+                evicted: None,
             });
         });
         c.state = CState::Running(Running {
@@ -468,8 +492,12 @@ impl Kubelet {
         }
         let r = r.clone();
         r.cancel.cancel();
+        if let Some(message) = exit.evicted {
+            run.evicted.get_or_insert(message);
+        }
         let (exit_code, reason, mut message) = match exit.status {
             ExitStatus::Code(0) => (0, "Completed", None),
+            ExitStatus::Code(137) if r.processes.oom_kills() > 0 => (137, "OOMKilled", None),
             ExitStatus::Code(n) => (n, "Error", None),
             ExitStatus::CannotStart(m) => (128, "StartError", Some(start_error(&m))),
             ExitStatus::Killed => (137, "Error", None),
@@ -511,7 +539,7 @@ impl Kubelet {
         let now = self.store.clock().now();
         let (pod_name, ns, uid) = (run.name.clone(), run.ns.clone(), run.uid.clone());
         let policy = run.policy;
-        let deleting = run.deleting;
+        let deleting = run.deleting || run.evicted.is_some();
         let Some(c) = run.containers.get_mut(idx) else {
             return;
         };

@@ -60,6 +60,7 @@ mod command;
 mod containers;
 mod env;
 mod images;
+mod limits;
 mod node;
 mod output;
 mod pod;
@@ -139,6 +140,10 @@ pub(crate) struct Config {
     pub(crate) start_delay: Duration,
     /// The first crash or pull back-off; each next one doubles, up to 30 times this.
     pub(crate) backoff: Duration,
+    /// Processes each container may run at once.
+    pub(crate) process_limit: usize,
+    /// Bytes all pods' filesystems may hold together.
+    pub(crate) storage_budget: u64,
 }
 
 impl Default for Config {
@@ -146,6 +151,8 @@ impl Default for Config {
         Config {
             start_delay: Duration::from_millis(2),
             backoff: Duration::from_millis(10),
+            process_limit: fakekube_runtime::DEFAULT_PROCESS_LIMIT,
+            storage_budget: DEFAULT_STORAGE_BUDGET,
         }
     }
 }
@@ -185,19 +192,29 @@ pub(crate) struct Kubelet {
     scheduler: Emitter,
 }
 
+/// Bytes all pods' filesystems may hold together unless the server is told otherwise.
+pub(crate) const DEFAULT_STORAGE_BUDGET: u64 = 512 << 20;
+
 impl Kubelet {
     /// A kubelet for `store`; [`Kubelet::spawn`] starts it.
     pub(crate) fn new(store: Arc<Store>, config: Config) -> Self {
+        let commands = Programs::new();
+        commands.set_storage_budget(fakekube_runtime::StorageBudget::new(config.storage_budget));
         Kubelet {
             store,
             config,
             images: Images::default(),
-            commands: Programs::new(),
+            commands,
             state: Mutex::new(State::default()),
             pulled: Mutex::default(),
             recorder: Recorder::new("kubelet", pod::NODE_NAME),
             scheduler: Emitter::new("default-scheduler", "fakekube-control-plane"),
         }
+    }
+
+    /// The bytes all pods' filesystems hold now.
+    pub(crate) fn storage_used(&self) -> u64 {
+        self.commands.storage_budget().used()
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {

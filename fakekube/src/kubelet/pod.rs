@@ -432,6 +432,8 @@ pub(crate) struct PodRun {
     pub(crate) terminal: bool,
     /// The kubelet has deleted the stopped pod from the API (grace period 0).
     pub(crate) removed: bool,
+    /// Why the kubelet evicted the pod, once it did (its status message).
+    pub(crate) evicted: Option<String>,
     /// Condition memory, for `lastTransitionTime`.
     pub(crate) conds: HashMap<&'static str, (bool, String)>,
 }
@@ -479,6 +481,7 @@ impl PodRun {
             deleting: false,
             terminal: false,
             removed: false,
+            evicted: None,
             conds: HashMap::new(),
         }
     }
@@ -494,6 +497,9 @@ impl PodRun {
 
     /// The current phase (a pod being deleted ends in a terminal phase).
     pub(crate) fn phase(&self) -> &'static str {
+        if self.evicted.is_some() {
+            return "Failed";
+        }
         phase(&self.containers, self.policy, self.deleting)
     }
 

@@ -43,6 +43,9 @@ pub(super) struct Exit {
     pub(super) container: usize,
     pub(super) run: u64,
     pub(super) status: ExitStatus,
+    /// Set when the kubelet evicts the pod (the eviction message), sent before the container
+    /// is killed so it is the exit handled.
+    pub(super) evicted: Option<String>,
 }
 
 /// A probe run ended.

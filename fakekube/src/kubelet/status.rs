@@ -123,6 +123,10 @@ impl PodRun {
                 .collect::<Vec<_>>()
         );
         status["qosClass"] = json!(qos_class(&self.pod));
+        if let Some(message) = &self.evicted {
+            status["reason"] = json!("Evicted");
+            status["message"] = json!(message);
+        }
         status
     }
 }

@@ -77,6 +77,36 @@ impl Client {
         }
     }
 
+    /// A client for the server a kubeconfig the binary wrote names, with its CA and token.
+    pub fn from_kubeconfig(text: &str) -> Self {
+        use base64::Engine;
+        let field = |key: &str| {
+            text.lines()
+                .find_map(|l| l.trim().strip_prefix(key))
+                .map(|v| v.trim().to_string())
+                .unwrap_or_else(|| panic!("the kubeconfig has no {key}"))
+        };
+        let server = field("server:");
+        let addr = server
+            .trim_start_matches("https://")
+            .parse()
+            .expect("the server is an address");
+        let ca = base64::engine::general_purpose::STANDARD
+            .decode(field("certificate-authority-data:"))
+            .expect("the CA is base64");
+        let ca = String::from_utf8(ca).expect("the CA is PEM");
+        Client {
+            addr,
+            config: tls_config(&ca, &[b"http/1.1"]),
+            token: Some(field("token:")),
+        }
+    }
+
+    /// The bearer token it sends (empty for none).
+    pub fn token(&self) -> &str {
+        self.token.as_deref().unwrap_or("")
+    }
+
     /// The same client with another token (or none).
     pub fn with_token(&self, token: Option<&str>) -> Self {
         Client {

@@ -48,6 +48,11 @@ impl Process {
         }
     }
 
+    /// The process id of the binary.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// A scratch directory that lives as long as the process.
     pub fn dir(&self) -> &Path {
         self.dir.path()

@@ -4,6 +4,7 @@
 use std::sync::{Arc, Mutex};
 
 use super::path::components;
+use super::storage::{StorageBudget, Usage};
 use super::tree::{Device, Dir, File, Node, now, walk_dir_mut};
 use super::{PodFs, Volume};
 
@@ -40,14 +41,17 @@ impl PodFs {
     /// mount at the same path wins). It has no programs: a container's filesystem comes from
     /// [`Programs::pod_fs`](crate::Programs::pod_fs), which adds their `/bin` entries.
     pub fn new(mounts: Vec<(String, Volume)>) -> Self {
-        Self::with_executables(std::iter::empty(), mounts)
+        Self::with_executables(std::iter::empty(), mounts, &StorageBudget::unlimited())
     }
 
     /// [`PodFs::new`] with executable files (mode 0755) laid down in the root tree before the
-    /// volumes are mounted: absolute paths in existing directories, and their content.
+    /// volumes are mounted: absolute paths in existing directories, and their content. What it
+    /// holds is charged to `budget`, volumes included (each to the budget of the first
+    /// filesystem that mounts it).
     pub(crate) fn with_executables(
         executables: impl IntoIterator<Item = (String, Vec<u8>)>,
         mounts: Vec<(String, Volume)>,
+        budget: &StorageBudget,
     ) -> Self {
         let mut root = Dir::new(0o755);
         for (path, mode) in STANDARD_DIRS {
@@ -118,12 +122,16 @@ impl PodFs {
                     _ => break,
                 }
             }
+            volume.usage.adopt(budget);
             table.retain(|(p, _)| *p != parts);
             table.push((parts, volume));
         }
         table.sort_by_key(|(p, _)| std::cmp::Reverse(p.len()));
+        let usage = Usage::new(budget.clone());
+        usage.charge_initial(root.entries.values().map(Node::size).sum());
         PodFs {
             root: Arc::new(Mutex::new(root)),
+            usage,
             mounts: Arc::new(table),
         }
     }

@@ -12,6 +12,7 @@
 
 mod image;
 mod path;
+mod storage;
 mod tree;
 
 use std::collections::BTreeMap;
@@ -20,6 +21,8 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 
 pub(crate) use path::{components, join, normalize};
+pub use storage::StorageBudget;
+use storage::Usage;
 pub(crate) use tree::{Device, Metadata, NodeKind, now};
 
 use tree::{Dir, File, Node, lock, walk, walk_dir, walk_dir_mut};
@@ -66,6 +69,8 @@ pub enum FsError {
 pub struct Volume {
     /// The volume's root directory.
     root: Arc<Mutex<Dir>>,
+    /// The bytes it holds, charged to the budget of the first filesystem that mounts it.
+    usage: Arc<Usage>,
 }
 
 impl Volume {
@@ -73,6 +78,7 @@ impl Volume {
     pub fn new() -> Self {
         Volume {
             root: Arc::new(Mutex::new(Dir::new(0o755))),
+            usage: Usage::unadopted(),
         }
     }
 }
@@ -87,6 +93,8 @@ impl Default for Volume {
 struct Located {
     /// The tree (pod root or a volume).
     tree: Arc<Mutex<Dir>>,
+    /// What the tree holds.
+    usage: Arc<Usage>,
     /// Components below the tree's root (empty: the root itself).
     rel: Vec<String>,
     /// Whether the path is exactly a mount point (or `/`).
@@ -125,11 +133,26 @@ pub(crate) enum WriteTarget {
 pub struct PodFs {
     /// The root tree, private to this pod.
     root: Arc<Mutex<Dir>>,
+    /// What the root tree holds (the pod's ephemeral storage).
+    usage: Arc<Usage>,
     /// Mounts, longest path first: normalised components and the volume.
     mounts: Arc<Vec<(Vec<String>, Volume)>>,
 }
 
 impl PodFs {
+    /// The bytes the files of the root tree hold (volumes not counted): the pod's use of
+    /// ephemeral storage.
+    pub fn ephemeral_bytes(&self) -> u64 {
+        self.usage.bytes()
+    }
+
+    /// Sets the ephemeral-storage limit of the root tree (0: none). Writes past it still
+    /// succeed, as on a node's disk; the returned token fires once the files hold more, for
+    /// the kubelet to evict the pod.
+    pub fn set_ephemeral_limit(&self, bytes: u64) -> tokio_util::sync::CancellationToken {
+        self.usage.set_limit(bytes)
+    }
+
     /// Finds the tree that holds an absolute path.
     fn locate(&self, path: &str) -> Result<Located, FsError> {
         let parts = components(path)?;
@@ -137,6 +160,7 @@ impl PodFs {
             if parts.len() >= mount.len() && parts[..mount.len()] == mount[..] {
                 return Ok(Located {
                     tree: volume.root.clone(),
+                    usage: volume.usage.clone(),
                     is_mount_root: parts.len() == mount.len(),
                     rel: parts[mount.len()..].to_vec(),
                 });
@@ -144,6 +168,7 @@ impl PodFs {
         }
         Ok(Located {
             tree: self.root.clone(),
+            usage: self.usage.clone(),
             is_mount_root: parts.is_empty(),
             rel: parts,
         })
@@ -277,6 +302,7 @@ impl PodFs {
         match dir.entries.get_mut(last) {
             Some(Node::File(f)) => {
                 if truncate {
+                    loc.usage.shrink(f.data.len());
                     f.data = Vec::new();
                     f.mtime = t;
                 }
@@ -312,6 +338,7 @@ impl PodFs {
                 if f.data.len().saturating_add(data.len()) > MAX_FILE_SIZE {
                     return Err(FsError::NoSpace);
                 }
+                loc.usage.grow(data.len())?;
                 f.data.extend_from_slice(data);
                 f.mtime = now();
                 Ok(())
@@ -377,7 +404,9 @@ impl PodFs {
         if loc.is_mount_root {
             let mut tree = lock(&loc.tree);
             if recursive {
+                let freed: usize = tree.entries.values().map(Node::size).sum();
                 tree.entries.clear();
+                loc.usage.shrink(freed);
                 tree.mtime = now();
             } else if !dir_ok {
                 return Err(FsError::IsADirectory);
@@ -406,7 +435,9 @@ impl PodFs {
             }
             Some(_) => {}
         }
-        dir.entries.remove(last);
+        if let Some(node) = dir.entries.remove(last) {
+            loc.usage.shrink(node.size());
+        }
         dir.mtime = now();
         Ok(())
     }
@@ -514,6 +545,7 @@ impl PodFs {
         let dir = walk_dir_mut(&mut tree, parents)?;
         if take {
             let node = dir.entries.remove(last).ok_or(FsError::NotFound)?;
+            loc.usage.shrink(node.size());
             dir.mtime = now();
             Ok(node)
         } else {
@@ -538,7 +570,10 @@ impl PodFs {
             (Some(_), Node::Dir(_)) => return Err(FsError::NotADirectory),
             _ => {}
         }
-        dir.entries.insert(last.clone(), node);
+        loc.usage.grow(node.size())?;
+        if let Some(old) = dir.entries.insert(last.clone(), node) {
+            loc.usage.shrink(old.size());
+        }
         dir.mtime = now();
         Ok(())
     }

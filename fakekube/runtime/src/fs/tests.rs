@@ -25,7 +25,11 @@ fn fresh_fs_has_the_usual_directories_and_devices() {
 fn executables_are_laid_down_under_the_mounts() {
     let tool = ("/bin/tool".to_string(), b"data".to_vec());
     let hidden = ("/opt/hidden".to_string(), b"data".to_vec());
-    let fs = PodFs::with_executables([tool, hidden], vec![("/opt".into(), Volume::new())]);
+    let fs = PodFs::with_executables(
+        [tool, hidden],
+        vec![("/opt".into(), Volume::new())],
+        &StorageBudget::unlimited(),
+    );
     let meta = fs.metadata("/bin/tool").map(|m| (m.kind, m.mode));
     assert_eq!(meta, Ok((NodeKind::Regular, 0o755)));
     assert_eq!(fs.read("/bin/tool").as_deref(), Ok(&b"data"[..]));

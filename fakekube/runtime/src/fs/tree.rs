@@ -118,6 +118,15 @@ impl Dir {
 }
 
 impl Node {
+    /// The bytes the files in this node hold.
+    pub(super) fn size(&self) -> usize {
+        match self {
+            Node::File(f) => f.data.len(),
+            Node::Dir(d) => d.entries.values().map(Node::size).sum(),
+            Node::Dev(..) => 0,
+        }
+    }
+
     /// The metadata `stat` shows.
     pub(super) fn metadata(&self) -> Metadata {
         match self {

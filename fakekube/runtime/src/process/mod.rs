@@ -8,10 +8,12 @@
 //! [`crate::programs`]), so nothing here imports the programs or the shell.
 
 mod launch;
+mod limits;
 mod registry;
 mod table;
 
 pub(crate) use launch::{SpawnError, resolve};
+pub use limits::{DEFAULT_PROCESS_LIMIT, Limits, PROCESS_MEMORY, Verdict};
 pub(crate) use registry::Program;
 pub use registry::Programs;
 #[cfg(test)]
@@ -131,9 +133,19 @@ impl Process {
     /// returns its exit status: what the handler returns, or `128 + n` when signal `n`
     /// terminated it (137 when its parent's end took it down).
     pub(crate) async fn run(mut self, handler: Handler) -> i32 {
-        let slot = self
+        let slot = match self
             .processes
-            .start(self.pid, self.argv.clone(), &self.cancel);
+            .start(self.pid, self.argv.clone(), &self.cancel)
+        {
+            Ok(slot) => slot,
+            Err(e) => {
+                let _ = self
+                    .stderr
+                    .write_str(&format!("sh: can't fork: {e}\n"))
+                    .await;
+                return 2;
+            }
+        };
         self.pid = slot.pid;
         self.cancel = slot.token.clone();
         tokio::select! {

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, RwLock};
 
-use crate::fs::{PodFs, Volume};
+use crate::fs::{PodFs, StorageBudget, Volume};
 
 use super::{BoxFuture, Handler, Process};
 
@@ -78,6 +78,8 @@ pub struct Programs {
     table: &'static [Program],
     /// Handlers registered at run time, by name.
     registered: Arc<RwLock<HashMap<String, Handler>>>,
+    /// What the filesystems made by [`Programs::pod_fs`] are charged to.
+    budget: Arc<RwLock<StorageBudget>>,
 }
 
 impl std::fmt::Debug for Programs {
@@ -101,6 +103,7 @@ impl Programs {
         Programs {
             table,
             registered: Arc::default(),
+            budget: Arc::default(),
         }
     }
 
@@ -137,14 +140,30 @@ impl Programs {
 
     /// A fresh filesystem for a container: the standard image ([`PodFs::new`]) with an entry for
     /// every program of the table in its directories (mode 0755), and each volume mounted at its
-    /// path.
+    /// path. What it holds (volumes included) is charged to the registry's
+    /// [`StorageBudget`].
     pub fn pod_fs(&self, mounts: Vec<(String, Volume)>) -> PodFs {
         let entries = self.table.iter().flat_map(|p| {
             p.dirs
                 .iter()
                 .map(|dir| (format!("{dir}/{}", p.name), entry(p.name)))
         });
-        PodFs::with_executables(entries, mounts)
+        PodFs::with_executables(entries, mounts, &self.storage_budget())
+    }
+
+    /// Charges the filesystems [`Programs::pod_fs`] makes from now on (every clone of this
+    /// registry's) to `budget`: together they hold at most its limit, and a write past it fails
+    /// with ENOSPC. Unlimited until set.
+    pub fn set_storage_budget(&self, budget: StorageBudget) {
+        *self.budget.write().unwrap_or_else(|p| p.into_inner()) = budget;
+    }
+
+    /// The budget the filesystems of [`Programs::pod_fs`] are charged to.
+    pub fn storage_budget(&self) -> StorageBudget {
+        self.budget
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 }
 

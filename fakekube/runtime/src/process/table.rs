@@ -10,12 +10,14 @@
 //! ([`ProcessTable::signal`], the kubelet stopping a container: a `SIGTERM` to a `sleep` or a
 //! shell without a `trap` does nothing); only `SIGKILL` from outside always kills.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
 
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
+
+use super::limits::{ForkError, Limits, PROCESS_MEMORY, Verdict};
 
 /// The signals the runtime knows: their numbers are Linux's on x86-64.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -147,7 +149,15 @@ struct Entry {
     killed_by: Option<Signal>,
     /// Its traps, if it set any.
     traps: Option<Traps>,
+    /// The tree it belongs to: the pid of the process started from outside (an exec, the
+    /// main process) that it descends from.
+    tree: u32,
+    /// Bytes charged to it, [`PROCESS_MEMORY`] included.
+    memory: u64,
 }
+
+/// Trees the limits killed, remembered for their execs to report.
+const VERDICTS_KEPT: usize = 64;
 
 /// The table's state.
 #[derive(Debug, Default)]
@@ -156,22 +166,142 @@ struct Table {
     last_pid: u32,
     /// The running processes, by pid.
     entries: BTreeMap<u32, Entry>,
+    /// The container's limits.
+    limits: Limits,
+    /// Bytes charged to all processes.
+    memory: u64,
+    /// Processes the memory limit killed.
+    oom_kills: u64,
+    /// Trees the limits killed, latest last.
+    verdicts: VecDeque<(u32, Verdict)>,
+}
+
+impl Table {
+    /// Kills every process of `tree` and remembers why.
+    fn kill_tree(&mut self, tree: u32, why: Verdict) {
+        for e in self.entries.values_mut().filter(|e| e.tree == tree) {
+            e.killed_by.get_or_insert(Signal::Kill);
+            e.token.cancel();
+        }
+        self.remember(tree, why);
+    }
+
+    /// Remembers why `tree` was killed.
+    fn remember(&mut self, tree: u32, why: Verdict) {
+        if self.verdicts.iter().any(|(t, _)| *t == tree) {
+            return;
+        }
+        if self.verdicts.len() >= VERDICTS_KEPT {
+            self.verdicts.pop_front();
+        }
+        self.verdicts.push_back((tree, why));
+    }
+
+    /// Kills `pid` for going past the memory limit.
+    fn oom_kill(&mut self, pid: u32) {
+        let Some(e) = self.entries.get_mut(&pid) else {
+            return;
+        };
+        e.killed_by.get_or_insert(Signal::Kill);
+        e.token.cancel();
+        let tree = e.tree;
+        self.oom_kills += 1;
+        self.remember(tree, Verdict::OutOfMemory);
+    }
+}
+
+/// The table and the signal of its changes.
+#[derive(Debug, Default)]
+struct Shared {
+    /// The table.
+    table: Mutex<Table>,
+    /// Woken whenever a process leaves the table.
+    left: Notify,
 }
 
 /// The processes of one container (its pid namespace): the first process started in it is
-/// pid 1. Clones share the table.
+/// pid 1. Clones share the table. It keeps the container's [`Limits`].
 #[derive(Debug, Clone, Default)]
-pub struct ProcessTable(Arc<Mutex<Table>>);
+pub struct ProcessTable(Arc<Shared>);
 
 impl ProcessTable {
-    /// An empty table: the next process started is pid 1.
+    /// An empty table with the default limits: the next process started is pid 1.
     pub fn new() -> Self {
         Self::default()
     }
 
+    /// An empty table with these limits.
+    pub fn with_limits(limits: Limits) -> Self {
+        let table = Self::default();
+        table.lock().limits = limits;
+        table
+    }
+
+    /// The container's limits.
+    pub fn limits(&self) -> Limits {
+        self.lock().limits
+    }
+
+    /// Bytes of memory the container's processes are charged now.
+    pub fn memory_used(&self) -> u64 {
+        self.lock().memory
+    }
+
+    /// How many processes the memory limit killed (the kubelet reports a container whose
+    /// main process was killed so as `OOMKilled`).
+    pub fn oom_kills(&self) -> u64 {
+        self.lock().oom_kills
+    }
+
     /// Locks the table (a poisoned lock is still used: the table stays consistent per call).
     fn lock(&self) -> MutexGuard<'_, Table> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
+        self.0.table.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether a process of `tree` is running.
+    pub(crate) fn tree_alive(&self, tree: u32) -> bool {
+        self.lock().entries.values().any(|e| e.tree == tree)
+    }
+
+    /// Why the limits killed `tree`, if they did.
+    pub(crate) fn verdict(&self, tree: u32) -> Option<Verdict> {
+        self.lock()
+            .verdicts
+            .iter()
+            .find(|(t, _)| *t == tree)
+            .map(|(_, v)| *v)
+    }
+
+    /// Resolves once a process leaves the table after this call (check the state after
+    /// calling it, then await).
+    pub(crate) fn left(&self) -> tokio::sync::futures::Notified<'_> {
+        self.0.left.notified()
+    }
+
+    /// Charges `bytes` of memory to `pid`. Past the container's limit the process is killed
+    /// (`SIGKILL`, counted as an OOM kill) and the charge refused.
+    pub(crate) fn charge(&self, pid: u32, bytes: u64) -> Result<(), ForkError> {
+        let mut table = self.lock();
+        let limit = table.limits.memory.unwrap_or(u64::MAX);
+        if table.memory.saturating_add(bytes) > limit {
+            table.oom_kill(pid);
+            return Err(ForkError::OutOfMemory);
+        }
+        if let Some(e) = table.entries.get_mut(&pid) {
+            e.memory = e.memory.saturating_add(bytes);
+            table.memory = table.memory.saturating_add(bytes);
+        }
+        Ok(())
+    }
+
+    /// Gives back `bytes` charged to `pid` (at most what it holds above its own cost).
+    pub(crate) fn uncharge(&self, pid: u32, bytes: u64) {
+        let mut table = self.lock();
+        if let Some(e) = table.entries.get_mut(&pid) {
+            let n = bytes.min(e.memory.saturating_sub(PROCESS_MEMORY));
+            e.memory -= n;
+            table.memory = table.memory.saturating_sub(n);
+        }
     }
 
     /// The running processes, by pid.
@@ -239,10 +369,30 @@ impl ProcessTable {
     }
 
     /// Registers a process started by `ppid` (0: from outside) whose token is a child of
-    /// `parent`; it leaves the table when the returned slot is dropped.
-    pub(crate) fn start(&self, ppid: u32, argv: Vec<String>, parent: &CancellationToken) -> Slot {
-        let token = parent.child_token();
+    /// `parent`; it leaves the table when the returned slot is dropped. Past the process limit
+    /// the fork fails and the tree it was made in is killed; past the memory limit the
+    /// forking process is killed (see [`Limits`]).
+    pub(crate) fn start(
+        &self,
+        ppid: u32,
+        argv: Vec<String>,
+        parent: &CancellationToken,
+    ) -> Result<Slot, ForkError> {
         let mut table = self.lock();
+        let parent_tree = table.entries.get(&ppid).map(|e| e.tree);
+        let cap = table.limits.processes.min(MAX_PID as usize);
+        if table.entries.len() >= cap {
+            if let Some(tree) = parent_tree {
+                table.kill_tree(tree, Verdict::ProcessLimit);
+            }
+            return Err(ForkError::ProcessLimit);
+        }
+        let limit = table.limits.memory.unwrap_or(u64::MAX);
+        if table.memory.saturating_add(PROCESS_MEMORY) > limit {
+            table.oom_kill(ppid);
+            return Err(ForkError::OutOfMemory);
+        }
+        let token = parent.child_token();
         let mut pid = table.last_pid;
         loop {
             pid = if pid >= MAX_PID { 1 } else { pid + 1 };
@@ -251,6 +401,7 @@ impl ProcessTable {
             }
         }
         table.last_pid = pid;
+        table.memory += PROCESS_MEMORY;
         table.entries.insert(
             pid,
             Entry {
@@ -260,13 +411,15 @@ impl ProcessTable {
                 token: token.clone(),
                 killed_by: None,
                 traps: None,
+                tree: parent_tree.unwrap_or(pid),
+                memory: PROCESS_MEMORY,
             },
         );
-        Slot {
+        Ok(Slot {
             table: self.clone(),
             pid,
             token,
-        }
+        })
     }
 
     /// Sets which signals `pid` traps (sent to `tx`) and ignores.
@@ -333,7 +486,13 @@ impl Slot {
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        self.table.lock().entries.remove(&self.pid);
+        {
+            let mut table = self.table.lock();
+            if let Some(e) = table.entries.remove(&self.pid) {
+                table.memory = table.memory.saturating_sub(e.memory);
+            }
+        }
+        self.table.0.left.notify_waiters();
     }
 }
 
@@ -345,8 +504,10 @@ mod tests {
     fn pids_start_at_1_and_slots_leave_the_table_when_dropped() {
         let table = ProcessTable::new();
         let root = CancellationToken::new();
-        let main = table.start(0, vec!["sh".into()], &root);
-        let child = table.start(main.pid, vec!["sleep".into(), "9".into()], &main.token);
+        let main = table.start(0, vec!["sh".into()], &root).unwrap();
+        let child = table
+            .start(main.pid, vec!["sleep".into(), "9".into()], &main.token)
+            .unwrap();
         assert_eq!((main.pid, child.pid), (1, 2));
         let listed: Vec<(u32, u32)> = table.list().iter().map(|p| (p.pid, p.ppid)).collect();
         assert_eq!(listed, vec![(1, 0), (2, 1)]);
@@ -359,8 +520,8 @@ mod tests {
     fn an_untrapped_signal_terminates_with_128_plus_its_number() {
         let table = ProcessTable::new();
         let root = CancellationToken::new();
-        let _main = table.start(0, vec!["sh".into()], &root);
-        let job = table.start(1, vec!["sleep".into()], &root);
+        let _main = table.start(0, vec!["sh".into()], &root).unwrap();
+        let job = table.start(1, vec!["sleep".into()], &root).unwrap();
         assert_eq!(table.signal_from_inside(job.pid, Signal::Term), Ok(()));
         assert!(job.token.is_cancelled());
         assert_eq!(job.killed_status(), 143);
@@ -374,7 +535,7 @@ mod tests {
     fn pid_1_ignores_untrapped_signals_but_not_a_kill_from_outside() {
         let table = ProcessTable::new();
         let root = CancellationToken::new();
-        let main = table.start(0, vec!["sh".into()], &root);
+        let main = table.start(0, vec!["sh".into()], &root).unwrap();
         assert_eq!(table.signal_from_inside(1, Signal::Kill), Ok(()));
         assert_eq!(table.signal_from_inside(1, Signal::Term), Ok(()));
         assert_eq!(table.signal_main(Signal::Term), Ok(()));
@@ -388,7 +549,7 @@ mod tests {
     fn a_trapped_signal_goes_to_the_trap_channel_and_an_ignored_one_nowhere() {
         let table = ProcessTable::new();
         let root = CancellationToken::new();
-        let main = table.start(0, vec!["sh".into()], &root);
+        let main = table.start(0, vec!["sh".into()], &root).unwrap();
         let (tx, mut rx) = mpsc::unbounded_channel();
         table.set_traps(1, tx, &[Signal::Term], &[Signal::Hup]);
         assert_eq!(table.signal(1, Signal::Term), Ok(()));
@@ -396,12 +557,54 @@ mod tests {
         assert_eq!(rx.try_recv(), Ok(Signal::Term));
         assert!(rx.try_recv().is_err());
         assert!(!main.token.is_cancelled());
-        let job = table.start(1, vec!["sleep".into()], &main.token);
+        let job = table.start(1, vec!["sleep".into()], &main.token).unwrap();
         table.set_traps(job.pid, mpsc::unbounded_channel().0, &[], &[Signal::Term]);
         assert_eq!(table.signal(job.pid, Signal::Term), Ok(()));
         assert!(!job.token.is_cancelled());
         assert_eq!(table.signal(job.pid, Signal::Int), Ok(()));
         assert!(job.token.is_cancelled());
+    }
+
+    #[test]
+    fn a_fork_past_the_process_limit_fails_and_kills_the_tree_it_was_made_in() {
+        let table = ProcessTable::with_limits(Limits {
+            processes: 3,
+            memory: None,
+        });
+        let root = CancellationToken::new();
+        let other = table.start(0, vec!["sleep".into()], &root).unwrap();
+        let main = table.start(0, vec!["sh".into()], &root).unwrap();
+        let job = table
+            .start(main.pid, vec!["sh".into()], &main.token)
+            .unwrap();
+        let fork = table.start(job.pid, vec!["sh".into()], &job.token);
+        assert_eq!(fork.err(), Some(ForkError::ProcessLimit));
+        assert!(main.token.is_cancelled() && job.token.is_cancelled());
+        assert!(!other.token.is_cancelled());
+        assert_eq!(table.verdict(main.pid), Some(Verdict::ProcessLimit));
+        assert_eq!(table.verdict(other.pid), None);
+    }
+
+    #[test]
+    fn a_charge_past_the_memory_limit_kills_the_process_and_is_counted() {
+        let table = ProcessTable::with_limits(Limits {
+            processes: 10,
+            memory: Some(PROCESS_MEMORY * 2 + 100),
+        });
+        let root = CancellationToken::new();
+        let main = table.start(0, vec!["sh".into()], &root).unwrap();
+        assert_eq!(table.charge(main.pid, 100), Ok(()));
+        table.uncharge(main.pid, 100);
+        let child = table
+            .start(main.pid, vec!["x".into()], &main.token)
+            .unwrap();
+        assert_eq!(table.memory_used(), PROCESS_MEMORY * 2);
+        assert_eq!(table.charge(child.pid, 101), Err(ForkError::OutOfMemory));
+        assert!(child.token.is_cancelled() && !main.token.is_cancelled());
+        assert_eq!(child.killed_status(), 137);
+        assert_eq!(table.oom_kills(), 1);
+        drop(child);
+        assert_eq!(table.memory_used(), PROCESS_MEMORY);
     }
 
     #[test]

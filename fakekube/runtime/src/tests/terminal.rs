@@ -28,7 +28,9 @@ impl Tty {
     fn start(argv: &[&str]) -> Tty {
         let programs = Programs::new();
         let processes = ProcessTable::new();
-        let main = processes.start(0, vec!["sleep".into()], &CancellationToken::new());
+        let main = processes
+            .start(0, vec!["sleep".into()], &CancellationToken::new())
+            .expect("a fresh table has room for pid 1");
         let (keys_tx, keys_rx) = mpsc::channel(4);
         let (out_tx, out_rx) = mpsc::channel(8);
         let (err_tx, _) = mpsc::channel(1);

@@ -6,7 +6,7 @@
 
 use super::super::codec::{self, Inbound, Protocol};
 use super::super::session::{Closer, FromClient, Link, Out, Streams, Transport, WRITER_ITEMS};
-use crate::websocket::{self, Message, Reader, Writer};
+use crate::websocket::{self, FrameError, Message, ReadError, Reader, Writer};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 
@@ -38,7 +38,7 @@ impl<S> WebSocket<S> {
 impl<S: AsyncRead + AsyncWrite + Send + 'static> Transport for WebSocket<S> {
     fn start(self, client: FromClient) -> Link {
         let (rd, wr) = tokio::io::split(self.io);
-        let (pong_tx, pong_rx) = mpsc::channel::<Vec<u8>>(PENDING_PONGS);
+        let (pong_tx, pong_rx) = mpsc::channel::<Control>(PENDING_PONGS);
         let (out_tx, out_rx) = mpsc::channel::<Out>(WRITER_ITEMS);
         let first = if self.streams.stdout {
             codec::STDOUT
@@ -63,12 +63,22 @@ impl<S: AsyncRead + AsyncWrite + Send + 'static> Transport for WebSocket<S> {
     }
 }
 
+/// What the reader asks the writer to send before the session's output.
+#[derive(Debug)]
+enum Control {
+    /// A Pong with this payload.
+    Pong(Vec<u8>),
+    /// The client sent a message larger than the server reads (its size): a Status on the
+    /// error channel, then Close 1009 (message too big), and the end.
+    TooLarge(u64),
+}
+
 /// Reads the socket until the client goes: answers Pings, feeds stdin and resize, handles
 /// CLOSE and Close.
 async fn read_loop<R: AsyncRead + Unpin>(
     mut reader: Reader<R>,
     protocol: Protocol,
-    pong: mpsc::Sender<Vec<u8>>,
+    pong: mpsc::Sender<Control>,
     mut client: FromClient,
 ) {
     let mut closed = false;
@@ -76,6 +86,10 @@ async fn read_loop<R: AsyncRead + Unpin>(
         let message = match reader.next().await {
             Ok(Some(m)) => m,
             Ok(None) => break,
+            Err(ReadError::Frame(FrameError::TooLarge(size))) => {
+                let _ = pong.send(Control::TooLarge(size)).await;
+                break;
+            }
             Err(e) => {
                 tracing::debug!(error = %e, "exec: reading the client");
                 break;
@@ -84,7 +98,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
         let data = match message {
             Message::Ping(p) => {
                 if !closed {
-                    let _ = pong.try_send(p);
+                    let _ = pong.try_send(Control::Pong(p));
                 }
                 continue;
             }
@@ -122,7 +136,7 @@ async fn write_loop<W: AsyncWrite + Send + Unpin + 'static>(
     mut writer: Writer<W>,
     protocol: Protocol,
     first: u8,
-    mut pongs: mpsc::Receiver<Vec<u8>>,
+    mut pongs: mpsc::Receiver<Control>,
     mut items: mpsc::Receiver<Out>,
 ) -> Option<Closer> {
     if send(&mut writer, protocol, first, &[]).await.is_err() || writer.flush().await.is_err() {
@@ -133,7 +147,11 @@ async fn write_loop<W: AsyncWrite + Send + Unpin + 'static>(
         let result = tokio::select! {
             biased;
             p = pongs.recv(), if pongs_open => match p {
-                Some(p) => writer.send(websocket::OP_PONG, &p).await,
+                Some(Control::Pong(p)) => writer.send(websocket::OP_PONG, &p).await,
+                Some(Control::TooLarge(size)) => {
+                    refuse_too_large(&mut writer, protocol, size).await;
+                    return None;
+                }
                 None => { pongs_open = false; continue; }
             },
             item = items.recv() => match item {
@@ -164,6 +182,33 @@ async fn write_loop<W: AsyncWrite + Send + Unpin + 'static>(
             return None;
         }
     }
+}
+
+/// Answers a client message past [`websocket::MAX_MESSAGE`]: a Status saying so on the error
+/// channel, then Close with 1009 (message too big), as RFC 6455 has an endpoint refuse it.
+async fn refuse_too_large<W: AsyncWrite + Unpin>(
+    writer: &mut Writer<W>,
+    protocol: Protocol,
+    size: u64,
+) {
+    let status = serde_json::json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": format!(
+            "the client sent a WebSocket message of {size} bytes, larger than the limit of {} bytes",
+            websocket::MAX_MESSAGE
+        ),
+        "reason": "RequestEntityTooLarge",
+        "code": 413,
+    });
+    if let Some(payload) = codec::error_channel_payload(protocol.status_style(), &status) {
+        let _ = send(writer, protocol, codec::ERROR, &payload).await;
+    }
+    let _ = writer.close(1009).await;
+    let _ = writer.flush().await;
+    let _ = writer.shutdown().await;
 }
 
 /// Writes `payload` as one message on `channel`, in `protocol`'s framing.

@@ -32,9 +32,16 @@ impl Shell {
             }
             let mut sub = self.subshell();
             sub.io.stdin = Input::empty();
-            let slot = self
+            let slot = match self
                 .processes
-                .start(self.pid, vec![self.arg0.clone()], &self.cancel);
+                .start(self.pid, vec![self.arg0.clone()], &self.cancel)
+            {
+                Ok(slot) => slot,
+                Err(e) => {
+                    self.error(&format!("can't fork: {e}")).await;
+                    return Ok(2);
+                }
+            };
             sub.pid = slot.pid;
             sub.cancel = slot.token.clone();
             let pid = slot.pid;

@@ -264,6 +264,12 @@ impl Shell {
             self.subst_status = Some(status);
             self.status = status;
             let bytes = capture.take();
+            // The output held at once counts against the container's memory limit.
+            let held = bytes.len() as u64;
+            if self.processes.charge(self.pid, held).is_err() {
+                return Err(Flow::Exit(137));
+            }
+            self.processes.uncharge(self.pid, held);
             let mut text = String::from_utf8_lossy(&bytes).into_owned();
             while text.ends_with('\n') {
                 text.pop();

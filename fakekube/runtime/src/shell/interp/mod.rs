@@ -296,6 +296,15 @@ impl Shell {
 
     /// Sets a variable, keeping its export flag.
     fn set_var(&mut self, name: &str, value: String) {
+        // What variables hold counts against the container's memory limit; past it the shell
+        // is killed (it notices at its next await).
+        let old = self.vars.get(name).map_or(0, |v| v.value.len());
+        if value.len() > old {
+            let _ = self.processes.charge(self.pid, (value.len() - old) as u64);
+        } else {
+            self.processes
+                .uncharge(self.pid, (old - value.len()) as u64);
+        }
         match self.vars.get_mut(name) {
             Some(v) => v.value = value,
             None => {
