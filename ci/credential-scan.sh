@@ -34,6 +34,10 @@ if [ -f "$dir/secrets.log" ]; then
     recorded=$(sort -u "$dir/secrets.log" | sed '/^$/d' | wc -l)
 fi
 [ "$recorded" -gt 0 ] || die "fakekube recorded no secret in $dir/secrets.log: was FAKEKUBE_SECRET_LOG set?"
+# A secret of a few characters matches ordinary text everywhere, so the scan could not tell a
+# leak from a coincidence: tests must give their tokens distinctive values.
+short=$(sort -u "$dir/secrets.log" | awk 'length($0) > 0 && length($0) < 8' | wc -l)
+[ "$short" -eq 0 ] || die "$short recorded secret(s) shorter than 8 characters: give test tokens distinctive values"
 
 mapfile -t files < <(find "$dir" -type f ! -name secrets.log | sort)
 [ ${#files[@]} -gt 0 ] || die "$dir holds no output to search"

@@ -36,7 +36,7 @@ fn fakekube_prints_its_url_first_writes_a_kubeconfig_and_exits_zero_on_sigterm()
     let dir = tempfile::tempdir().expect("tempdir");
     let (mut child, first) = spawn(
         dir.path(),
-        &["--token", "abc123", "--namespace", "sandboxes"],
+        &["--token", "binary-test-admin-token", "--namespace", "sandboxes"],
     );
     let url = first
         .trim()
@@ -47,7 +47,7 @@ fn fakekube_prints_its_url_first_writes_a_kubeconfig_and_exits_zero_on_sigterm()
     let kc = std::fs::read_to_string(dir.path().join("kubeconfig")).expect("kubeconfig written");
     assert!(kc.contains(&format!("server: {url}")), "{kc}");
     assert!(kc.contains("certificate-authority-data: "));
-    assert!(kc.contains("token: abc123"));
+    assert!(kc.contains("token: binary-test-admin-token"));
     assert!(kc.contains("namespace: default"));
     signal(&child, "TERM");
     let status = child.wait().expect("exits");

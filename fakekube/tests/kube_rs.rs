@@ -1305,7 +1305,7 @@ async fn a_revoked_or_expired_token_gets_401() {
 async fn a_token_limited_to_reading_pods_may_list_but_gets_403_on_create() {
     let kube = start().await;
     kube.add_token(
-        fakekube::Token::new("s", "alice").with_rules(vec![fakekube::Rule::new(
+        fakekube::Token::new("alice-pod-reader-token", "alice").with_rules(vec![fakekube::Rule::new(
             [""],
             ["pods"],
             ["get", "list"],
@@ -1317,7 +1317,7 @@ async fn a_token_limited_to_reading_pods_may_list_but_gets_403_on_create() {
         .await
         .expect("admin creates");
 
-    let c = client_with_token(&kube, "s").await;
+    let c = client_with_token(&kube, "alice-pod-reader-token").await;
     let pods: Api<Pod> = Api::default_namespaced(c.clone());
     let listed = pods
         .list(&ListParams::default())
