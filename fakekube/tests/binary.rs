@@ -36,7 +36,12 @@ fn fakekube_prints_its_url_first_writes_a_kubeconfig_and_exits_zero_on_sigterm()
     let dir = tempfile::tempdir().expect("tempdir");
     let (mut child, first) = spawn(
         dir.path(),
-        &["--token", "binary-test-admin-token", "--namespace", "sandboxes"],
+        &[
+            "--token",
+            "binary-test-admin-token",
+            "--namespace",
+            "sandboxes",
+        ],
     );
     let url = first
         .trim()

@@ -1305,11 +1305,8 @@ async fn a_revoked_or_expired_token_gets_401() {
 async fn a_token_limited_to_reading_pods_may_list_but_gets_403_on_create() {
     let kube = start().await;
     kube.add_token(
-        fakekube::Token::new("alice-pod-reader-token", "alice").with_rules(vec![fakekube::Rule::new(
-            [""],
-            ["pods"],
-            ["get", "list"],
-        )]),
+        fakekube::Token::new("alice-pod-reader-token", "alice")
+            .with_rules(vec![fakekube::Rule::new([""], ["pods"], ["get", "list"])]),
     );
     let admin: Api<Pod> = Api::default_namespaced(client(&kube).await);
     admin
