@@ -100,6 +100,9 @@ pub async fn exec_session(spec: ExecSpec, io: ExecIo) -> ExitStatus {
         tokio::select! {
             () = left => {}
             () = cancel.cancelled() => {}
+            // A job lets go of the streams without ending (its first command took redirected
+            // ones), and a dropped sender wakes no one: look again now and then.
+            () = tokio::time::sleep(STREAMS_RECHECK) => {}
         }
     }
     match (status, processes.verdict(tree)) {
@@ -107,6 +110,9 @@ pub async fn exec_session(spec: ExecSpec, io: ExecIo) -> ExitStatus {
         (status, _) => status,
     }
 }
+
+/// How often [`exec_session`] looks again whether background jobs still hold the streams.
+const STREAMS_RECHECK: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// What [`exec_session`] watches once the main process has ended.
 struct Root {

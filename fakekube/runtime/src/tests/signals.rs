@@ -134,3 +134,44 @@ async fn a_signal_from_outside_reaches_the_main_process() {
     assert_eq!(task.await.ok(), Some(ExitStatus::Code(137)));
     assert!(table.list().is_empty());
 }
+
+#[tokio::test]
+async fn an_exec_session_ends_while_a_job_with_redirected_streams_runs_on() {
+    let programs = Programs::new();
+    let processes = ProcessTable::new();
+    let (out_tx, out_rx) = mpsc::channel(8);
+    let (err_tx, err_rx) = mpsc::channel(8);
+    let spec = ExecSpec {
+        argv: vec![
+            "sh".into(),
+            "-c".into(),
+            "sleep infinity >/dev/null 2>&1 </dev/null & echo started".into(),
+        ],
+        env: vec![],
+        cwd: "/".into(),
+        fs: programs.pod_fs(vec![]),
+        programs: programs.clone(),
+        processes: processes.clone(),
+        cancel: CancellationToken::new(),
+        network: PodNetwork::new(),
+    };
+    let io = ExecIo {
+        stdin: None,
+        stdout: out_tx,
+        stderr: err_tx,
+        tty: None,
+    };
+    // The job never ends: a session that waited for it would hang until this guard.
+    let (status, stdout, _) = tokio::time::timeout(Duration::from_secs(60), async {
+        tokio::join!(exec_session(spec, io), collect(out_rx), collect(err_rx))
+    })
+    .await
+    .expect("the session ends though its job runs on");
+    assert_eq!(status, ExitStatus::Code(0));
+    assert_eq!(stdout, "started\n");
+    let sleeping = processes
+        .list()
+        .iter()
+        .any(|p| p.argv.first().map(String::as_str) == Some("sleep"));
+    assert!(sleeping, "{:?}", processes.list());
+}

@@ -36,6 +36,10 @@ impl Shell {
                 Ok(io) => io,
                 Err(status) => return Ok(status),
             };
+            if std::mem::take(&mut self.execs_last) {
+                // The streams the redirections replaced are let go now, not when the job ends.
+                self.io = io.clone();
+            }
             if argv.is_empty() {
                 for (name, value) in assigns {
                     self.set_var(&name, value);

@@ -44,6 +44,9 @@ impl Shell {
             };
             sub.pid = slot.pid;
             sub.cancel = slot.token.clone();
+            sub.execs_last = item.and_or.rest.is_empty()
+                && !item.and_or.first.negated
+                && matches!(item.and_or.first.commands.as_slice(), [Command::Simple(_)]);
             let pid = slot.pid;
             let and_or = item.and_or.clone();
             let handle = tokio::spawn(async move {

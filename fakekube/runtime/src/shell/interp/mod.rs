@@ -151,6 +151,11 @@ pub(crate) struct Shell {
     subst_status: Option<i32>,
     /// >0 inside a loop (`break`/`continue` allowed).
     loops: usize,
+    /// This shell is a background job's subshell whose only command is a simple one: that
+    /// command takes the shell's streams, as the forked shell that dash execs it from does, so
+    /// nothing the redirections replaced stays open (a job `cmd >/dev/null &` does not hold
+    /// the exec's stdout).
+    execs_last: bool,
 }
 
 impl Shell {
@@ -195,6 +200,7 @@ impl Shell {
             in_condition: 0,
             subst_status: None,
             loops: 0,
+            execs_last: false,
         }
     }
 
@@ -225,6 +231,7 @@ impl Shell {
             in_condition: self.in_condition,
             subst_status: None,
             loops: 0,
+            execs_last: false,
         }
     }
 
