@@ -18,7 +18,7 @@
 //!   later repeats are only counted in memory, as the recorder flushes series every 30 minutes.
 
 use crate::clock::Clock;
-use crate::meta::meta_str;
+use crate::meta::{meta_str, str_at};
 use crate::registry::ResourceType;
 use crate::store::{Part, Store, WriteOptions};
 use serde_json::{Map, Value, json};
@@ -360,13 +360,7 @@ fn legacy_event(
 /// What makes two legacy Events the same Event (`getEventKey`): source, object, type, reason
 /// and message.
 fn legacy_key(ev: &Value) -> String {
-    let s = |path: &[&str]| {
-        path.iter()
-            .try_fold(ev, |v, k| v.get(*k))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string()
-    };
+    let s = |path: &[&str]| str_at(ev, path).unwrap_or("").to_string();
     [
         s(&["source", "component"]),
         s(&["source", "host"]),
@@ -385,13 +379,7 @@ fn legacy_key(ev: &Value) -> String {
 
 /// The spam filter's key: source and object.
 fn spam_key(ev: &Value) -> String {
-    let s = |path: &[&str]| {
-        path.iter()
-            .try_fold(ev, |v, k| v.get(*k))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string()
-    };
+    let s = |path: &[&str]| str_at(ev, path).unwrap_or("").to_string();
     [
         s(&["source", "component"]),
         s(&["source", "host"]),

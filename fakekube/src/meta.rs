@@ -88,6 +88,11 @@ pub(crate) fn metadata_mut(obj: &mut Value) -> Option<&mut Map<String, Value>> {
     m.as_object_mut()
 }
 
+/// The string at a path of object keys (`["spec", "nodeName"]`).
+pub(crate) fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
+    path.iter().try_fold(v, |cur, k| cur.get(*k))?.as_str()
+}
+
 /// A string field of `metadata`.
 pub(crate) fn meta_str<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
     obj.get("metadata")?.get(key)?.as_str()

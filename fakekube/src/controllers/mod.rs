@@ -576,10 +576,7 @@ pub(crate) fn at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a Value> {
     path.iter().try_fold(v, |cur, k| cur.get(*k))
 }
 
-/// The string at a path of object keys.
-pub(crate) fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
-    at(v, path).and_then(Value::as_str)
-}
+pub(crate) use crate::meta::str_at;
 
 /// A mutable object at a path, created (and made an object) on the way.
 pub(crate) fn obj_at<'a>(v: &'a mut Value, path: &[&str]) -> Option<&'a mut Map<String, Value>> {

@@ -3,6 +3,7 @@
 //! `valueFrom` resolved), the `KUBERNETES_*` service variables, and `HOME`.
 
 use super::pod::{HOST_IP, NODE_NAME};
+use crate::meta::str_at;
 use base64::Engine;
 use fakekube_runtime::DEFAULT_PATH;
 use serde_json::Value;
@@ -47,14 +48,6 @@ pub(crate) fn expand(s: &str, lookup: &dyn Fn(&str) -> Option<String>) -> String
     }
     out.push_str(rest);
     out
-}
-
-fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
-    let mut cur = v;
-    for p in path {
-        cur = cur.get(*p)?;
-    }
-    cur.as_str()
 }
 
 /// A `fieldRef` value (`metadata.name`, `status.podIP`, `metadata.labels['k']`...).

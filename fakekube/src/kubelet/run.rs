@@ -6,7 +6,7 @@ use super::pod::{CState, NODE_NAME, PodRun, qos_class};
 use super::probe::{self, Outcome, ProbeKind, Verdict};
 use super::{Kubelet, State};
 use crate::events::EventType;
-use crate::meta::meta_str;
+use crate::meta::{meta_str, str_at};
 use crate::patch::PatchKind;
 use crate::registry::{Registry, ResourceType};
 use crate::store::{DeleteOptions, Event, EventType as Change, Part, Store, WriteOptions};
@@ -68,14 +68,6 @@ pub(super) struct Pass<'a> {
     pub(super) dirty: BTreeSet<String>,
     /// Stopped pods to delete from the API once their last status is written.
     pub(super) remove: BTreeSet<String>,
-}
-
-pub(super) fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
-    let mut cur = v;
-    for p in path {
-        cur = cur.get(*p)?;
-    }
-    cur.as_str()
 }
 
 fn is_deleting(obj: &Value) -> bool {

@@ -3,6 +3,7 @@
 //! their own get `NAME` and `CREATED AT`, as the API server's default table convertor prints.
 
 use super::age;
+use crate::meta;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
 use time::OffsetDateTime;
@@ -476,7 +477,7 @@ pub(crate) struct Row {
 pub(crate) fn row(group: &str, kind: &str, obj: &Value, now: OffsetDateTime) -> Row {
     let name = json!(str_at(obj, &["metadata", "name"]));
     let age = json!(age::since(
-        opt_str(obj, &["metadata", "creationTimestamp"]),
+        meta::str_at(obj, &["metadata", "creationTimestamp"]),
         now
     ));
     let plain = |cells: Vec<Value>| Row {
@@ -589,16 +590,8 @@ pub(crate) fn row(group: &str, kind: &str, obj: &Value, now: OffsetDateTime) -> 
     }
 }
 
-fn opt_str<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
-    let mut cur = v;
-    for p in path {
-        cur = cur.get(*p)?;
-    }
-    cur.as_str()
-}
-
 fn str_at<'a>(v: &'a Value, path: &[&str]) -> &'a str {
-    opt_str(v, path).unwrap_or("")
+    meta::str_at(v, path).unwrap_or("")
 }
 
 fn int_at(v: &Value, pointer: &str) -> i64 {
@@ -636,7 +629,7 @@ fn terminated(state: Option<&Value>) -> Option<&Value> {
 /// The cells of a Pod, as `kubectl get pods` shows them.
 fn pod_row(pod: &Value, now: OffsetDateTime) -> Row {
     let phase = str_at(pod, &["status", "phase"]);
-    let mut reason = opt_str(pod, &["status", "reason"])
+    let mut reason = meta::str_at(pod, &["status", "reason"])
         .filter(|r| !r.is_empty())
         .unwrap_or(phase)
         .to_string();
@@ -776,7 +769,7 @@ fn pod_row(pod: &Value, now: OffsetDateTime) -> Row {
         }
     }
     let deleting = pod.pointer("/metadata/deletionTimestamp").is_some();
-    if deleting && opt_str(pod, &["status", "reason"]) == Some("NodeLost") {
+    if deleting && meta::str_at(pod, &["status", "reason"]) == Some("NodeLost") {
         reason = "Unknown".to_string();
     } else if deleting && phase != "Succeeded" && phase != "Failed" {
         reason = "Terminating".to_string();
@@ -834,7 +827,7 @@ fn pod_row(pod: &Value, now: OffsetDateTime) -> Row {
             json!(reason),
             json!(restarts_cell),
             json!(age::since(
-                opt_str(pod, &["metadata", "creationTimestamp"]),
+                meta::str_at(pod, &["metadata", "creationTimestamp"]),
                 now
             )),
             json!(ip),
@@ -943,9 +936,9 @@ fn pvc_cells(pvc: &Value, name: Value, age: Value) -> Vec<Value> {
             access_modes(array_at(pvc, "/status/accessModes")),
         )
     };
-    let class = opt_str(pvc, &["spec", "storageClassName"])
+    let class = meta::str_at(pvc, &["spec", "storageClassName"])
         .or_else(|| {
-            opt_str(
+            meta::str_at(
                 pvc,
                 &[
                     "metadata",
@@ -955,8 +948,8 @@ fn pvc_cells(pvc: &Value, name: Value, age: Value) -> Vec<Value> {
             )
         })
         .unwrap_or("");
-    let attributes = opt_str(pvc, &["spec", "volumeAttributesClassName"]).unwrap_or("<unset>");
-    let mode = opt_str(pvc, &["spec", "volumeMode"]).unwrap_or("<unset>");
+    let attributes = meta::str_at(pvc, &["spec", "volumeAttributesClassName"]).unwrap_or("<unset>");
+    let mode = meta::str_at(pvc, &["spec", "volumeMode"]).unwrap_or("<unset>");
     vec![
         name,
         json!(phase),
@@ -974,7 +967,7 @@ fn pvc_cells(pvc: &Value, name: Value, age: Value) -> Vec<Value> {
 fn event_cells(ev: &Value, name: Value, now: OffsetDateTime) -> Vec<Value> {
     let first_str = |keys: &[&str]| {
         keys.iter()
-            .find_map(|k| opt_str(ev, &[k]).filter(|s| !s.is_empty()))
+            .find_map(|k| meta::str_at(ev, &[k]).filter(|s| !s.is_empty()))
     };
     let first_seen = match first_str(&["firstTimestamp", "deprecatedFirstTimestamp"]) {
         Some(t) => age::since(Some(t), now),
@@ -1009,24 +1002,24 @@ fn event_cells(ev: &Value, name: Value, now: OffsetDateTime) -> Vec<Value> {
         Some(n) if !n.is_empty() => format!("{kind}/{n}"),
         _ => kind,
     };
-    let component = opt_str(ev, &["source", "component"])
+    let component = meta::str_at(ev, &["source", "component"])
         .filter(|s| !s.is_empty())
-        .or_else(|| opt_str(ev, &["deprecatedSource", "component"]).filter(|s| !s.is_empty()))
-        .or_else(|| opt_str(ev, &["reportingController"]))
-        .or_else(|| opt_str(ev, &["reportingComponent"]))
+        .or_else(|| meta::str_at(ev, &["deprecatedSource", "component"]).filter(|s| !s.is_empty()))
+        .or_else(|| meta::str_at(ev, &["reportingController"]))
+        .or_else(|| meta::str_at(ev, &["reportingComponent"]))
         .unwrap_or("");
-    let instance = opt_str(ev, &["source", "host"])
+    let instance = meta::str_at(ev, &["source", "host"])
         .filter(|s| !s.is_empty())
-        .or_else(|| opt_str(ev, &["deprecatedSource", "host"]).filter(|s| !s.is_empty()))
-        .or_else(|| opt_str(ev, &["reportingInstance"]))
+        .or_else(|| meta::str_at(ev, &["deprecatedSource", "host"]).filter(|s| !s.is_empty()))
+        .or_else(|| meta::str_at(ev, &["reportingInstance"]))
         .unwrap_or("");
     let source = if instance.is_empty() {
         component.to_string()
     } else {
         format!("{component}, {instance}")
     };
-    let message = opt_str(ev, &["message"])
-        .or_else(|| opt_str(ev, &["note"]))
+    let message = meta::str_at(ev, &["message"])
+        .or_else(|| meta::str_at(ev, &["note"]))
         .unwrap_or("")
         .trim()
         .to_string();
@@ -1053,8 +1046,8 @@ fn job_cells(job: &Value, name: Value, age: Value, now: OffsetDateTime) -> Vec<V
             _ => format!("{succeeded}/1"),
         },
     };
-    let start = opt_str(job, &["status", "startTime"]);
-    let end = opt_str(job, &["status", "completionTime"]);
+    let start = meta::str_at(job, &["status", "startTime"]);
+    let end = meta::str_at(job, &["status", "completionTime"]);
     let duration = match (start, end) {
         (None, _) => String::new(),
         (Some(s), None) => age::since(Some(s), now),
@@ -1149,7 +1142,7 @@ fn node_cells(node: &Value, name: Value, age: Value) -> Vec<Value> {
             .to_string()
     };
     let info = |k: &str| {
-        opt_str(node, &["status", "nodeInfo", k])
+        meta::str_at(node, &["status", "nodeInfo", k])
             .filter(|s| !s.is_empty())
             .unwrap_or("<unknown>")
             .to_string()
@@ -1298,7 +1291,7 @@ fn api_service_cells(svc: &Value, name: Value, age: Value) -> Vec<Value> {
         .find(|c| c.get("type").and_then(Value::as_str) == Some("Available"))
         .map(|c| {
             let status = str_at(c, &["status"]);
-            match opt_str(c, &["reason"]).filter(|r| !r.is_empty() && status != "True") {
+            match meta::str_at(c, &["reason"]).filter(|r| !r.is_empty() && status != "True") {
                 Some(r) => format!("{status} ({r})"),
                 None => status.to_string(),
             }
