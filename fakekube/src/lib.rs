@@ -144,6 +144,7 @@ mod checks;
 mod clock;
 mod cluster_objects;
 mod controllers;
+mod conversion;
 mod crd;
 mod defaults;
 mod discovery;
@@ -586,6 +587,7 @@ impl Builder {
         let acceptor = tokio_rustls::TlsAcceptor::from(material.server_config.clone());
         finalizer::spawn(store.clone(), self.crd_cleanup_delay, shutdown.clone());
         if self.controllers {
+            conversion::register(store.registry());
             controllers::spawn(
                 store.clone(),
                 controllers::Config::default(),
