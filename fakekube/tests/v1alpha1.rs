@@ -66,13 +66,13 @@ fn warning(reply: &support::Reply) -> Option<String> {
 #[tokio::test]
 async fn a_sandbox_created_at_v1alpha1_is_stored_as_v1beta1_and_reads_back_unchanged() {
     let (kube, c) = start().await;
-    let created = c
-        .json(Method::POST, ALPHA, &alpha_sandbox("s", 0))
-        .await;
+    let created = c.json(Method::POST, ALPHA, &alpha_sandbox("s", 0)).await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.json());
     assert_eq!(
         warning(&created).as_deref(),
-        Some("299 - \"agents.x-k8s.io/v1alpha1 Sandbox is deprecated; use agents.x-k8s.io/v1beta1 Sandbox instead\"")
+        Some(
+            "299 - \"agents.x-k8s.io/v1alpha1 Sandbox is deprecated; use agents.x-k8s.io/v1beta1 Sandbox instead\""
+        )
     );
     let created = created.json();
     let beta = c.get(&format!("{BETA}/s")).await;
@@ -116,9 +116,14 @@ async fn a_sandbox_written_at_either_version_is_listed_and_patched_at_the_other(
     let (kube, c) = start().await;
     let mut beta = support::sandbox("b");
     beta["spec"]["operatingMode"] = json!("Suspended");
-    assert_eq!(c.json(Method::POST, BETA, &beta).await.status, StatusCode::CREATED);
     assert_eq!(
-        c.json(Method::POST, ALPHA, &alpha_sandbox("a", 1)).await.status,
+        c.json(Method::POST, BETA, &beta).await.status,
+        StatusCode::CREATED
+    );
+    assert_eq!(
+        c.json(Method::POST, ALPHA, &alpha_sandbox("a", 1))
+            .await
+            .status,
         StatusCode::CREATED
     );
     let list = c.get(ALPHA).await;
@@ -151,14 +156,22 @@ async fn a_sandbox_written_at_either_version_is_listed_and_patched_at_the_other(
 
     // A merge patch at v1alpha1 suspends "a"; at v1beta1 it resumes "b".
     let patched = c
-        .patch(&format!("{ALPHA}/a"), MERGE, &json!({ "spec": { "replicas": 0 } }))
+        .patch(
+            &format!("{ALPHA}/a"),
+            MERGE,
+            &json!({ "spec": { "replicas": 0 } }),
+        )
         .await;
     assert_eq!(patched.status, StatusCode::OK, "{}", patched.json());
     assert_eq!(patched.json()["spec"]["replicas"], 0);
     let a = c.get(&format!("{BETA}/a")).await.json();
     assert_eq!(a["spec"]["operatingMode"], "Suspended");
     let resumed = c
-        .patch(&format!("{BETA}/b"), MERGE, &json!({ "spec": { "operatingMode": "Running" } }))
+        .patch(
+            &format!("{BETA}/b"),
+            MERGE,
+            &json!({ "spec": { "operatingMode": "Running" } }),
+        )
         .await;
     assert_eq!(resumed.status, StatusCode::OK);
     let b = c.get(&format!("{ALPHA}/b")).await.json();
@@ -200,7 +213,10 @@ async fn a_v1alpha1_watch_sees_objects_written_at_v1beta1_in_v1alpha1() {
     let mut buf = Vec::new();
     let mut beta = support::sandbox("w");
     beta["spec"]["operatingMode"] = json!("Suspended");
-    assert_eq!(c.json(Method::POST, BETA, &beta).await.status, StatusCode::CREATED);
+    assert_eq!(
+        c.json(Method::POST, BETA, &beta).await.status,
+        StatusCode::CREATED
+    );
     let lines = read_lines(&mut body, 1, &mut buf).await;
     let added = lines.first().expect("an event");
     assert_eq!(added["type"], "ADDED");
@@ -223,7 +239,10 @@ async fn a_status_written_at_v1alpha1_reaches_v1beta1_without_its_alpha_only_fie
     assert_eq!(written.status, StatusCode::OK, "{}", written.json());
     let written = written.json();
     assert_eq!(written["apiVersion"], "agents.x-k8s.io/v1alpha1");
-    assert_eq!(written["status"]["serviceFQDN"], "s.default.svc.cluster.local");
+    assert_eq!(
+        written["status"]["serviceFQDN"],
+        "s.default.svc.cluster.local"
+    );
     // The controllers own the status from here on; the state annotation keeps what was sent.
     let beta = c.get(&format!("{BETA}/s")).await.json();
     assert!(beta["status"].get("replicas").is_none(), "no v1beta1 field");
@@ -248,12 +267,20 @@ async fn a_claim_without_a_named_pool_points_at_a_shadow_pool_and_reads_back_as_
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.json());
     assert_eq!(
         warning(&created).as_deref(),
-        Some("299 - \"extensions.agents.x-k8s.io/v1alpha1 SandboxClaim is deprecated; use extensions.agents.x-k8s.io/v1beta1 SandboxClaim instead\"")
+        Some(
+            "299 - \"extensions.agents.x-k8s.io/v1alpha1 SandboxClaim is deprecated; use extensions.agents.x-k8s.io/v1beta1 SandboxClaim instead\""
+        )
     );
     let created = created.json();
-    assert_eq!(created["spec"]["warmpool"], "default", "the v1alpha1 default");
+    assert_eq!(
+        created["spec"]["warmpool"], "default",
+        "the v1alpha1 default"
+    );
     let beta = c.get(&format!("{EXT_BETA}/sandboxclaims/c")).await.json();
-    assert_eq!(beta["spec"]["warmPoolRef"], json!({ "name": "shadow-pool-t" }));
+    assert_eq!(
+        beta["spec"]["warmPoolRef"],
+        json!({ "name": "shadow-pool-t" })
+    );
     let alpha = c.get(&format!("{EXT_ALPHA}/sandboxclaims/c")).await.json();
     assert_eq!(alpha["spec"]["sandboxTemplateRef"], json!({ "name": "t" }));
     assert_eq!(alpha["spec"]["warmpool"], "default");
@@ -270,10 +297,17 @@ async fn a_template_and_a_pool_written_at_v1beta1_read_at_v1alpha1() {
             "volumeClaimTemplatesPolicy": "Allowed" },
     });
     let r = c
-        .json(Method::POST, &format!("{EXT_BETA}/sandboxtemplates"), &template)
+        .json(
+            Method::POST,
+            &format!("{EXT_BETA}/sandboxtemplates"),
+            &template,
+        )
         .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.json());
-    let alpha = c.get(&format!("{EXT_ALPHA}/sandboxtemplates/t")).await.json();
+    let alpha = c
+        .get(&format!("{EXT_ALPHA}/sandboxtemplates/t"))
+        .await
+        .json();
     assert_eq!(
         alpha["metadata"]["annotations"]["api.agents.x-k8s.io/v1beta1-volume-claim-templates-policy"],
         "Allowed"
@@ -287,7 +321,10 @@ async fn a_template_and_a_pool_written_at_v1beta1_read_at_v1alpha1() {
         .json(Method::POST, &format!("{EXT_BETA}/sandboxwarmpools"), &pool)
         .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.json());
-    let alpha = c.get(&format!("{EXT_ALPHA}/sandboxwarmpools/p")).await.json();
+    let alpha = c
+        .get(&format!("{EXT_ALPHA}/sandboxwarmpools/p"))
+        .await
+        .json();
     assert_eq!(alpha["apiVersion"], "extensions.agents.x-k8s.io/v1alpha1");
     assert_eq!(
         alpha["spec"],
@@ -356,6 +393,103 @@ async fn without_the_controllers_a_v1alpha1_request_fails_as_with_the_webhook_do
         r.json()["message"],
         "conversion webhook for agents.x-k8s.io/v1alpha1, Kind=Sandbox failed: Post \"https://agent-sandbox-webhook-service.agent-sandbox-system.svc:443/convert?timeout=30s\": service \"agent-sandbox-webhook-service\" not found"
     );
-    assert_eq!(c.get(BETA).await.json()["items"], json!([]), "nothing stored");
+    assert_eq!(
+        c.get(BETA).await.json()["items"],
+        json!([]),
+        "nothing stored"
+    );
+    kube.shutdown().await;
+}
+
+/// kubectl 1.33 names the deprecated version with `<plural>.<version>.<group>`, prints the
+/// server's deprecation warning, and reads an object it applied at `v1alpha1` at the
+/// preferred `v1beta1` by default.
+#[test]
+fn kubectl_reads_and_writes_the_deprecated_version_with_its_warning() {
+    let Some(bin) = support::kubectl::installed(33) else {
+        return;
+    };
+    let process = support::process::Process::start(&[]);
+    let k = support::kubectl::Kubectl {
+        bin,
+        kubeconfig: process.kubeconfig.clone(),
+    };
+    let manifest = process.dir().join("alpha.yaml");
+    std::fs::write(
+        &manifest,
+        "apiVersion: agents.x-k8s.io/v1alpha1\nkind: Sandbox\nmetadata:\n  name: s\nspec:\n  replicas: 0\n  podTemplate:\n    spec:\n      containers:\n      - name: c\n        image: busybox\n",
+    )
+    .expect("a manifest");
+    let manifest = manifest.to_string_lossy().into_owned();
+    let warning = "Warning: agents.x-k8s.io/v1alpha1 Sandbox is deprecated; use agents.x-k8s.io/v1beta1 Sandbox instead";
+    k.run(&["apply", "-f", &manifest])
+        .success()
+        .stderr_has(warning)
+        .stdout_is("sandbox.agents.x-k8s.io/s created\n");
+    k.run(&[
+        "get",
+        "sandboxes.v1alpha1.agents.x-k8s.io",
+        "s",
+        "-o",
+        "jsonpath={.apiVersion} {.spec.replicas}",
+    ])
+    .success()
+    .stderr_has(warning)
+    .stdout_is("agents.x-k8s.io/v1alpha1 0");
+    k.run(&[
+        "get",
+        "sandboxes",
+        "s",
+        "-o",
+        "jsonpath={.apiVersion} {.spec.operatingMode}",
+    ])
+    .success()
+    .stdout_is("agents.x-k8s.io/v1beta1 Suspended");
+    k.run(&["apply", "-f", &manifest])
+        .success()
+        .stdout_is("sandbox.agents.x-k8s.io/s unchanged\n");
+}
+
+/// kube-rs with a `DynamicObject` at `v1alpha1`: create, get and list in that version.
+#[tokio::test]
+async fn kube_rs_uses_the_deprecated_version_through_a_dynamic_object() {
+    use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams};
+    let (kube, _) = start().await;
+    let kubeconfig =
+        kube::config::Kubeconfig::from_yaml(&kube.kubeconfig()).expect("the kubeconfig parses");
+    let config = kube::Config::from_custom_kubeconfig(
+        kubeconfig,
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await
+    .expect("kube accepts the kubeconfig");
+    let client = kube::Client::try_from(config).expect("kube builds a client");
+    let alpha = ApiResource {
+        group: "agents.x-k8s.io".into(),
+        version: "v1alpha1".into(),
+        api_version: "agents.x-k8s.io/v1alpha1".into(),
+        kind: "Sandbox".into(),
+        plural: "sandboxes".into(),
+    };
+    let api: Api<DynamicObject> = Api::default_namespaced_with(client, &alpha);
+    let obj: DynamicObject =
+        serde_json::from_value(alpha_sandbox("k", 1)).expect("a DynamicObject");
+    let created = api
+        .create(&PostParams::default(), &obj)
+        .await
+        .expect("created at v1alpha1");
+    assert_eq!(created.data["spec"]["replicas"], 1);
+    let got = api.get("k").await.expect("read at v1alpha1");
+    assert_eq!(
+        got.types.map(|t| t.api_version).as_deref(),
+        Some("agents.x-k8s.io/v1alpha1")
+    );
+    assert_eq!(got.data["spec"]["shutdownPolicy"], "Retain");
+    let list = api
+        .list(&ListParams::default())
+        .await
+        .expect("listed at v1alpha1");
+    assert_eq!(list.items.len(), 1);
+    assert_eq!(list.items[0].data["spec"]["replicas"], 1);
     kube.shutdown().await;
 }
