@@ -45,10 +45,7 @@ pub(super) fn to_hub(src: &Value, out: &mut Obj) {
     blueprint(spec, &mut s);
     copy_set(&mut s, spec, "service");
     lifecycle(spec, &mut s);
-    let suspended = spec
-        .and_then(|s| s.get("replicas"))
-        .and_then(Value::as_i64)
-        == Some(0);
+    let suspended = spec.and_then(|s| s.get("replicas")).and_then(Value::as_i64) == Some(0);
     s.insert(
         "operatingMode".into(),
         json!(if suspended { SUSPENDED } else { RUNNING }),

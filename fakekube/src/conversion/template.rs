@@ -3,8 +3,8 @@
 //! have no status.
 
 use super::{
-    Kind, Obj, annotation, annotations_mut, claim_templates, copy_nonempty, copy_set,
-    pod_template, remove_annotation,
+    Kind, Obj, annotation, annotations_mut, claim_templates, copy_nonempty, copy_set, pod_template,
+    remove_annotation,
 };
 use serde_json::{Value, json};
 

@@ -156,7 +156,10 @@ fn a_claim_points_at_its_pool_its_members_pool_or_a_shadow_pool_and_round_trips(
         );
         assert_eq!(hub["spec"]["additionalPodMetadata"], json!({}));
         let back = convert(Kind::SandboxClaim, &hub, EXT_ALPHA);
-        assert_eq!(back["spec"]["sandboxTemplateRef"], src["spec"]["sandboxTemplateRef"]);
+        assert_eq!(
+            back["spec"]["sandboxTemplateRef"],
+            src["spec"]["sandboxTemplateRef"]
+        );
         assert_eq!(back["spec"].get("warmpool"), src["spec"].get("warmpool"));
         assert!(back["metadata"].get("annotations").is_none());
     }
@@ -188,7 +191,10 @@ fn a_hub_claim_without_state_reads_its_pool_as_template_and_policy() {
     assert_eq!(alpha["spec"]["sandboxTemplateRef"], json!({ "name": "p" }));
     assert_eq!(alpha["spec"]["warmpool"], "p");
     assert_eq!(alpha["spec"]["env"], json!([{ "name": "A", "value": "" }]));
-    assert_eq!(alpha["spec"]["lifecycle"], json!({ "shutdownPolicy": "Retain" }));
+    assert_eq!(
+        alpha["spec"]["lifecycle"],
+        json!({ "shutdownPolicy": "Retain" })
+    );
     assert!(alpha.get("status").is_none(), "an empty status is left out");
 }
 
