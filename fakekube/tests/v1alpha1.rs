@@ -203,6 +203,28 @@ async fn a_sandbox_written_at_either_version_is_listed_and_patched_at_the_other(
 }
 
 #[tokio::test]
+async fn the_v1alpha1_scale_subresource_suspends_a_sandbox() {
+    let (kube, c) = start().await;
+    c.json(Method::POST, ALPHA, &alpha_sandbox("s", 1)).await;
+    let scale = c.get(&format!("{ALPHA}/s/scale")).await;
+    assert_eq!(scale.status, StatusCode::OK, "{}", scale.json());
+    let mut scale = scale.json();
+    assert_eq!(scale["kind"], "Scale");
+    assert_eq!(scale["spec"]["replicas"], 1);
+    scale["spec"]["replicas"] = json!(0);
+    let put = c
+        .json(Method::PUT, &format!("{ALPHA}/s/scale"), &scale)
+        .await;
+    assert_eq!(put.status, StatusCode::OK, "{}", put.json());
+    assert_eq!(put.json()["spec"]["replicas"], 0);
+    let beta = c.get(&format!("{BETA}/s")).await.json();
+    assert_eq!(beta["spec"]["operatingMode"], "Suspended");
+    let none = c.get(&format!("{BETA}/s/scale")).await;
+    assert_eq!(none.status, StatusCode::NOT_FOUND, "v1beta1 has no scale");
+    kube.shutdown().await;
+}
+
+#[tokio::test]
 async fn a_v1alpha1_watch_sees_objects_written_at_v1beta1_in_v1alpha1() {
     let (kube, c) = start().await;
     let resp = c
