@@ -356,6 +356,30 @@ async fn a_template_and_a_pool_written_at_v1beta1_read_at_v1alpha1() {
 }
 
 #[tokio::test]
+async fn a_state_annotation_that_is_not_json_fails_every_v1alpha1_read_of_it() {
+    let (kube, c) = start().await;
+    let mut broken = support::sandbox("x");
+    broken["metadata"]["annotations"] = json!({ STATE: "{" });
+    assert_eq!(
+        c.json(Method::POST, BETA, &broken).await.status,
+        StatusCode::CREATED
+    );
+    for path in [format!("{ALPHA}/x"), ALPHA.to_string()] {
+        let r = c.get(&path).await;
+        assert_eq!(r.status, StatusCode::INTERNAL_SERVER_ERROR, "{path}");
+        let message = r.json()["message"].as_str().unwrap_or("").to_string();
+        assert!(
+            message.starts_with(
+                "conversion webhook for agents.x-k8s.io/v1beta1, Kind=Sandbox failed: failed to unmarshal v1alpha1 Sandbox state: "
+            ),
+            "{message}"
+        );
+    }
+    assert_eq!(c.get(&format!("{BETA}/x")).await.status, StatusCode::OK);
+    kube.shutdown().await;
+}
+
+#[tokio::test]
 async fn discovery_serves_both_versions_and_prefers_v1beta1() {
     let (kube, c) = start().await;
     for group in ["agents.x-k8s.io", "extensions.agents.x-k8s.io"] {
@@ -470,6 +494,17 @@ fn kubectl_reads_and_writes_the_deprecated_version_with_its_warning() {
     k.run(&["apply", "-f", &manifest])
         .success()
         .stdout_is("sandbox.agents.x-k8s.io/s unchanged\n");
+    let table = k
+        .run(&["get", "sandboxes.v1alpha1.agents.x-k8s.io"])
+        .success();
+    let header: Vec<&str> = table
+        .stdout
+        .lines()
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    assert_eq!(header, ["NAME", "AGE"], "v1alpha1 has no printer columns");
 }
 
 /// kube-rs with a `DynamicObject` at `v1alpha1`: create, get and list in that version.
