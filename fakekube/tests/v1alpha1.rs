@@ -306,6 +306,31 @@ async fn a_claim_without_a_named_pool_points_at_a_shadow_pool_and_reads_back_as_
     let alpha = c.get(&format!("{EXT_ALPHA}/sandboxclaims/c")).await.json();
     assert_eq!(alpha["spec"]["sandboxTemplateRef"], json!({ "name": "t" }));
     assert_eq!(alpha["spec"]["warmpool"], "default");
+    // No one creates the shadow pool: the v1beta1 controller finds no pool, as upstream's does.
+    let ready = |c: &Value| {
+        c["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["type"] == "Ready")
+            .cloned()
+    };
+    kube.wait_for(
+        "sandboxclaims",
+        "default",
+        "c",
+        std::time::Duration::from_secs(10),
+        |c| c.and_then(ready).is_some(),
+    )
+    .await
+    .expect("the claim is reconciled");
+    let alpha = c.get(&format!("{EXT_ALPHA}/sandboxclaims/c")).await.json();
+    let condition = ready(&alpha).expect("Ready at v1alpha1 too");
+    assert_eq!(condition["reason"], "WarmPoolNotFound");
+    assert_eq!(
+        condition["message"],
+        "SandboxWarmPool \"shadow-pool-t\" not found"
+    );
     kube.shutdown().await;
 }
 
