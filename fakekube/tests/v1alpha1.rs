@@ -334,6 +334,126 @@ async fn a_claim_without_a_named_pool_points_at_a_shadow_pool_and_reads_back_as_
     kube.shutdown().await;
 }
 
+/// Plays the kubelet: the pod `name` runs, ready, at `ip`.
+async fn run_pod(c: &Client, name: &str, ip: &str) {
+    let pod = format!("/api/v1/namespaces/default/pods/{name}");
+    c.patch(&pod, MERGE, &json!({ "spec": { "nodeName": "node-a" } }))
+        .await;
+    let r = c
+        .patch(
+            &format!("{pod}/status"),
+            MERGE,
+            &json!({ "status": {
+                "phase": "Running",
+                "conditions": [
+                    { "type": "PodScheduled", "status": "True" },
+                    { "type": "Ready", "status": "True" },
+                ],
+                "podIP": ip,
+                "podIPs": [{ "ip": ip }],
+            } }),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.json());
+}
+
+async fn wait(kube: &FakeKube, resource: &str, name: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    match kube
+        .wait_for(
+            resource,
+            "default",
+            name,
+            std::time::Duration::from_secs(10),
+            |o| o.is_some_and(&pred),
+        )
+        .await
+    {
+        Ok(v) => v.unwrap_or_default(),
+        Err(e) => panic!("{resource}/{name}: {e}; last seen {:?}", e.last),
+    }
+}
+
+#[tokio::test]
+async fn a_v1alpha1_claim_on_a_v1alpha1_pool_adopts_a_warm_member_and_reads_back_as_sent() {
+    let (kube, c) = start().await;
+    let template = json!({
+        "apiVersion": "extensions.agents.x-k8s.io/v1alpha1", "kind": "SandboxTemplate",
+        "metadata": { "name": "t" },
+        "spec": { "podTemplate": { "spec": { "containers": [{ "name": "c", "image": "busybox" }] } } },
+    });
+    let r = c
+        .json(
+            Method::POST,
+            &format!("{EXT_ALPHA}/sandboxtemplates"),
+            &template,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.json());
+    let pool = json!({
+        "apiVersion": "extensions.agents.x-k8s.io/v1alpha1", "kind": "SandboxWarmPool",
+        "metadata": { "name": "wp" },
+        "spec": { "replicas": 1, "sandboxTemplateRef": { "name": "t" } },
+    });
+    let r = c
+        .json(
+            Method::POST,
+            &format!("{EXT_ALPHA}/sandboxwarmpools"),
+            &pool,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.json());
+    wait(&kube, "sandboxwarmpools", "wp", |p| {
+        p["status"]["replicas"] == 1
+    })
+    .await;
+    let members = c.get(BETA).await.json();
+    let member = members["items"][0]["metadata"]["name"]
+        .as_str()
+        .expect("a member")
+        .to_string();
+    assert!(member.starts_with("wp-"), "{member}");
+    wait(&kube, "pods", &member, |_| true).await;
+    run_pod(&c, &member, "10.0.7.1").await;
+    wait(&kube, "sandboxwarmpools", "wp", |p| {
+        p["status"]["readyReplicas"] == 1
+    })
+    .await;
+
+    let claim = json!({
+        "apiVersion": "extensions.agents.x-k8s.io/v1alpha1", "kind": "SandboxClaim",
+        "metadata": { "name": "mine" },
+        "spec": { "sandboxTemplateRef": { "name": "t" }, "warmpool": "wp" },
+    });
+    let r = c
+        .json(Method::POST, &format!("{EXT_ALPHA}/sandboxclaims"), &claim)
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.json());
+    wait(&kube, "sandboxclaims", "mine", |c| {
+        c["status"]["sandbox"]["name"] == member.as_str()
+    })
+    .await;
+    let beta = c
+        .get(&format!("{EXT_BETA}/sandboxclaims/mine"))
+        .await
+        .json();
+    assert_eq!(beta["spec"]["warmPoolRef"], json!({ "name": "wp" }));
+    let alpha = c
+        .get(&format!("{EXT_ALPHA}/sandboxclaims/mine"))
+        .await
+        .json();
+    assert_eq!(alpha["spec"]["warmpool"], "wp");
+    assert_eq!(alpha["spec"]["sandboxTemplateRef"], json!({ "name": "t" }));
+    assert_eq!(alpha["status"]["sandbox"]["name"], member.as_str());
+    assert_eq!(alpha["status"]["sandbox"]["podIPs"], json!(["10.0.7.1"]));
+    let pool = c
+        .get(&format!("{EXT_ALPHA}/sandboxwarmpools/wp"))
+        .await
+        .json();
+    assert_eq!(pool["spec"]["replicas"], 1);
+    assert!(pool["metadata"].get("annotations").is_none());
+    kube.shutdown().await;
+}
+
 #[tokio::test]
 async fn a_template_and_a_pool_written_at_v1beta1_read_at_v1alpha1() {
     let (kube, c) = start().await;
