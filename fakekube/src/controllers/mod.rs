@@ -19,7 +19,9 @@
 //!
 //! Left out everywhere: tracing (`opentelemetry.io/trace-context`), metrics, leader election,
 //! and the real controllers' rate limiting, write-behind deferral and informer-cache
-//! "expectations" (the store is read directly, so there is no cache lag to guard).
+//! "expectations" (objects are read from the store directly; the [`index`] that finds a
+//! Sandbox's Pods, a pool's members and the unbound claims follows the change log, and what it
+//! lacks within a batch is heard of from the change that follows).
 
 mod claim;
 mod index;
