@@ -22,6 +22,7 @@
 //! "expectations" (the store is read directly, so there is no cache lag to guard).
 
 mod claim;
+mod gojson;
 mod sandbox;
 mod template;
 mod warmpool;
@@ -377,7 +378,10 @@ async fn run(store: Arc<Store>, config: Config, shutdown: CancellationToken) {
                 }
                 match reconcile(cluster, &key) {
                     Some(after) => {
-                        deadlines.insert(key, clock.now() + after);
+                        // As a delaying work queue's `AddAfter`: an earlier pending look wins.
+                        let at = clock.now() + after;
+                        let pending = deadlines.entry(key).or_insert(at);
+                        *pending = (*pending).min(at);
                     }
                     None => {
                         deadlines.remove(&key);
