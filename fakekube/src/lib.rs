@@ -140,6 +140,15 @@
 //!   converted between versions.
 //! - Memory a pod's processes freed goes back to the allocator; glibc keeps some of it in its
 //!   arenas, so the first heavy pod (a fork bomb) raises the RSS once, by a few MiB.
+//! - A Sandbox expires at the first look at or after its `shutdownTime`, as upstream: a quiet
+//!   one is looked at again `max(remaining, 2 s)` after its last pass, so a 1 s TTL fires after
+//!   up to 2 s.
+//! - The warm pool's template hashes are upstream's values, except where the template holds a
+//!   `resource.Quantity` not in canonical form (`1024Mi`): Go hashes the canonical form, fakekube
+//!   the text as sent.
+//! - The cluster's clock is what controllers, the kubelet, CRD conditions, the node and container
+//!   logs (with `sinceSeconds`) read; managed fields' `time`, table `AGE` columns, the
+//!   APIService conditions and token expiry still read the wall clock.
 
 #![forbid(unsafe_code)]
 

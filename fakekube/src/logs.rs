@@ -214,7 +214,7 @@ pub(crate) fn serve(
     rp: &ResourcePath,
     query: &Query,
 ) -> Result<Response, ApiError> {
-    let opts = LogOptions::from_query(query, &rp.name, OffsetDateTime::now_utc())?;
+    let opts = LogOptions::from_query(query, &rp.name, shared.store.clock().now_utc())?;
     let Some(kubelet) = shared.kubelet.as_ref() else {
         return no_kubelet(shared, rp);
     };

@@ -17,20 +17,6 @@ pub(crate) fn format_time(t: OffsetDateTime) -> String {
         .unwrap_or_else(|_| "1970-01-01T00:00:00Z".to_string())
 }
 
-/// Now, as Kubernetes prints a `metav1.MicroTime` (RFC 3339, microseconds, `Z`).
-pub(crate) fn now_micro() -> String {
-    format_micro(OffsetDateTime::now_utc())
-}
-
-/// A time as Kubernetes prints a `metav1.MicroTime`.
-pub(crate) fn format_micro(t: OffsetDateTime) -> String {
-    format!(
-        "{}.{:06}Z",
-        format_time(t).trim_end_matches('Z'),
-        t.microsecond()
-    )
-}
-
 /// The random suffix the API server appends to a `generateName` (5 characters from its alphabet).
 pub(crate) fn random_suffix() -> String {
     const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";

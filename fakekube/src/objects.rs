@@ -151,7 +151,9 @@ pub(crate) async fn patch(req: &Request<'_>, part: Part, body: Body) -> Result<R
 }
 
 /// `DELETE` of one object: 200 with the object (a Status for custom kinds) when it is gone,
-/// 202 with it while finalizers hold it.
+/// 200 with the object as marked when it stays for now (finalizers, a pod's grace period),
+/// 202 for that only when the client said `orphanDependents: false`, as the API server's
+/// delete handler answers.
 pub(crate) async fn delete(req: &Request<'_>, body: Body) -> Result<Response, ApiError> {
     let (rt, rp) = (req.rt, req.rp);
     let name = rp.name.as_str();
@@ -173,12 +175,10 @@ pub(crate) async fn delete(req: &Request<'_>, body: Body) -> Result<Response, Ap
             req.respond(StatusCode::OK, Answer::Status(&status::success(t, uid)))
         }
         Deleted::Gone(obj) => req.respond(StatusCode::OK, Answer::Object(&obj)),
-        // A pod deleted gracefully stays until its kubelet is done: 200 with the pod, as the
-        // API server answers (its 202 is only for `orphanDependents: false`).
-        Deleted::Pending(obj) if !rt.custom && rt.group.is_empty() && rt.plural == "pods" => {
-            req.respond(StatusCode::OK, Answer::Object(&obj))
+        Deleted::Pending(obj) if opts.orphan_dependents == Some(false) => {
+            req.respond(StatusCode::ACCEPTED, Answer::Object(&obj))
         }
-        Deleted::Pending(obj) => req.respond(StatusCode::ACCEPTED, Answer::Object(&obj)),
+        Deleted::Pending(obj) => req.respond(StatusCode::OK, Answer::Object(&obj)),
     }
 }
 

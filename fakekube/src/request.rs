@@ -221,6 +221,7 @@ pub(crate) fn write_options(query: &Query, verb: WriteVerb) -> Result<WriteOptio
         patch: false,
         manager: (!manager.is_empty()).then(|| manager.to_owned()),
         force: force.unwrap_or(false),
+        binding: false,
     })
 }
 
@@ -350,6 +351,7 @@ pub(crate) fn delete_options(query: &Query, raw: &[u8]) -> Result<DeleteOptions,
             .map(str::to_string),
         dry_run: !dry_run.is_empty(),
         grace_period,
+        orphan_dependents: orphan,
     })
 }
 

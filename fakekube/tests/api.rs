@@ -642,7 +642,9 @@ async fn finalizers_hold_a_deletion_until_they_are_removed() {
     c.json(Method::POST, &sandboxes("sb"), &s).await;
     let path = format!("{}/f", sandboxes("sb"));
     let del = c.call(Method::DELETE, &path, None, Vec::new()).await;
-    assert_eq!(del.status, StatusCode::ACCEPTED);
+    // 200 with the object as marked: the API server answers 202 only to `orphanDependents:
+    // false` (below).
+    assert_eq!(del.status, StatusCode::OK);
     assert!(del.json()["metadata"]["deletionTimestamp"].is_string());
     assert!(c.get(&path).await.status.is_success());
     let add = json!({ "metadata": { "finalizers": ["example.com/hold", "example.com/new"] } });
@@ -659,6 +661,40 @@ async fn finalizers_hold_a_deletion_until_they_are_removed() {
         StatusCode::OK
     );
     assert_status(&c.get(&path).await, 404, "NotFound");
+    kube.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_held_deletion_with_orphan_dependents_false_is_answered_202() {
+    let (kube, c) = start().await;
+    let mut s = sandbox("held");
+    s["metadata"]["finalizers"] = json!(["example.com/hold"]);
+    c.json(Method::POST, &sandboxes("sb"), &s).await;
+    let path = format!("{}/held", sandboxes("sb"));
+    let body = json!({ "kind": "DeleteOptions", "apiVersion": "v1", "orphanDependents": false });
+    let del = c
+        .call(
+            Method::DELETE,
+            &path,
+            Some("application/json"),
+            serde_json::to_vec(&body).expect("json"),
+        )
+        .await;
+    assert_eq!(del.status, StatusCode::ACCEPTED);
+    assert!(del.json()["metadata"]["deletionTimestamp"].is_string());
+    // Removed at once, the same option is answered 200 (a Status for a custom kind).
+    c.json(Method::POST, &sandboxes("sb"), &sandbox("quick"))
+        .await;
+    let del = c
+        .call(
+            Method::DELETE,
+            &format!("{}/quick", sandboxes("sb")),
+            Some("application/json"),
+            serde_json::to_vec(&body).expect("json"),
+        )
+        .await;
+    assert_eq!(del.status, StatusCode::OK);
+    assert_eq!(del.json()["kind"], "Status");
     kube.shutdown().await;
 }
 

@@ -554,6 +554,87 @@ async fn shutdown_time_with_delete_policy_removes_the_sandbox_and_its_children_w
     assert_eq!(kube.leaks(), Vec::<String>::new());
 }
 
+async fn start_on_a_manual_clock() -> (FakeKube, Client) {
+    let kube = FakeKube::builder()
+        .kubelet(false)
+        .manual_clock()
+        .start()
+        .await
+        .expect("fakekube starts");
+    let client = Client::new(&kube);
+    (kube, client)
+}
+
+/// The whole second at or before the cluster's time, plus `secs`, as `shutdownTime` is written.
+fn whole_second_after(kube: &FakeKube, secs: i64) -> String {
+    let now = time::OffsetDateTime::from(kube.now());
+    let at = now.replace_nanosecond(0).unwrap_or(now) + time::Duration::seconds(secs);
+    at.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+fn expired(o: Option<&Value>) -> bool {
+    has_reason(o, "Ready", "SandboxExpired")
+}
+
+#[tokio::test]
+async fn a_quiet_sandbox_is_looked_at_again_two_seconds_after_its_last_pass_not_at_its_shutdown_time()
+ {
+    let (kube, c) = start_on_a_manual_clock().await;
+    // At most 1 s away: upstream's pass before it asks to look again after max(remaining, 2 s).
+    let at = whole_second_after(&kube, 1);
+    post(&c, SB, sandbox("quiet", json!({ "shutdownTime": at }))).await;
+    wait(&kube, "pods", "quiet", "the pod", |o| o.is_some()).await;
+
+    kube.advance_clock(Duration::from_millis(1500));
+    // A barrier: once the controllers have made another Sandbox's pod, they have looked at
+    // their deadlines on the advanced clock.
+    post(&c, SB, sandbox("barrier", json!({}))).await;
+    wait(&kube, "pods", "barrier", "the barrier's pod", |o| {
+        o.is_some()
+    })
+    .await;
+    let sb = c.get(&format!("{SB}/quiet")).await.json();
+    assert!(
+        !expired(Some(&sb)),
+        "expired before its re-check: {:#}",
+        sb["status"]
+    );
+
+    kube.advance_clock(Duration::from_millis(500));
+    wait(
+        &kube,
+        "sandboxes",
+        "quiet",
+        "expiry at the re-check",
+        expired,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_change_to_a_sandbox_after_its_shutdown_time_expires_it_at_once() {
+    let (kube, c) = start_on_a_manual_clock().await;
+    let at = whole_second_after(&kube, 1);
+    post(&c, SB, sandbox("touched", json!({ "shutdownTime": at }))).await;
+    wait(&kube, "pods", "touched", "the pod", |o| o.is_some()).await;
+    kube.advance_clock(Duration::from_millis(1500));
+    merge(
+        &c,
+        &format!("{SB}/touched"),
+        json!({ "metadata": { "labels": { "touched": "yes" } } }),
+    )
+    .await;
+    wait(
+        &kube,
+        "sandboxes",
+        "touched",
+        "expiry on the change",
+        expired,
+    )
+    .await;
+}
+
 fn template(name: &str, spec_extra: Value) -> Value {
     let mut spec = json!({
         "podTemplate": {
@@ -716,6 +797,77 @@ async fn warm_pool_keeps_its_replicas_as_labelled_owned_members_and_reports_stat
         o.is_some_and(|o| o["status"]["readyReplicas"] == 2)
     })
     .await;
+}
+
+#[tokio::test]
+async fn warm_members_carry_upstreams_template_hashes() {
+    let (kube, c) = start().await;
+    post(
+        &c,
+        &format!("{EXT}/sandboxtemplates"),
+        template("t", json!({})),
+    )
+    .await;
+    post(&c, &format!("{EXT}/sandboxwarmpools"), pool("wp", "t", 1)).await;
+    wait(&kube, "sandboxwarmpools", "wp", "a member", |o| {
+        o.is_some_and(|o| o["status"]["replicas"] == 1)
+    })
+    .await;
+    let ms = members(&c, "wp").await;
+    let labels = &ms[0]["metadata"]["labels"];
+    // FNV-1a of the bytes Go's json.Marshal writes for this template's blueprint and pod
+    // template (derived by hand in the controllers' gojson tests).
+    assert_eq!(labels["agents.x-k8s.io/sandbox-template-hash"], "aa03a9d3");
+    assert_eq!(
+        labels["agents.x-k8s.io/sandbox-pod-template-hash"],
+        "0ecad490"
+    );
+}
+
+#[tokio::test]
+async fn a_member_not_ready_is_deleted_when_the_pool_looks_again_two_seconds_after_its_grace() {
+    let (kube, c) = start_on_a_manual_clock().await;
+    post(
+        &c,
+        &format!("{EXT}/sandboxtemplates"),
+        template("t", json!({})),
+    )
+    .await;
+    post(&c, &format!("{EXT}/sandboxwarmpools"), pool("wp", "t", 1)).await;
+    wait(&kube, "sandboxwarmpools", "wp", "a member", |o| {
+        o.is_some_and(|o| o["status"]["replicas"] == 1)
+    })
+    .await;
+    let member = members(&c, "wp").await.remove(0);
+    let stuck = name_of(&member);
+    wait(&kube, "pods", &stuck, "the member's pod", |o| o.is_some()).await;
+
+    // The grace is 5 min; the pool asked to look again 5 min 2 s after the member's
+    // creationTimestamp (whole seconds, as its age is counted).
+    let created = member["metadata"]["creationTimestamp"]
+        .as_str()
+        .and_then(|t| {
+            time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339).ok()
+        })
+        .expect("a creationTimestamp");
+    let just_before = std::time::SystemTime::from(created) + Duration::from_millis(301_900);
+    kube.advance_clock(
+        just_before
+            .duration_since(kube.now())
+            .expect("the clock is before the look"),
+    );
+    post(&c, SB, sandbox("barrier", json!({}))).await;
+    wait(&kube, "pods", "barrier", "the barrier's pod", |o| {
+        o.is_some()
+    })
+    .await;
+    assert!(
+        kube.get("sandboxes", "default", &stuck).is_some(),
+        "the member went before the pool's post-grace look"
+    );
+
+    kube.advance_clock(Duration::from_millis(100));
+    wait_gone(&kube, "sandboxes", &stuck).await;
 }
 
 #[tokio::test]

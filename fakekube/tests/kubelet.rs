@@ -599,3 +599,190 @@ async fn init_containers_run_to_completion_in_order_before_the_containers_start(
     assert_eq!(log, "one\ntwo\n");
     kube.shutdown().await;
 }
+
+/// Moves the cluster's clock on by `step` (a probe period) until the pod satisfies `pred`:
+/// each probe runs when the clock reaches it, never after a real wait of its period.
+async fn advance_until(
+    kube: &FakeKube,
+    name: &str,
+    step: Duration,
+    pred: impl Fn(&Value) -> bool,
+) -> Value {
+    for _ in 0..20 {
+        let got = kube
+            .wait_for("pods", "default", name, Duration::from_millis(200), |p| {
+                p.is_some_and(&pred)
+            })
+            .await;
+        if let Ok(Some(p)) = got {
+            return p;
+        }
+        kube.advance_clock(step);
+    }
+    wait_pod(kube, name, pred).await
+}
+
+/// A command that waits until the test lets it go, then ends 0 (a gate in a shell script).
+fn register_gate(kube: &FakeKube, name: &str) -> Arc<tokio::sync::Notify> {
+    let go = Arc::new(tokio::sync::Notify::new());
+    let g = go.clone();
+    kube.register_command(name, move |_call| {
+        let g = g.clone();
+        async move {
+            g.notified().await;
+            0
+        }
+    });
+    go
+}
+
+fn is_ready(p: &Value) -> bool {
+    condition(p, "Ready")["status"] == "True"
+}
+
+async fn event_message(kube: &FakeKube, pod: &str, reason: &str) -> String {
+    let e = kube
+        .wait_for_event("default", pod, reason, WAIT)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    e["message"].as_str().unwrap_or("").to_string()
+}
+
+#[tokio::test]
+async fn an_http_get_readiness_probe_turns_the_pod_ready_once_a_server_answers_on_its_port() {
+    let (kube, c) = start().await;
+    let go = register_gate(&kube, "gate");
+    let p = pod(
+        "web",
+        json!({ "name": "c", "image": "busybox",
+            "command": ["sh", "-c",
+                "gate; mkdir -p /www; echo ok > /www/healthz; exec httpd -f -p 8080 -h /www"],
+            "readinessProbe": { "httpGet": { "path": "/healthz", "port": 8080 },
+                "periodSeconds": 5 } }),
+    );
+    create(&c, PODS, &p).await;
+    let failed = event_message(&kube, "web", "Unhealthy").await;
+    assert!(
+        failed.starts_with("Readiness probe failed: Get \"http://")
+            && failed.contains(":8080/healthz\""),
+        "{failed}"
+    );
+    let p = wait_pod(&kube, "web", |p| p["status"]["phase"] == "Running").await;
+    assert_eq!(condition(&p, "Ready")["status"], "False", "{p}");
+    go.notify_one();
+    let p = advance_until(&kube, "web", Duration::from_secs(5), is_ready).await;
+    assert_eq!(first_status(&p)["ready"], true);
+    kube.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_tcp_socket_readiness_probe_turns_the_pod_ready_once_something_listens_on_its_port() {
+    let (kube, c) = start().await;
+    let go = register_gate(&kube, "gate");
+    let p = pod(
+        "tcp",
+        json!({ "name": "c", "image": "busybox",
+            "command": ["sh", "-c", "gate; exec nc -lk -p 9000 -e true"],
+            "readinessProbe": { "tcpSocket": { "port": 9000 }, "periodSeconds": 5 } }),
+    );
+    create(&c, PODS, &p).await;
+    let failed = event_message(&kube, "tcp", "Unhealthy").await;
+    assert!(
+        failed.starts_with("Readiness probe failed: dial tcp ") && failed.contains(":9000"),
+        "{failed}"
+    );
+    go.notify_one();
+    let p = advance_until(&kube, "tcp", Duration::from_secs(5), is_ready).await;
+    assert_eq!(first_status(&p)["ready"], true);
+    kube.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_failing_liveness_probe_restarts_the_container_with_its_last_state_and_events() {
+    let (kube, c) = start().await;
+    let p = pod(
+        "live",
+        json!({ "name": "c", "image": "busybox",
+            "command": ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 3600 & wait; done"],
+            "livenessProbe": { "exec": { "command": ["cat", "/tmp/alive"] },
+                "periodSeconds": 10, "failureThreshold": 2 } }),
+    );
+    create(&c, PODS, &p).await;
+    let p = advance_until(&kube, "live", Duration::from_secs(10), |p| {
+        first_status(p)["restartCount"].as_i64() >= Some(1)
+    })
+    .await;
+    let last = &first_status(&p)["lastState"]["terminated"];
+    assert_eq!(last["exitCode"], 0, "{p}");
+    assert_eq!(last["reason"], "Completed", "{p}");
+    assert!(last["finishedAt"].is_string(), "{p}");
+    let unhealthy = event_message(&kube, "live", "Unhealthy").await;
+    assert!(
+        unhealthy.starts_with("Liveness probe failed: cat: /tmp/alive:"),
+        "{unhealthy}"
+    );
+    assert_eq!(
+        event_message(&kube, "live", "Killing").await,
+        "Container c failed liveness probe, will be restarted"
+    );
+    kube.shutdown().await;
+}
+
+fn failing_init(name: &str, policy: &str) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": { "name": name },
+        "spec": {
+            "restartPolicy": policy,
+            "initContainers": [ { "name": "setup", "image": "busybox",
+                "command": ["sh", "-c", "echo no >&2; exit 3"] } ],
+            "containers": [ { "name": "c", "image": "busybox", "command": ["true"] } ],
+        },
+    })
+}
+
+#[tokio::test]
+async fn a_failing_init_container_fails_a_pod_that_never_restarts() {
+    let (kube, c) = start().await;
+    create(&c, PODS, &failing_init("once", "Never")).await;
+    let p = wait_pod(&kube, "once", |p| p["status"]["phase"] == "Failed").await;
+    let init = &p["status"]["initContainerStatuses"][0];
+    assert_eq!(init["state"]["terminated"]["exitCode"], 3, "{p}");
+    assert_eq!(init["state"]["terminated"]["reason"], "Error", "{p}");
+    assert_eq!(condition(&p, "Initialized")["status"], "False", "{p}");
+    // The main container never ran: kubectl prints the pod as `Init:Error`.
+    assert_eq!(
+        first_status(&p)["state"]["waiting"]["reason"],
+        "PodInitializing",
+        "{p}"
+    );
+    kube.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_failing_init_container_loops_in_crash_loop_back_off_while_its_pod_stays_pending() {
+    let (kube, c) = start().await;
+    create(&c, PODS, &failing_init("loop", "Always")).await;
+    let p = wait_pod(&kube, "loop", |p| {
+        let init = &p["status"]["initContainerStatuses"][0];
+        init["state"]["waiting"]["reason"] == "CrashLoopBackOff"
+            && init["restartCount"].as_i64() >= Some(1)
+    })
+    .await;
+    let init = &p["status"]["initContainerStatuses"][0];
+    assert_eq!(init["lastState"]["terminated"]["exitCode"], 3, "{p}");
+    assert_eq!(init["lastState"]["terminated"]["reason"], "Error", "{p}");
+    assert_eq!(p["status"]["phase"], "Pending", "{p}");
+    kube.shutdown().await;
+}
+
+#[tokio::test]
+async fn binding_a_pod_to_the_node_leaves_its_generation_at_1() {
+    let (kube, c) = start().await;
+    create(&c, PODS, &trapping("bound")).await;
+    let p = wait_pod(&kube, "bound", |p| p["status"]["phase"] == "Running").await;
+    assert!(p["spec"]["nodeName"].is_string(), "{p}");
+    assert_eq!(p["metadata"]["generation"], 1, "{p}");
+    kube.shutdown().await;
+}

@@ -273,16 +273,32 @@ pub(crate) fn reconcile(cluster: Cluster<'_>, ns: &str, name: &str) -> Requeue {
         return Some(CONFLICT_RETRY);
     }
     let conflict = wrote.as_ref().is_err_and(WriteError::is_conflict)
-        || matches!(err, Some(ClaimError::AdoptionConflict(_)))
-        || err == Some(ClaimError::CreatePending);
+        || matches!(err, Some(ClaimError::AdoptionConflict(_)));
     if conflict {
         return Some(CONFLICT_RETRY);
     }
     if expired_now {
         return None;
     }
-    left.map(|d| d.max(Duration::from_millis(1)))
+    let left = left.map(|d| d.max(Duration::from_millis(1)));
+    // Upstream's bounded requeues, each cut short by an earlier expiry.
+    let bounded = |delay: Duration| Some(left.map_or(delay, |l| l.min(delay)));
+    match err {
+        Some(ClaimError::WarmPoolNotFound(_) | ClaimError::TemplateNotFound(_)) => {
+            bounded(MISSING_DEPENDENCY_RETRY)
+        }
+        Some(ClaimError::CreatePending) => bounded(CREATE_PENDING_RETRY),
+        _ => left,
+    }
 }
+
+/// How soon a claim whose pool or template is missing looks again without a change
+/// (upstream: a one-minute fallback behind the dependency watches, which act at once).
+pub(crate) const MISSING_DEPENDENCY_RETRY: Duration = Duration::from_secs(60);
+
+/// How soon a claim whose Sandbox create met an existing Sandbox looks again
+/// (`cacheLagRequeueDelay` upstream).
+pub(crate) const CREATE_PENDING_RETRY: Duration = Duration::from_millis(200);
 
 /// The annotation the controller stamps on a claim the first time it sees it.
 const FIRST_OBSERVED_ANNOTATION: &str = "agents.x-k8s.io/controller-first-observed-at";

@@ -24,6 +24,7 @@
 //! lacks within a batch is heard of from the change that follows).
 
 mod claim;
+mod gojson;
 mod index;
 mod sandbox;
 mod template;
@@ -386,7 +387,10 @@ async fn run(store: Arc<Store>, config: Config, shutdown: CancellationToken) {
                 }
                 match reconcile(cluster, &key) {
                     Some(after) => {
-                        deadlines.insert(key, clock.now() + after);
+                        // As a delaying work queue's `AddAfter`: an earlier pending look wins.
+                        let at = clock.now() + after;
+                        let pending = deadlines.entry(key).or_insert(at);
+                        *pending = (*pending).min(at);
                     }
                     None => {
                         deadlines.remove(&key);

@@ -14,10 +14,14 @@
 //!
 //! Two or more owned Pods give one `MultiplePods` Warning Event per episode.
 //!
-//! Differences from upstream: the expiry wake-up is at `shutdownTime` itself rather than
-//! `max(remaining, 2s)` (upstream fires a 1 s TTL up to a second late; the conformance
-//! fixtures for fakekube time its backstop to the second); the Pod spec is never updated after creation (as upstream); there is
-//! no write-behind deferral of Pod metadata patches.
+//! Expiry is checked as upstream's `checkSandboxExpiry` does: a pass before `shutdownTime`
+//! asks to look again after `max(remaining, 2 s)` ([`EXPIRY_RECHECK_FLOOR`]), so a Sandbox
+//! expires at the first pass at or after its `shutdownTime`: up to 2 s late when nothing else
+//! touches it (a 1 s TTL set on a quiet Sandbox fires after 2 s), at once when a change to the
+//! Sandbox or its Pod makes a pass after `shutdownTime`.
+//!
+//! Differences from upstream: the Pod spec is never updated after creation (as upstream); there
+//! is no write-behind deferral of Pod metadata patches.
 
 use super::{
     ADOPTABLE_LABEL, CONFLICT_RETRY, CREATED_BY_LABEL, Cluster, Cond, EXTENSIONS_GROUP,
@@ -237,6 +241,10 @@ fn extension_pod_labels(sb: &Value) -> BTreeMap<String, String> {
     out
 }
 
+/// The shortest wait before a Sandbox that has not expired yet is looked at again
+/// (upstream's `checkSandboxExpiry` requeues after `max(remaining, 2s)`).
+pub(crate) const EXPIRY_RECHECK_FLOOR: Duration = Duration::from_secs(2);
+
 /// Reconciles one Sandbox; returns when to look again without a change.
 pub(crate) fn reconcile(cluster: Cluster<'_>, ns: &str, name: &str) -> Requeue {
     let mut sb = cluster.store.get_opt(&cluster.kinds.sandbox, ns, name)?;
@@ -273,7 +281,7 @@ pub(crate) fn reconcile(cluster: Cluster<'_>, ns: &str, name: &str) -> Requeue {
             set_expired(&mut st, gen_, &cluster.now());
             requeue = Some(Duration::ZERO);
         } else {
-            requeue = Some(until(now, t).max(Duration::from_millis(1)));
+            requeue = Some(until(now, t).max(EXPIRY_RECHECK_FLOOR));
         }
     }
     let wrote = write_status(cluster, &sb, &old, &st);

@@ -11,17 +11,26 @@
 //! (5 min) are replaced unless their Pod is unschedulable. Status: `replicas`,
 //! `readyReplicas`, `selector` and `observedGeneration`, which the `scale` subresource reads.
 //!
+//! A member not Ready within the grace is looked at again 2 s after its grace ends, as upstream
+//! schedules it.
+//!
 //! Differences from upstream: members are created in one pass (no slow-start batches beyond
-//! the cap of 300, no token bucket, no replenish hold), and ties between members created in the same second are broken by name.
+//! the cap of 300, no token bucket, no replenish hold); ties between members created in the
+//! same second are broken by name; the post-grace look has no jitter.
 
 /// How often a pool holding unschedulable members looks again (upstream's default).
 const UNSCHEDULABLE_RECHECK: Duration = Duration::from_secs(60);
+
+/// How long after a member's readiness grace ends the pool looks at it again
+/// (`graceRequeueSlack` upstream; upstream also adds up to 50 % of the remaining grace as
+/// jitter, which is left out so the look comes at a time a test can count on).
+const GRACE_REQUEUE_SLACK: Duration = Duration::from_secs(2);
 
 use super::{
     CREATED_BY_LABEL, Cluster, LAUNCH_TYPE_LABEL, POD_NAME_ANNOTATION, POD_TEMPLATE_HASH_LABEL,
     Requeue, SAFE_TO_EVICT, TEMPLATE_HASH_LABEL, TEMPLATE_REF_ANNOTATION, TEMPLATE_REF_HASH_LABEL,
     WARM_POOL_LABEL, annotation, at, condition_true, controller_of, controller_ref, create,
-    created_at, delete, deleting, generation, label, modify, name_hash, obj_at, owner_uid,
+    created_at, delete, deleting, generation, gojson, label, modify, name_hash, obj_at, owner_uid,
     set_controller_ref, set_map_key, str_at,
 };
 use crate::meta::meta_str;
@@ -44,37 +53,19 @@ pub(crate) fn blueprint(tpl: &Value) -> Value {
     Value::Object(m)
 }
 
-/// `NameHash` of the JSON of a template's blueprint (`sandbox-template-hash`), keys sorted.
+/// `NameHash` of `json.Marshal` of a template's blueprint (`sandbox-template-hash`): the
+/// bytes Go writes for the typed `SandboxBlueprint`, so the value is upstream's.
 pub(crate) fn blueprint_hash(tpl: &Value) -> String {
-    name_hash(&canonical(&blueprint(tpl)).to_string())
+    let spec = at(tpl, &["spec"]).cloned().unwrap_or_else(|| json!({}));
+    name_hash(&gojson::marshal(gojson::SANDBOX_BLUEPRINT, &spec))
 }
 
-/// `NameHash` of the JSON of a template's pod template (`sandbox-pod-template-hash`), keys
-/// sorted.
+/// `NameHash` of `json.Marshal` of a template's pod template (`sandbox-pod-template-hash`).
 fn pod_template_hash(tpl: &Value) -> String {
     let pt = at(tpl, &["spec", "podTemplate"])
         .cloned()
-        .unwrap_or(Value::Null);
-    name_hash(&canonical(&pt).to_string())
-}
-
-/// `v` with every object's keys in sorted order. Upstream hashes the typed structure, whose
-/// field order does not depend on how a client ordered its JSON; sorting gives the same
-/// independence (the hashes still differ from upstream's, which follow Go's field order).
-fn canonical(v: &Value) -> Value {
-    match v {
-        Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            Value::Object(
-                keys.into_iter()
-                    .map(|k| (k.clone(), canonical(&m[k])))
-                    .collect(),
-            )
-        }
-        Value::Array(a) => Value::Array(a.iter().map(canonical).collect()),
-        other => other.clone(),
-    }
+        .unwrap_or_else(|| json!({}));
+    name_hash(&gojson::marshal(gojson::POD_TEMPLATE, &pt))
 }
 
 /// `ApplySandboxSecureDefaults`: no service account token unless asked, and public DNS when
@@ -262,7 +253,7 @@ pub(crate) fn reconcile(cluster: Cluster<'_>, ns: &str, name: &str) -> Requeue {
         }
         let age = created.map(|c| super::until(c, now)).unwrap_or_default();
         if age <= grace {
-            let left = grace.saturating_sub(age) + Duration::from_secs(1);
+            let left = grace.saturating_sub(age) + GRACE_REQUEUE_SLACK;
             requeue = Some(requeue.map_or(left, |r| r.min(left)));
             healthy.push(sb);
             continue;

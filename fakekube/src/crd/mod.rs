@@ -59,11 +59,13 @@ pub(crate) struct Others<'a> {
 }
 
 /// Admits a write of a CRD's main resource (`old` is `None` on create): applies the
-/// defaults, validates it, and sets its status (names, conditions, stored versions).
+/// defaults, validates it, and sets its status (names, conditions stamped `now`, stored
+/// versions).
 pub(crate) fn admit(
     obj: &mut Value,
     old: Option<&Value>,
     others: Others<'_>,
+    now: &str,
 ) -> Result<(), ApiError> {
     let name = crate::meta::meta_str(obj, "name").unwrap_or("").to_string();
     spec::apply_defaults(obj);
@@ -76,7 +78,7 @@ pub(crate) fn admit(
     if !causes.is_empty() {
         return Err(ApiError::invalid(target(&name), causes));
     }
-    names::update_status(obj, &crd, others);
+    names::update_status(obj, &crd, others, now);
     Ok(())
 }
 
@@ -86,6 +88,7 @@ pub(crate) fn admit_status(
     obj: &mut Value,
     old: &Value,
     others: Others<'_>,
+    now: &str,
 ) -> Result<(), ApiError> {
     let name = crate::meta::meta_str(obj, "name").unwrap_or("").to_string();
     let crd = Crd::parse(obj).map_err(|e| decode_error(&e))?;
@@ -101,7 +104,7 @@ pub(crate) fn admit_status(
     {
         status.insert("conditions".into(), conditions);
     }
-    names::update_status(obj, &crd, others);
+    names::update_status(obj, &crd, others, now);
     Ok(())
 }
 

@@ -5,7 +5,6 @@
 
 use super::Others;
 use super::spec::{Crd, Names};
-use crate::meta;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
 
@@ -25,9 +24,9 @@ pub(crate) struct Condition {
     pub(crate) message: String,
 }
 
-/// Sets a condition in the CRD's status; its `lastTransitionTime` moves only when its status
-/// changes.
-pub(crate) fn set_condition(obj: &mut Value, c: Condition) {
+/// Sets a condition in the CRD's status; its `lastTransitionTime` moves (to `now`, the
+/// cluster's time) only when its status changes.
+pub(crate) fn set_condition(obj: &mut Value, c: Condition, now: &str) {
     let Some(o) = obj.as_object_mut() else {
         return;
     };
@@ -49,7 +48,6 @@ pub(crate) fn set_condition(obj: &mut Value, c: Condition) {
     let Some(list) = list.as_array_mut() else {
         return;
     };
-    let now = meta::now_rfc3339();
     let fresh = |time: Value| {
         json!({
             "type": c.type_name,
@@ -223,7 +221,7 @@ fn names_json(n: &Names) -> Value {
 
 /// Sets the CRD's accepted names, `NamesAccepted` and `Established` conditions, and stored
 /// versions, as the naming and establishing controllers would right after this write.
-pub(super) fn update_status(obj: &mut Value, crd: &Crd, others: Others<'_>) {
+pub(super) fn update_status(obj: &mut Value, crd: &Crd, others: Others<'_>, now: &str) {
     let (names, names_accepted) = accept_names(crd, others);
     let accepted = names_accepted.status == "True";
     let established = if condition_is_true(obj, "Established") {
@@ -261,8 +259,8 @@ pub(super) fn update_status(obj: &mut Value, crd: &Crd, others: Others<'_>) {
             s.insert("storedVersions".into(), json!(stored));
         }
     }
-    set_condition(obj, names_accepted);
+    set_condition(obj, names_accepted, now);
     if let Some(e) = established {
-        set_condition(obj, e);
+        set_condition(obj, e, now);
     }
 }

@@ -35,8 +35,12 @@ fn admit_with(crd: &mut Value, others: &[&Value]) -> Result<(), ApiError> {
             crds: others,
             registry: &registry,
         },
+        NOW,
     )
 }
+
+/// The cluster's time the tests admit at.
+const NOW: &str = "2026-01-02T03:04:05Z";
 
 /// The causes of a refused CRD as `field: message`.
 fn causes(e: &ApiError) -> Vec<String> {
@@ -93,6 +97,13 @@ fn an_admitted_crd_is_defaulted_established_and_records_its_storage_version() {
             "the initial names have been accepted".into()
         )
     );
+    let stamps: Vec<&Value> = crd["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| &c["lastTransitionTime"])
+        .collect();
+    assert_eq!(stamps, [&json!(NOW), &json!(NOW)], "the cluster's time");
 }
 
 #[test]
@@ -258,11 +269,11 @@ fn an_update_may_not_change_the_group_plural_or_established_kind() {
         registry: &registry,
     };
     let mut old = widget_crd();
-    admit(&mut old, None, others).expect("admitted");
+    admit(&mut old, None, others, NOW).expect("admitted");
     let mut new = old.clone();
     new["spec"]["names"]["kind"] = json!("Gadget");
     new["spec"]["names"]["listKind"] = json!("GadgetList");
-    let got = causes(&admit(&mut new, Some(&old), others).expect_err("refused"));
+    let got = causes(&admit(&mut new, Some(&old), others, NOW).expect_err("refused"));
     assert_eq!(
         got,
         ["spec.names.kind: Invalid value: \"Gadget\": field is immutable"]
@@ -271,7 +282,7 @@ fn an_update_may_not_change_the_group_plural_or_established_kind() {
     dropped["spec"]["versions"] = json!([
         { "name": "v2", "served": true, "storage": true, "schema": { "openAPIV3Schema": { "type": "object" } } },
     ]);
-    let got = causes(&admit(&mut dropped, Some(&old), others).expect_err("refused"));
+    let got = causes(&admit(&mut dropped, Some(&old), others, NOW).expect_err("refused"));
     assert_eq!(
         got,
         [

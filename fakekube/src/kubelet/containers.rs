@@ -350,7 +350,7 @@ impl Kubelet {
             images::hex64(&uuid::Uuid::new_v4().to_string())
         );
         let started_at = clock.now_rfc3339();
-        let log = Arc::new(OutputLog::default());
+        let log = Arc::new(OutputLog::with_clock(clock.clone()));
         c.previous_output = c.output.replace(log.clone());
         if mark == Some(Mark::Crashing) {
             log.finish();

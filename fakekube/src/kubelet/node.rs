@@ -8,7 +8,7 @@
 //! minutes even when nothing changed, fakekube does not (its heartbeat is the Lease).
 
 use super::pod::{HOST_IP, NODE_NAME};
-use crate::meta::{self, meta_str};
+use crate::meta::meta_str;
 use crate::registry::ResourceType;
 use crate::store::{Part, Store, WriteOptions};
 use serde_json::{Value, json};
@@ -24,8 +24,8 @@ const LEASE_DURATION_SECS: u64 = 40;
 /// How often the kubelet renews its lease.
 const RENEW_EVERY: Duration = Duration::from_secs(10);
 
-/// The Node object of a kubelet reporting Kubernetes `1.<minor>`.
-fn node(minor: u32) -> Value {
+/// The Node object of a kubelet reporting Kubernetes `1.<minor>`, its conditions stamped `now`.
+fn node(minor: u32, now: &str) -> Value {
     let resources = json!({
         "cpu": "8",
         "ephemeral-storage": "102626232Ki",
@@ -34,7 +34,6 @@ fn node(minor: u32) -> Value {
         "memory": "16375228Ki",
         "pods": "110",
     });
-    let now = meta::now_rfc3339();
     let condition = |ty: &str, status: &str, reason: &str, message: &str| {
         json!({
             "type": ty,
@@ -102,7 +101,7 @@ pub(crate) fn register(store: &Store, minor: u32) {
     let Some(rt) = store.registry().find("", "v1", "nodes") else {
         return;
     };
-    let wanted = node(minor);
+    let wanted = node(minor, &store.clock().now_rfc3339());
     let created = match store.create(&rt, "", wanted.clone(), WriteOptions::default()) {
         Ok((created, _)) => created,
         Err(e) => {
@@ -126,8 +125,8 @@ pub(crate) fn register(store: &Store, minor: u32) {
     }
 }
 
-/// The node's Lease, held by the node and renewed now.
-fn lease(node_uid: &str) -> Value {
+/// The node's Lease, held by the node and renewed at `now`.
+fn lease(node_uid: &str, now: &str) -> Value {
     json!({
         "metadata": {
             "name": NODE_NAME,
@@ -141,7 +140,7 @@ fn lease(node_uid: &str) -> Value {
         "spec": {
             "holderIdentity": NODE_NAME,
             "leaseDurationSeconds": LEASE_DURATION_SECS,
-            "renewTime": meta::now_micro(),
+            "renewTime": now,
         },
     })
 }
@@ -163,7 +162,7 @@ pub(crate) fn renew_lease(store: &Store) {
         None => create_lease(store, &leases, uid),
         Some(current) => {
             let mut next = Value::clone(&current);
-            next["spec"]["renewTime"] = json!(meta::now_micro());
+            next["spec"]["renewTime"] = json!(store.clock().now_micro());
             next["spec"]["holderIdentity"] = json!(NODE_NAME);
             if let Err(e) = store.update(
                 &leases,
@@ -183,7 +182,7 @@ fn create_lease(store: &Store, leases: &Arc<ResourceType>, node_uid: &str) {
     if let Err(e) = store.create(
         leases,
         NODE_LEASE_NAMESPACE,
-        lease(node_uid),
+        lease(node_uid, &store.clock().now_micro()),
         WriteOptions::default(),
     ) && e.code != 409
     {

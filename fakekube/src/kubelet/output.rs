@@ -3,6 +3,7 @@
 //! records them for `pods/log`), a live feed of chunks (for attach) and of log pieces (for
 //! `logs -f`), and whether the instance's output has ended.
 
+use crate::clock::Clock;
 use bytes::Bytes;
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -33,20 +34,19 @@ impl Line {
 }
 
 /// The output of one run of a container (stdout and stderr interleaved, as `kubectl logs`
-/// shows them).
+/// shows them), each line stamped with the cluster's time it was written at.
 #[derive(Debug)]
 pub(crate) struct OutputLog {
     kept: Mutex<Kept>,
     /// `true` once the run's output has ended (its streams closed, or it was given up on).
     ended: watch::Sender<bool>,
+    /// What the lines' times are read from.
+    clock: Clock,
 }
 
 impl Default for OutputLog {
     fn default() -> Self {
-        OutputLog {
-            kept: Mutex::new(Kept::default()),
-            ended: watch::channel(false).0,
-        }
+        OutputLog::with_clock(Clock::default())
     }
 }
 
@@ -78,9 +78,18 @@ pub(crate) struct Follow {
 }
 
 impl OutputLog {
+    /// An empty log whose lines are stamped with `clock`'s time.
+    pub(crate) fn with_clock(clock: Clock) -> Self {
+        OutputLog {
+            kept: Mutex::new(Kept::default()),
+            ended: watch::channel(false).0,
+            clock,
+        }
+    }
+
     /// Appends a chunk written now.
     pub(crate) fn push(&self, chunk: &Bytes) {
-        self.push_at(chunk, OffsetDateTime::now_utc());
+        self.push_at(chunk, self.clock.now_utc());
     }
 
     /// Appends a chunk written at `at`: it continues the last line if that one is not

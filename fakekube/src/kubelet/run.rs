@@ -368,7 +368,10 @@ impl Kubelet {
                 PatchKind::Merge,
                 &body,
                 Part::Main,
-                WriteOptions::default(),
+                WriteOptions {
+                    binding: true,
+                    ..WriteOptions::default()
+                },
             ) {
                 Ok(_) => self.scheduler.emit(
                     &self.store,

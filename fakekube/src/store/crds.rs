@@ -52,9 +52,10 @@ impl Inner {
             crds: &refs,
             registry: &self.registry,
         };
+        let now = self.clock.now_rfc3339();
         match (part, old) {
-            (Part::Status, Some(old)) => crd::admit_status(obj, old, others),
-            _ => crd::admit(obj, old, others),
+            (Part::Status, Some(old)) => crd::admit_status(obj, old, others, &now),
+            _ => crd::admit(obj, old, others, &now),
         }
     }
 
@@ -123,8 +124,9 @@ impl Inner {
         }
         if obj.pointer("/metadata/deletionTimestamp").is_none() {
             let mut next = Value::clone(&obj);
+            let now = self.clock.now_rfc3339();
             if let Some(md) = meta::metadata_mut(&mut next) {
-                md.insert("deletionTimestamp".into(), json!(self.clock.now_rfc3339()));
+                md.insert("deletionTimestamp".into(), json!(now));
                 md.insert("deletionGracePeriodSeconds".into(), json!(0));
                 let mut fins = finalizers(&obj);
                 if !fins.iter().any(|f| f == CLEANUP_FINALIZER) {
@@ -139,6 +141,7 @@ impl Inner {
                     "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
                     true,
                 ),
+                &now,
             );
             return Ok(Deleted::Pending(self.rewrite_crd(rt, obj, next)));
         }
@@ -183,6 +186,7 @@ impl Inner {
             .unwrap_or("")
             .to_string();
         let mut next = Value::clone(&obj);
+        let now = self.clock.now_rfc3339();
         let storage = self.registry.storage(&group, &plural);
         let done = match (&storage, condition_is_true(&obj, "Established")) {
             (Some(storage), true) => {
@@ -208,6 +212,7 @@ impl Inner {
                             "removed all instances",
                             false,
                         ),
+                        &now,
                     );
                     true
                 } else {
@@ -218,6 +223,7 @@ impl Inner {
                             "CustomResource deletion is in progress",
                             true,
                         ),
+                        &now,
                     );
                     false
                 }
@@ -226,6 +232,7 @@ impl Inner {
                 set_condition(
                     &mut next,
                     crd::terminating("NeverEstablished", "resource was never established", false),
+                    &now,
                 );
                 true
             }

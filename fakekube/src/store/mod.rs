@@ -98,6 +98,9 @@ pub(crate) struct WriteOptions {
     pub(crate) manager: Option<String>,
     /// `force=true` on a server-side apply: take the fields other managers own.
     pub(crate) force: bool,
+    /// The write binds a pod to a node (what `pods/binding` does): it sets `spec.nodeName`
+    /// and, as the API server's binding storage, leaves `metadata.generation` alone.
+    pub(crate) binding: bool,
 }
 
 /// Which part of an object a write targets.
@@ -133,6 +136,10 @@ pub(crate) struct DeleteOptions {
     pub(crate) dry_run: bool,
     /// `gracePeriodSeconds` (pods only: `None` is the pod's own period, 0 deletes at once).
     pub(crate) grace_period: Option<i64>,
+    /// `orphanDependents` as the client gave it (deprecated; its policy is in `propagation`).
+    /// Only the answer reads it: `false` on a delete that does not remove the object at once
+    /// is answered 202.
+    pub(crate) orphan_dependents: Option<bool>,
 }
 
 /// A list request's parameters.
@@ -1062,7 +1069,10 @@ impl Inner {
             managed_fields::record_update(&old, &mut obj, manager, &rt.api_version(), scope, &keys);
         }
         let with_status = rt.custom && rt.status == StatusMode::Plain;
-        if rt.has_spec && spec_part(&obj, with_status) != spec_part(&old, with_status) {
+        if rt.has_spec
+            && !opts.binding
+            && spec_part(&obj, with_status) != spec_part(&old, with_status)
+        {
             let g = old
                 .get("metadata")
                 .and_then(|m| m.get("generation"))

@@ -107,6 +107,7 @@ pub(crate) fn reconcile(ctx: &mut Ctx<'_>, ns: &str, name: &str) -> Requeue {
     }
     // Status from the pods as they are now.
     let min_ready = int_at(&ds, "/spec/minReadySeconds");
+    let at = ctx.store.clock().now_utc();
     let now: Vec<Arc<Value>> = pods::owned(ctx, &ds)
         .into_iter()
         .filter(|p| pods::active(p))
@@ -123,7 +124,7 @@ pub(crate) fn reconcile(ctx: &mut Ctx<'_>, ns: &str, name: &str) -> Requeue {
     };
     let scheduled = placed(&|_| true);
     let ready = placed(&|p| pods::ready(p));
-    let available = placed(&|p| pods::available(p, min_ready));
+    let available = placed(&|p| pods::available(p, min_ready, at));
     let updated = placed(&|p| pod_revision(p) == hash);
     let desired = nodes.len();
     let mut status = json!({

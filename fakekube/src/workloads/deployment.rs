@@ -325,6 +325,7 @@ fn status(
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
+    let now = ctx.store.clock().now_rfc3339();
     if available >= replicas - max_unavailable {
         set_condition(
             &mut conditions,
@@ -333,6 +334,7 @@ fn status(
             "MinimumReplicasAvailable",
             "Deployment has minimum availability.",
             true,
+            &now,
         );
     } else {
         set_condition(
@@ -342,6 +344,7 @@ fn status(
             "MinimumReplicasUnavailable",
             "Deployment does not have minimum availability.",
             true,
+            &now,
         );
     }
     let paused = d.pointer("/spec/paused").and_then(Value::as_bool) == Some(true);
@@ -358,6 +361,7 @@ fn status(
             "DeploymentPaused",
             "Deployment is paused",
             true,
+            &now,
         );
     } else if let Some(created) = &created {
         set_condition(
@@ -367,6 +371,7 @@ fn status(
             "NewReplicaSetCreated",
             &format!("Created new replica set \"{created}\""),
             true,
+            &now,
         );
     } else if complete {
         set_condition(
@@ -376,6 +381,7 @@ fn status(
             "NewReplicaSetAvailable",
             &format!("ReplicaSet \"{rs_name}\" has successfully progressed."),
             true,
+            &now,
         );
     } else if new_rs.is_some() {
         let was = condition(d, "Progressing")
@@ -395,6 +401,7 @@ fn status(
                 "ReplicaSetUpdated",
                 &message,
                 true,
+                &now,
             );
         }
     }

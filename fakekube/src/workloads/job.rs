@@ -9,14 +9,13 @@
 use super::write_status;
 use super::{Ctx, Requeue, condition_true, create, delete, int_at, pods};
 use crate::events::{self, EventType};
-use crate::meta::{self, meta_str};
+use crate::meta::meta_str;
 use serde_json::{Value, json};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
-use tokio::time::Instant;
 
 const COMPONENT: &str = "job-controller";
 const INDEX_KEY: &str = "batch.kubernetes.io/job-completion-index";
@@ -26,7 +25,7 @@ const INDEX_KEY: &str = "batch.kubernetes.io/job-completion-index";
 /// may be made. An entry goes when its Job finishes or is deleted.
 #[derive(Debug, Default)]
 pub(crate) struct Memory {
-    backoff: HashMap<(String, String), (String, i64, Instant)>,
+    backoff: HashMap<(String, String), (String, i64, SystemTime)>,
 }
 
 pub(crate) fn reconcile(ctx: &mut Ctx<'_>, ns: &str, name: &str) -> Requeue {
@@ -92,6 +91,7 @@ pub(crate) fn reconcile(ctx: &mut Ctx<'_>, ns: &str, name: &str) -> Requeue {
         .unwrap_or_default();
     let suspended = job.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true);
     let mut requeue = None;
+    let now = ctx.store.clock().now_rfc3339();
 
     // Suspended: no pods and no clock.
     if suspended {
@@ -104,6 +104,7 @@ pub(crate) fn reconcile(ctx: &mut Ctx<'_>, ns: &str, name: &str) -> Requeue {
             "True",
             "JobSuspended",
             "Job suspended",
+            &now,
         );
         if let Some(m) = status.as_object_mut() {
             m.remove("startTime");
@@ -116,10 +117,11 @@ pub(crate) fn reconcile(ctx: &mut Ctx<'_>, ns: &str, name: &str) -> Requeue {
                 "False",
                 "JobResumed",
                 "Job resumed",
+                &now,
             );
         }
         if status.get("startTime").is_none_or(Value::is_null) {
-            status["startTime"] = json!(meta::now_rfc3339());
+            status["startTime"] = json!(now);
         }
     }
 
@@ -135,7 +137,7 @@ pub(crate) fn reconcile(ctx: &mut Ctx<'_>, ns: &str, name: &str) -> Requeue {
         .get("startTime")
         .and_then(Value::as_str)
         .and_then(|t| OffsetDateTime::parse(t, &Rfc3339).ok())
-        .map(|t| OffsetDateTime::now_utc() - t);
+        .map(|t| ctx.store.clock().now_utc() - t);
     let failure = if failed + restarts > backoff_limit {
         Some((
             "BackoffLimitExceeded",
@@ -160,8 +162,15 @@ pub(crate) fn reconcile(ctx: &mut Ctx<'_>, ns: &str, name: &str) -> Requeue {
         for p in active.drain(..) {
             delete_pod(ctx, &job, p);
         }
-        set_condition(&mut conditions, "FailureTarget", "True", reason, message);
-        set_condition(&mut conditions, "Failed", "True", reason, message);
+        set_condition(
+            &mut conditions,
+            "FailureTarget",
+            "True",
+            reason,
+            message,
+            &now,
+        );
+        set_condition(&mut conditions, "Failed", "True", reason, message, &now);
         events::record(
             ctx.store,
             &job,
@@ -182,6 +191,7 @@ pub(crate) fn reconcile(ctx: &mut Ctx<'_>, ns: &str, name: &str) -> Requeue {
             "True",
             "CompletionsReached",
             message,
+            &now,
         );
         set_condition(
             &mut conditions,
@@ -189,8 +199,9 @@ pub(crate) fn reconcile(ctx: &mut Ctx<'_>, ns: &str, name: &str) -> Requeue {
             "True",
             "CompletionsReached",
             message,
+            &now,
         );
-        status["completionTime"] = json!(meta::now_rfc3339());
+        status["completionTime"] = json!(now);
         events::record(
             ctx.store,
             &job,
@@ -217,7 +228,7 @@ pub(crate) fn reconcile(ctx: &mut Ctx<'_>, ns: &str, name: &str) -> Requeue {
             .backoff
             .get(&key)
             .filter(|(u, _, _)| *u == uid)
-            .map_or((0, Instant::now()), |(_, seen, at)| (*seen, *at));
+            .map_or((0, ctx.store.clock().now()), |(_, seen, at)| (*seen, *at));
         let not_before = if failures > seen {
             let exp = u32::try_from((failures - 1).clamp(0, 16)).unwrap_or(16);
             let wait = ctx
@@ -225,7 +236,7 @@ pub(crate) fn reconcile(ctx: &mut Ctx<'_>, ns: &str, name: &str) -> Requeue {
                 .job_backoff
                 .saturating_mul(2u32.saturating_pow(exp))
                 .min(ctx.config.job_backoff.saturating_mul(36));
-            let at = Instant::now() + wait;
+            let at = ctx.store.clock().now() + wait;
             ctx.jobs
                 .backoff
                 .insert(key.clone(), (uid.clone(), failures, at));
@@ -234,10 +245,11 @@ pub(crate) fn reconcile(ctx: &mut Ctx<'_>, ns: &str, name: &str) -> Requeue {
             not_before
         };
         if have < want {
-            let now = Instant::now();
-            if not_before > now {
-                requeue =
-                    Some(requeue.map_or(not_before - now, |r: Duration| r.min(not_before - now)));
+            let clock_now = ctx.store.clock().now();
+            if let Ok(wait) = not_before.duration_since(clock_now)
+                && !wait.is_zero()
+            {
+                requeue = Some(requeue.map_or(wait, |r: Duration| r.min(wait)));
             } else {
                 let taken: BTreeSet<i64> = active.iter().filter_map(|p| index_of(p)).collect();
                 let mut free = (0..completions.unwrap_or(0))
@@ -309,7 +321,7 @@ fn ttl(ctx: &Ctx<'_>, job: &Value) -> Requeue {
         .filter_map(|c| c.get("lastTransitionTime").and_then(Value::as_str))
         .filter_map(|t| OffsetDateTime::parse(t, &Rfc3339).ok())
         .next()?;
-    let left = time::Duration::seconds(secs) - (OffsetDateTime::now_utc() - finished_at);
+    let left = time::Duration::seconds(secs) - (ctx.store.clock().now_utc() - finished_at);
     if left <= time::Duration::ZERO {
         let opts = crate::store::DeleteOptions {
             uid: meta_str(&stored, "uid").map(str::to_string),
@@ -359,14 +371,21 @@ fn job_condition<'a>(conditions: &'a [Value], ty: &str) -> Option<&'a str> {
         .and_then(Value::as_str)
 }
 
-/// Sets a Job condition (with `lastProbeTime`, as the Job controller writes them).
-fn set_condition(conditions: &mut Vec<Value>, ty: &str, status: &str, reason: &str, message: &str) {
-    if super::set_condition(conditions, ty, status, reason, message, false)
+/// Sets a Job condition (with `lastProbeTime`, as the Job controller writes them) at `now`.
+fn set_condition(
+    conditions: &mut Vec<Value>,
+    ty: &str,
+    status: &str,
+    reason: &str,
+    message: &str,
+    now: &str,
+) {
+    if super::set_condition(conditions, ty, status, reason, message, false, now)
         && let Some(c) = conditions
             .iter_mut()
             .find(|c| c.get("type").and_then(Value::as_str) == Some(ty))
     {
-        c["lastProbeTime"] = json!(meta::now_rfc3339());
+        c["lastProbeTime"] = json!(now);
     }
 }
 

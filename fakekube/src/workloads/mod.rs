@@ -11,7 +11,9 @@
 //! ReplicaSet's controller reference names its owner), reconciles those, and sleeps until the
 //! next change or the next deadline (a Job's back-off or deadline, a Deployment's progress
 //! deadline, `minReadySeconds`). Each controller finds what it owns through an index of
-//! controller references kept from the log ([`index`]), never by scanning every pod.
+//! controller references kept from the log ([`index`]), never by scanning every pod. Every
+//! time they wait on or write (conditions, `startTime`, back-offs, `minReadySeconds`) is the
+//! cluster's clock, so an advanced clock moves them as it moves the kubelet.
 //!
 //! Left out: adoption and release of pods whose labels match a controller they do not belong
 //! to (the index follows controller references only), ControllerRevision objects (revisions
@@ -36,9 +38,8 @@ use index::Index;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 use tokio::task::JoinHandle;
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// Settings of the workload controllers.
@@ -185,7 +186,8 @@ async fn run(store: Arc<Store>, config: Config, shutdown: CancellationToken) {
     let mut index = Index::default();
     let mut jobs = job::Memory::default();
     let mut queue = resync(&store, &kinds, &mut index);
-    let mut deadlines: BTreeMap<Key, Instant> = BTreeMap::new();
+    let clock = store.clock().clone();
+    let mut deadlines: BTreeMap<Key, SystemTime> = BTreeMap::new();
     loop {
         changes.borrow_and_update();
         match store.events_since(last) {
@@ -200,7 +202,7 @@ async fn run(store: Arc<Store>, config: Config, shutdown: CancellationToken) {
                 queue.extend(resync(&store, &kinds, &mut index));
             }
         }
-        let now = Instant::now();
+        let now = clock.now();
         let due: Vec<Key> = deadlines
             .iter()
             .filter(|(_, at)| **at <= now)
@@ -220,7 +222,7 @@ async fn run(store: Arc<Store>, config: Config, shutdown: CancellationToken) {
             };
             match reconcile(&mut ctx, &key) {
                 Some(after) => {
-                    deadlines.insert(key, Instant::now() + after);
+                    deadlines.insert(key, clock.now() + after);
                 }
                 None => {
                     deadlines.remove(&key);
@@ -234,15 +236,8 @@ async fn run(store: Arc<Store>, config: Config, shutdown: CancellationToken) {
         tokio::select! {
             () = shutdown.cancelled() => return,
             r = changes.changed() => if r.is_err() { return },
-            () = sleep_until(next) => {}
+            () = clock.sleep_until_opt(next) => {}
         }
-    }
-}
-
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
     }
 }
 
@@ -453,7 +448,8 @@ pub(crate) fn delete(store: &Store, rt: &Arc<ResourceType>, obj: &Value) -> Resu
 
 /// Sets a condition in a workload's `status.conditions` (the apps/batch style, with
 /// `lastUpdateTime` when `with_update_time`): a new type is appended; an existing one changes
-/// its transition time only when its status changes. Returns whether anything changed.
+/// its transition time only when its status changes; times are `now` (the cluster's clock).
+/// Returns whether anything changed.
 pub(crate) fn set_condition(
     conditions: &mut Vec<Value>,
     ty: &str,
@@ -461,8 +457,8 @@ pub(crate) fn set_condition(
     reason: &str,
     message: &str,
     with_update_time: bool,
+    now: &str,
 ) -> bool {
-    let now = crate::meta::now_rfc3339();
     if let Some(c) = conditions
         .iter_mut()
         .find(|c| c.get("type").and_then(Value::as_str) == Some(ty))

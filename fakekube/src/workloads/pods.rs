@@ -83,9 +83,13 @@ pub(crate) fn ready(pod: &Value) -> bool {
     super::condition_true(pod, "Ready")
 }
 
-/// How long the pod has still to stay Ready to be available after `min_ready` seconds:
-/// `Some(ZERO)` when available, `None` when not Ready at all.
-pub(crate) fn until_available(pod: &Value, min_ready: i64) -> Option<Duration> {
+/// How long from `now` (the cluster's time) the pod has still to stay Ready to be available
+/// after `min_ready` seconds: `Some(ZERO)` when available, `None` when not Ready at all.
+pub(crate) fn until_available(
+    pod: &Value,
+    min_ready: i64,
+    now: time::OffsetDateTime,
+) -> Option<Duration> {
     if !ready(pod) || deleting(pod) {
         return None;
     }
@@ -101,14 +105,14 @@ pub(crate) fn until_available(pod: &Value, min_ready: i64) -> Option<Duration> {
     let Some(since) = since else {
         return Some(Duration::ZERO);
     };
-    let ready_for = time::OffsetDateTime::now_utc() - since;
+    let ready_for = now - since;
     let left = time::Duration::seconds(min_ready) - ready_for;
     Some(Duration::try_from(left).unwrap_or(Duration::ZERO))
 }
 
-/// Available: Ready for at least `min_ready` seconds.
-pub(crate) fn available(pod: &Value, min_ready: i64) -> bool {
-    until_available(pod, min_ready) == Some(Duration::ZERO)
+/// Available at `now`: Ready for at least `min_ready` seconds.
+pub(crate) fn available(pod: &Value, min_ready: i64, now: time::OffsetDateTime) -> bool {
+    until_available(pod, min_ready, now) == Some(Duration::ZERO)
 }
 
 /// The order in which a controller deletes surplus pods: unscheduled before scheduled,

@@ -25,6 +25,7 @@ pub(crate) fn reconcile(ctx: &mut Ctx<'_>, c: Workload, ns: &str, name: &str) ->
     };
     let want = int_at(&obj, "/spec/replicas").max(0);
     let min_ready = int_at(&obj, "/spec/minReadySeconds");
+    let now = ctx.store.clock().now_utc();
     let mut active: Vec<_> = pods::owned(ctx, &obj)
         .into_iter()
         .filter(|p| pods::active(p))
@@ -78,10 +79,10 @@ pub(crate) fn reconcile(ctx: &mut Ctx<'_>, c: Workload, ns: &str, name: &str) ->
     }
     let count = |f: &dyn Fn(&Value) -> bool| active.iter().filter(|p| f(p)).count();
     let ready = count(&|p| pods::ready(p));
-    let available = count(&|p| pods::available(p, min_ready));
+    let available = count(&|p| pods::available(p, min_ready, now));
     let wait = active
         .iter()
-        .filter_map(|p| pods::until_available(p, min_ready))
+        .filter_map(|p| pods::until_available(p, min_ready, now))
         .filter(|d| !d.is_zero())
         .min();
     let mut status = json!({

@@ -118,8 +118,9 @@ pub(crate) fn reconcile(ctx: &mut Ctx<'_>, ns: &str, name: &str) -> Requeue {
         .to_string();
     let count = |f: &dyn Fn(&Value) -> bool| live.iter().filter(|p| f(p)).count();
     let min_ready = int_at(&set, "/spec/minReadySeconds");
+    let now = ctx.store.clock().now_utc();
     let ready = count(&|p| pods::ready(p));
-    let available = count(&|p| pods::available(p, min_ready));
+    let available = count(&|p| pods::available(p, min_ready, now));
     let updated = count(&|p| pod_revision(p) == update_revision);
     let done = i64::try_from(updated).unwrap_or(0) == replicas
         && i64::try_from(live.len()).unwrap_or(0) == replicas;

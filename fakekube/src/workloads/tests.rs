@@ -276,3 +276,35 @@ fn a_job_completes_when_its_completions_succeed() {
         .collect();
     assert!(reasons.contains(&"Completed".to_string()), "{reasons:?}");
 }
+
+#[test]
+fn a_jobs_times_and_conditions_are_the_clusters_clock_not_the_wall_clock() {
+    let mut w = World::new();
+    w.store.clock().advance(Duration::from_secs(86_400));
+    let job = json!({
+        "metadata": { "name": "later" },
+        "spec": { "completions": 1, "parallelism": 1, "template": template("later", "Never") },
+    });
+    w.create(&w.kinds.jobs.clone(), job);
+    w.settle();
+    w.pods_reach("Succeeded");
+    w.settle();
+    let j = w.get(&w.kinds.jobs, "later");
+    let wall = time::OffsetDateTime::now_utc();
+    let ahead = |t: &Value| {
+        t.as_str()
+            .and_then(|t| {
+                time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339).ok()
+            })
+            .is_some_and(|t| t - wall > time::Duration::hours(23))
+    };
+    assert!(ahead(&j["status"]["startTime"]), "{j}");
+    assert!(ahead(&j["status"]["completionTime"]), "{j}");
+    let complete = j["status"]["conditions"]
+        .as_array()
+        .and_then(|l| l.iter().find(|c| c["type"] == "Complete"))
+        .cloned()
+        .unwrap_or_default();
+    assert!(ahead(&complete["lastTransitionTime"]), "{j}");
+    assert!(ahead(&complete["lastProbeTime"]), "{j}");
+}

@@ -174,6 +174,8 @@ struct Table {
     oom_kills: u64,
     /// Trees the limits killed, latest last.
     verdicts: VecDeque<(u32, Verdict)>,
+    /// Signals sent to the main process before it started (see [`ProcessTable::signal_main`]).
+    held: u64,
 }
 
 impl Table {
@@ -326,7 +328,19 @@ impl ProcessTable {
     }
 
     /// Sends `signal` to the container's main process (pid 1), as a container stop does.
+    ///
+    /// A container is running before its main process's task has run: a signal sent before
+    /// the process started is held for it, as if it had come just after its start-up. At its
+    /// start a held `SIGKILL` ends it; a held signal it traps reaches its handler when it sets
+    /// its first traps; the rest it ignores, as pid 1 does.
     pub fn signal_main(&self, signal: Signal) -> Result<(), SignalError> {
+        {
+            let mut table = self.lock();
+            if table.last_pid == 0 {
+                table.held |= signal.bit();
+                return Ok(());
+            }
+        }
         self.signal(1, signal)
     }
 
@@ -415,6 +429,13 @@ impl ProcessTable {
                 memory: PROCESS_MEMORY,
             },
         );
+        if pid == 1 && table.held & Signal::Kill.bit() != 0 {
+            table.held = 0;
+            if let Some(e) = table.entries.get_mut(&1) {
+                e.killed_by = Some(Signal::Kill);
+                e.token.cancel();
+            }
+        }
         Ok(Slot {
             table: self.clone(),
             pid,
@@ -430,12 +451,22 @@ impl ProcessTable {
         trapped: &[Signal],
         ignored: &[Signal],
     ) {
-        if let Some(entry) = self.lock().entries.get_mut(&pid) {
-            entry.traps = Some(Traps {
+        let mut table = self.lock();
+        let held = if pid == 1 {
+            std::mem::take(&mut table.held)
+        } else {
+            0
+        };
+        if let Some(entry) = table.entries.get_mut(&pid) {
+            let traps = Traps {
                 tx,
                 trapped: trapped.iter().fold(0, |m, s| m | s.bit()),
                 ignored: ignored.iter().fold(0, |m, s| m | s.bit()),
-            });
+            };
+            for s in trapped.iter().filter(|s| held & s.bit() != 0) {
+                let _ = traps.tx.send(*s);
+            }
+            entry.traps = Some(traps);
         }
     }
 
@@ -563,6 +594,40 @@ mod tests {
         assert!(!job.token.is_cancelled());
         assert_eq!(table.signal(job.pid, Signal::Int), Ok(()));
         assert!(job.token.is_cancelled());
+    }
+
+    #[test]
+    fn a_signal_sent_before_the_main_process_started_reaches_its_first_trap() {
+        let table = ProcessTable::new();
+        assert_eq!(table.signal_main(Signal::Term), Ok(()));
+        let root = CancellationToken::new();
+        let main = table.start(0, vec!["sh".into()], &root).unwrap();
+        assert!(
+            !main.token.is_cancelled(),
+            "pid 1 ignores an untrapped TERM"
+        );
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        table.set_traps(1, tx, &[Signal::Term], &[]);
+        assert_eq!(rx.try_recv(), Ok(Signal::Term));
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        table.set_traps(1, tx, &[Signal::Term], &[]);
+        assert!(rx.try_recv().is_err(), "a held signal is handed over once");
+    }
+
+    #[test]
+    fn a_kill_sent_before_the_main_process_started_ends_it_at_its_start() {
+        let table = ProcessTable::new();
+        assert_eq!(table.signal_main(Signal::Kill), Ok(()));
+        let root = CancellationToken::new();
+        let main = table.start(0, vec!["sh".into()], &root).unwrap();
+        assert!(main.token.is_cancelled());
+        assert_eq!(main.killed_status(), 137);
+        drop(main);
+        assert_eq!(
+            table.signal_main(Signal::Term),
+            Err(SignalError::NoSuchProcess),
+            "once the main process has ended, nothing is held"
+        );
     }
 
     #[test]
