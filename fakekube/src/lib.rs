@@ -171,6 +171,7 @@ mod inflight;
 mod inspect;
 mod kube_controllers;
 mod kubelet;
+mod kubelet_api;
 mod logs;
 mod managed_fields;
 mod meta;
@@ -293,6 +294,8 @@ pub struct Builder {
     pod_process_limit: usize,
     pod_storage_budget: u64,
     limits: server::Limits,
+    /// The port of the kubelet's own HTTPS API, when it is served.
+    kubelet_port: Option<u16>,
 }
 
 impl std::fmt::Debug for Builder {
@@ -333,6 +336,7 @@ impl Default for Builder {
             pod_process_limit: fakekube_runtime::DEFAULT_PROCESS_LIMIT,
             pod_storage_budget: kubelet::DEFAULT_STORAGE_BUDGET,
             limits: server::Limits::default(),
+            kubelet_port: None,
         }
     }
 }
@@ -496,6 +500,17 @@ impl Builder {
         self
     }
 
+    /// Serves the kubelet's own HTTPS API (exec, attach, portForward, containerLogs, pods,
+    /// runningpods, healthz; the port `10250` of a cluster's nodes) on the server's address at
+    /// `port` (0: a free one; see [`FakeKube::kubelet_addr`]), with the server's certificate,
+    /// authenticated and authorized as a kubelet does through the API server. Off by default;
+    /// the API server's node proxy (`/api/v1/nodes/<node>/proxy/...`) reaches the same API
+    /// either way. Needs the kubelet ([`Builder::kubelet`]).
+    pub fn kubelet_port(mut self, port: u16) -> Self {
+        self.kubelet_port = Some(port);
+        self
+    }
+
     /// Starts the server: makes the TLS material, binds, and serves in the background.
     pub async fn start(self) -> Result<FakeKube, Error> {
         let material = tls::generate(&[])?;
@@ -509,6 +524,19 @@ impl Builder {
             addr: self.addr,
             source,
         })?;
+        let kubelet_listener = match self.kubelet_port.filter(|_| self.kubelet) {
+            Some(port) => {
+                let addr = SocketAddr::new(self.addr.ip(), port);
+                let l = tokio::net::TcpListener::bind(addr)
+                    .await
+                    .map_err(|source| Error::Bind { addr, source })?;
+                let bound = l
+                    .local_addr()
+                    .map_err(|source| Error::Bind { addr, source })?;
+                Some((l, bound))
+            }
+            None => None,
+        };
         let admin = self
             .admin_token
             .unwrap_or_else(|| format!("fk-admin-{}", uuid::Uuid::new_v4().simple()));
@@ -568,6 +596,9 @@ impl Builder {
         ));
         if self.kubelet {
             kubelet::register_node(store.clone(), self.minor, shutdown.clone());
+            if let Some((_, bound)) = &kubelet_listener {
+                kubelet_api::advertise_port(&store, bound.port());
+            }
             kubelet.spawn(shutdown.clone());
         }
         kube_controllers::spawn(
@@ -591,6 +622,7 @@ impl Builder {
             kubelet: self.kubelet.then(|| kubelet.clone()),
             inflight: inflight::Inflight::new(self.limits.max_inflight),
         });
+        let kubelet_router = kubelet_api::router(shared.clone());
         let router = api::router(shared);
         let acceptor = tokio_rustls::TlsAcceptor::from(material.server_config.clone());
         finalizer::spawn(store.clone(), self.crd_cleanup_delay, shutdown.clone());
@@ -620,8 +652,22 @@ impl Builder {
                 Arc::new(move || faults.chaos_reset())
             },
         ));
+        let kubelet_addr = kubelet_listener.as_ref().map(|(_, bound)| *bound);
+        let kubelet_task = kubelet_listener.map(|(listener, _)| {
+            tokio::spawn(server::serve(
+                listener,
+                tokio_rustls::TlsAcceptor::from(material.server_config.clone()),
+                kubelet_router,
+                shutdown.clone(),
+                self.shutdown_grace,
+                self.limits,
+                Arc::new(|| false),
+            ))
+        });
         Ok(FakeKube {
             addr: local,
+            kubelet_addr,
+            kubelet_task,
             ca_pem: material.ca_pem,
             ca: material.ca,
             admin_token: admin,
@@ -663,6 +709,9 @@ const ADMIN_USER: &str = "fakekube-admin";
 /// gracefully and waits. Its `Debug` shows no token or key.
 pub struct FakeKube {
     addr: SocketAddr,
+    /// Where the kubelet's own API listens, when it does.
+    kubelet_addr: Option<SocketAddr>,
+    kubelet_task: Option<tokio::task::JoinHandle<()>>,
     ca_pem: String,
     ca: tls::CertificateAuthority,
     admin_token: String,
@@ -692,6 +741,12 @@ impl FakeKube {
     /// The address the server listens on.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The address of the kubelet's own HTTPS API, when [`Builder::kubelet_port`] asked for
+    /// it (`https://<addr>/exec/<ns>/<pod>/<container>?command=...`).
+    pub fn kubelet_addr(&self) -> Option<SocketAddr> {
+        self.kubelet_addr
     }
 
     /// `https://127.0.0.1:<port>`.
@@ -964,6 +1019,11 @@ impl FakeKube {
             && let Err(e) = task.await
         {
             tracing::warn!(error = %e, "server task");
+        }
+        if let Some(task) = self.kubelet_task.take()
+            && let Err(e) = task.await
+        {
+            tracing::warn!(error = %e, "kubelet API task");
         }
     }
 }
