@@ -2,12 +2,14 @@
 //! request-level faults, authenticates the caller (and applies impersonation), and hands the
 //! request to what serves its route: discovery, health and version here, once the path is
 //! authorized; `pods/exec` and `pods/attach` to [`exec`], `pods/portforward` to
-//! [`portforward`]; for resources, after the kind, scope and verb checks and authorization, the
+//! [`portforward`]; the node proxy (`/api/v1/nodes/<node>/proxy/...`), once authorized as
+//! `nodes/proxy`, to [`kubelet_api`]; for resources, after the kind, scope and verb checks and authorization, the
 //! verb's handler in [`objects`], [`watch`], [`subresources`], [`eviction`], [`ephemeral`] or
 //! [`reviews`].
 //!
 //! [`exec`]: crate::exec
 //! [`portforward`]: crate::portforward
+//! [`kubelet_api`]: crate::kubelet_api
 //! [`objects`]: crate::objects
 //! [`watch`]: crate::watch
 //! [`subresources`]: crate::subresources

@@ -80,7 +80,7 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     let Some(caller) = authenticate(&shared, &parts) else {
         return text(StatusCode::UNAUTHORIZED, "Unauthorized");
     };
-    if let Err(refused) = authorize(&caller, &parts.method, parts.uri.path()) {
+    if let Some(refused) = refusal(&caller, &parts.method, parts.uri.path()) {
         return refused;
     }
     serve(&shared, parts).await
@@ -154,8 +154,8 @@ fn subresources_of(path: &str) -> &'static [&'static str] {
 }
 
 /// Authorizes a request to the kubelet as its SubjectAccessReviews do: allowed when any of the
-/// path's subresources of this node is; the kubelet's 403 otherwise.
-fn authorize(caller: &Caller, method: &Method, path: &str) -> Result<(), Response> {
+/// path's subresources of this node is; the kubelet's 403 when refused, `None` when allowed.
+fn refusal(caller: &Caller, method: &Method, path: &str) -> Option<Response> {
     let verb = verb_of(method);
     let subresources = subresources_of(path);
     let allowed = subresources.iter().any(|sub| {
@@ -171,9 +171,9 @@ fn authorize(caller: &Caller, method: &Method, path: &str) -> Result<(), Respons
             .allowed
     });
     if allowed {
-        return Ok(());
+        return None;
     }
-    Err(text(
+    Some(text(
         StatusCode::FORBIDDEN,
         &format!(
             "Forbidden (user={}, verb={verb}, resource=nodes, subresource(s)=[{}])",
@@ -272,9 +272,10 @@ async fn exec_or_attach(
             &format!("container not found ({container:?})"),
         );
     }
-    if let Err(e) = with_exec_query(&mut parts, container) {
-        return e;
-    }
+    let Some(uri) = exec_uri(&parts.uri, container) else {
+        return text(StatusCode::BAD_REQUEST, "invalid container name");
+    };
+    parts.uri = uri;
     let rp = pod_path(ns, pod, kind.as_str());
     answer(exec::serve_authorized(shared, parts, &rp, kind).await)
 }
@@ -366,17 +367,12 @@ fn exec_query(query: Option<&str>, container: &str) -> String {
     q.finish()
 }
 
-/// Puts the path's container and the kubelet's exec query into `pods/exec`'s query.
-fn with_exec_query(parts: &mut Parts, container: &str) -> Result<(), Response> {
-    let target = format!(
-        "{}?{}",
-        parts.uri.path(),
-        exec_query(parts.uri.query(), container)
-    );
-    parts.uri = target
+/// The request's target with the path's container and the kubelet's exec query as
+/// `pods/exec`'s query; `None` when that is no valid target.
+fn exec_uri(uri: &Uri, container: &str) -> Option<Uri> {
+    format!("{}?{}", uri.path(), exec_query(uri.query(), container))
         .parse()
-        .map_err(|_| text(StatusCode::BAD_REQUEST, "invalid container name"))?;
-    Ok(())
+        .ok()
 }
 
 /// The pod `ns/name` when it is bound to this node.

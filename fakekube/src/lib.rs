@@ -57,6 +57,10 @@
 //!   WebSocket, and WebSocket channels, into the pod's network) and `logs` (`pods/log`, plain
 //!   text, followed while the container runs), with `upgrade` (recognising upgrade requests,
 //!   the SPDY handshake, 101 replies).
+//!   Beside them, `kubelet_api`: the kubelet's own HTTPS API on its own listener
+//!   ([`Builder::kubelet_port`]: exec, attach, portForward, containerLogs, pods, runningpods,
+//!   healthz through the same handlers, authenticated and authorized as a kubelet does), which
+//!   the API server's node proxy (`/api/v1/nodes/<node>/proxy/...`) reaches in process.
 //! - Request and response: `route` (a path as a `Route`), `request` (query parameters,
 //!   each verb's options, bodies read and decoded), `negotiation` (the `Accept` header: JSON
 //!   or YAML, `PartialObjectMetadata`, `Table`, 406), `representation` (an answer converted
@@ -137,6 +141,8 @@
 //!   specs) through as sent, without the zero values upstream's typed Go round trip adds, and
 //!   its state annotations are not Go's bytes (see `conversion`). Managed fields are not
 //!   converted between versions.
+//! - The kubelet's API (`kubelet_api`) presents the API server's certificate, and serves no
+//!   `/stats`, `/metrics`, `/logs`, `/configz` or `/checkpoint`.
 //! - Memory a pod's processes freed goes back to the allocator; glibc keeps some of it in its
 //!   arenas, so the first heavy pod (a fork bomb) raises the RSS once, by a few MiB.
 
