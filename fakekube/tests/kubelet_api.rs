@@ -1,6 +1,7 @@
 //! The kubelet's own HTTPS API (`Builder::kubelet_port`) and the API server's node proxy:
 //! kube-rs's `kubelet_node_exec` (its `kubelet-debug` feature) runs a command and a shell fed
-//! on stdin, authenticated by a client certificate as kube-rs's own cluster test is; 401 and
+//! on stdin, authenticated by a client certificate as kube-rs's own cluster test is, and a
+//! command through the API server's node proxy (an upgrade forwarded in process); 401 and
 //! 403 as the kubelet words them; the kubelet's answers to a wrong uid and a missing pod; the
 //! node's advertised port; `/pods`, `/healthz` and `containerLogs` through
 //! `kubectl get --raw /api/v1/nodes/<node>/proxy/...`.
@@ -157,6 +158,43 @@ async fn kube_rs_kubelet_node_exec_prints_output_and_reads_stdin_over_the_kubele
     let status = step("the status", status).await.expect("a Status");
     assert_eq!(status.status.as_deref(), Some("Failure"));
     assert_eq!(status.reason.as_deref(), Some("NonZeroExitCode"));
+    kube.shutdown().await;
+}
+
+#[tokio::test]
+async fn kube_rs_kubelet_node_exec_runs_through_the_api_servers_node_proxy() {
+    let kube = server_with_pod().await;
+    let mut config = config(&kube.kubeconfig()).await;
+    config.cluster_url = format!("{}/api/v1/nodes/fakekube-node/proxy", kube.base_url())
+        .parse()
+        .expect("a URL");
+    let client = Client::try_from(config).expect("a node-proxy client");
+    let params = KubeletDebugParams {
+        name: "box",
+        namespace: "default",
+        ..Default::default()
+    };
+    let mut attached = step(
+        "the exec",
+        client.kubelet_node_exec(
+            &params,
+            "main",
+            vec!["echo", "through the proxy"],
+            &AttachParams::default().stderr(false),
+        ),
+    )
+    .await
+    .expect("the node proxy upgrades to the kubelet's exec");
+    let stdout = tokio_util::io::ReaderStream::new(attached.stdout().expect("stdout"));
+    let out: Vec<String> = step(
+        "the output",
+        stdout
+            .filter_map(|r| async { r.ok().map(|b| String::from_utf8_lossy(&b).into_owned()) })
+            .collect(),
+    )
+    .await;
+    step("the end", attached.join()).await.expect("it ends");
+    assert_eq!(out.join(""), "through the proxy\n");
     kube.shutdown().await;
 }
 
