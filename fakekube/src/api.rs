@@ -2,12 +2,14 @@
 //! request-level faults, authenticates the caller (and applies impersonation), and hands the
 //! request to what serves its route: discovery, health and version here, once the path is
 //! authorized; `pods/exec` and `pods/attach` to [`exec`], `pods/portforward` to
-//! [`portforward`]; for resources, after the kind, scope and verb checks and authorization, the
+//! [`portforward`]; the node proxy (`/api/v1/nodes/<node>/proxy/...`), once authorized as
+//! `nodes/proxy`, to [`kubelet_api`]; for resources, after the kind, scope and verb checks and authorization, the
 //! verb's handler in [`objects`], [`watch`], [`subresources`], [`eviction`], [`ephemeral`] or
 //! [`reviews`].
 //!
 //! [`exec`]: crate::exec
 //! [`portforward`]: crate::portforward
+//! [`kubelet_api`]: crate::kubelet_api
 //! [`objects`]: crate::objects
 //! [`watch`]: crate::watch
 //! [`subresources`]: crate::subresources
@@ -27,8 +29,8 @@ use crate::state::Shared;
 use crate::status::ApiError;
 use crate::store::Part;
 use crate::{
-    checks, discovery, ephemeral, eviction, exec, impersonation, logs, objects, openapi,
-    portforward, reviews, subresources, watch,
+    checks, discovery, ephemeral, eviction, exec, impersonation, kubelet_api, logs, objects,
+    openapi, portforward, reviews, subresources, watch,
 };
 use axum::Router;
 use axum::body::Body;
@@ -56,6 +58,7 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
         Err(e) => return e.into_response(),
     };
     let long_running = query.flag("watch")
+        || matches!(&route, Route::NodeProxy { .. })
         || matches!(&route, Route::Resource(rp)
             if exec::kind_of(rp).is_some() || portforward::is_portforward(rp));
     let _permit = match shared.inflight.admit(long_running, &caller.user().groups) {
@@ -71,6 +74,20 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     let result = match &route {
         Route::Resource(rp) if let Some(kind) = exec::kind_of(rp) => {
             exec::serve(&shared, &caller, parts, rp, kind).await
+        }
+        Route::NodeProxy { node, path } => {
+            let name = node_name(node);
+            match caller.authorize(&Attributes {
+                verb: proxy_verb(&parts.method),
+                group: "",
+                resource: "nodes",
+                subresource: "proxy",
+                namespace: "",
+                name,
+            }) {
+                Ok(()) => Ok(kubelet_api::proxy(&shared, parts, name, path).await),
+                Err(e) => Err(e),
+            }
         }
         Route::Resource(rp) if portforward::is_portforward(rp) => {
             portforward::serve(&shared, &caller, parts, rp).await
@@ -215,7 +232,9 @@ fn non_resource(
         Route::OpenApiDoc(key) => openapi::document(shared.store.registry(), key, &shared.version)
             .map(|d| cacheable(&parts.headers, &d, "application/json"))
             .ok_or_else(ApiError::path_not_found),
-        Route::Resource(_) | Route::Unknown => Err(ApiError::path_not_found()),
+        Route::Resource(_) | Route::NodeProxy { .. } | Route::Unknown => {
+            Err(ApiError::path_not_found())
+        }
     }
 }
 
@@ -249,6 +268,27 @@ fn cacheable_bytes(request: &HeaderMap, bytes: Vec<u8>, content_type: &str) -> R
         resp.headers_mut().insert(header::ETAG, h);
     }
     resp
+}
+
+/// The node a node-proxy path names (`name`, `name:port`, `https:name:port`).
+fn node_name(node: &str) -> &str {
+    let mut parts = node.split(':');
+    match (parts.next(), parts.next()) {
+        (Some("http" | "https"), Some(name)) => name,
+        (Some(name), _) => name,
+        (None, _) => "",
+    }
+}
+
+/// The verb a proxy request is authorized as: its HTTP method's.
+fn proxy_verb(method: &Method) -> &'static str {
+    match *method {
+        Method::POST => "create",
+        Method::PUT => "update",
+        Method::PATCH => "patch",
+        Method::DELETE => "delete",
+        _ => "get",
+    }
 }
 
 /// The authorization verb of a resource request.

@@ -57,6 +57,10 @@
 //!   WebSocket, and WebSocket channels, into the pod's network) and `logs` (`pods/log`, plain
 //!   text, followed while the container runs), with `upgrade` (recognising upgrade requests,
 //!   the SPDY handshake, 101 replies).
+//!   Beside them, `kubelet_api`: the kubelet's own HTTPS API on its own listener
+//!   ([`Builder::kubelet_port`]: exec, attach, portForward, containerLogs, pods, runningpods,
+//!   healthz through the same handlers, authenticated and authorized as a kubelet does), which
+//!   the API server's node proxy (`/api/v1/nodes/<node>/proxy/...`) reaches in process.
 //! - Request and response: `route` (a path as a `Route`), `request` (query parameters,
 //!   each verb's options, bodies read and decoded), `negotiation` (the `Accept` header: JSON
 //!   or YAML, `PartialObjectMetadata`, `Table`, 406), `representation` (an answer converted
@@ -138,6 +142,8 @@
 //!   specs) through as sent, without the zero values upstream's typed Go round trip adds, and
 //!   its state annotations are not Go's bytes (see `conversion`). Managed fields are not
 //!   converted between versions.
+//! - The kubelet's API (`kubelet_api`) presents the API server's certificate, and serves no
+//!   `/stats`, `/metrics`, `/logs`, `/configz` or `/checkpoint`.
 //! - Memory a pod's processes freed goes back to the allocator; glibc keeps some of it in its
 //!   arenas, so the first heavy pod (a fork bomb) raises the RSS once, by a few MiB.
 //! - A Sandbox expires at the first look at or after its `shutdownTime`, as upstream: a quiet
@@ -182,6 +188,7 @@ mod inflight;
 mod inspect;
 mod kube_controllers;
 mod kubelet;
+mod kubelet_api;
 mod logs;
 mod managed_fields;
 mod meta;
@@ -304,6 +311,8 @@ pub struct Builder {
     pod_process_limit: usize,
     pod_storage_budget: u64,
     limits: server::Limits,
+    /// The port of the kubelet's own HTTPS API, when it is served.
+    kubelet_port: Option<u16>,
 }
 
 impl std::fmt::Debug for Builder {
@@ -344,6 +353,7 @@ impl Default for Builder {
             pod_process_limit: fakekube_runtime::DEFAULT_PROCESS_LIMIT,
             pod_storage_budget: kubelet::DEFAULT_STORAGE_BUDGET,
             limits: server::Limits::default(),
+            kubelet_port: None,
         }
     }
 }
@@ -507,6 +517,17 @@ impl Builder {
         self
     }
 
+    /// Serves the kubelet's own HTTPS API (exec, attach, portForward, containerLogs, pods,
+    /// runningpods, healthz; the port `10250` of a cluster's nodes) on the server's address at
+    /// `port` (0: a free one; see [`FakeKube::kubelet_addr`]), with the server's certificate,
+    /// authenticated and authorized as a kubelet does through the API server. Off by default;
+    /// the API server's node proxy (`/api/v1/nodes/<node>/proxy/...`) reaches the same API
+    /// either way. Needs the kubelet ([`Builder::kubelet`]).
+    pub fn kubelet_port(mut self, port: u16) -> Self {
+        self.kubelet_port = Some(port);
+        self
+    }
+
     /// Starts the server: makes the TLS material, binds, and serves in the background.
     pub async fn start(self) -> Result<FakeKube, Error> {
         let material = tls::generate(&[])?;
@@ -520,6 +541,19 @@ impl Builder {
             addr: self.addr,
             source,
         })?;
+        let kubelet_listener = match self.kubelet_port.filter(|_| self.kubelet) {
+            Some(port) => {
+                let addr = SocketAddr::new(self.addr.ip(), port);
+                let l = tokio::net::TcpListener::bind(addr)
+                    .await
+                    .map_err(|source| Error::Bind { addr, source })?;
+                let bound = l
+                    .local_addr()
+                    .map_err(|source| Error::Bind { addr, source })?;
+                Some((l, bound))
+            }
+            None => None,
+        };
         let admin = self
             .admin_token
             .unwrap_or_else(|| format!("fk-admin-{}", uuid::Uuid::new_v4().simple()));
@@ -579,6 +613,9 @@ impl Builder {
         ));
         if self.kubelet {
             kubelet::register_node(store.clone(), self.minor, shutdown.clone());
+            if let Some((_, bound)) = &kubelet_listener {
+                kubelet_api::advertise_port(&store, bound.port());
+            }
             kubelet.spawn(shutdown.clone());
         }
         kube_controllers::spawn(
@@ -602,6 +639,7 @@ impl Builder {
             kubelet: self.kubelet.then(|| kubelet.clone()),
             inflight: inflight::Inflight::new(self.limits.max_inflight),
         });
+        let kubelet_router = kubelet_api::router(shared.clone());
         let router = api::router(shared);
         let acceptor = tokio_rustls::TlsAcceptor::from(material.server_config.clone());
         finalizer::spawn(store.clone(), self.crd_cleanup_delay, shutdown.clone());
@@ -631,8 +669,22 @@ impl Builder {
                 Arc::new(move || faults.chaos_reset())
             },
         ));
+        let kubelet_addr = kubelet_listener.as_ref().map(|(_, bound)| *bound);
+        let kubelet_task = kubelet_listener.map(|(listener, _)| {
+            tokio::spawn(server::serve(
+                listener,
+                tokio_rustls::TlsAcceptor::from(material.server_config.clone()),
+                kubelet_router,
+                shutdown.clone(),
+                self.shutdown_grace,
+                self.limits,
+                Arc::new(|| false),
+            ))
+        });
         Ok(FakeKube {
             addr: local,
+            kubelet_addr,
+            kubelet_task,
             ca_pem: material.ca_pem,
             ca: material.ca,
             admin_token: admin,
@@ -674,6 +726,9 @@ const ADMIN_USER: &str = "fakekube-admin";
 /// gracefully and waits. Its `Debug` shows no token or key.
 pub struct FakeKube {
     addr: SocketAddr,
+    /// Where the kubelet's own API listens, when it does.
+    kubelet_addr: Option<SocketAddr>,
+    kubelet_task: Option<tokio::task::JoinHandle<()>>,
     ca_pem: String,
     ca: tls::CertificateAuthority,
     admin_token: String,
@@ -703,6 +758,12 @@ impl FakeKube {
     /// The address the server listens on.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The address of the kubelet's own HTTPS API, when [`Builder::kubelet_port`] asked for
+    /// it (`https://<addr>/exec/<ns>/<pod>/<container>?command=...`).
+    pub fn kubelet_addr(&self) -> Option<SocketAddr> {
+        self.kubelet_addr
     }
 
     /// `https://127.0.0.1:<port>`.
@@ -975,6 +1036,11 @@ impl FakeKube {
             && let Err(e) = task.await
         {
             tracing::warn!(error = %e, "server task");
+        }
+        if let Some(task) = self.kubelet_task.take()
+            && let Err(e) = task.await
+        {
+            tracing::warn!(error = %e, "kubelet API task");
         }
     }
 }

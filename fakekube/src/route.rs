@@ -25,6 +25,13 @@ pub(crate) enum Route {
     OpenApiDoc(String),
     /// A resource or collection.
     Resource(ResourcePath),
+    /// `/api/v1/nodes/<node>/proxy/<path>`: the API server's proxy to a node's kubelet.
+    NodeProxy {
+        /// The node, as the path names it (`name` or `name:port`, maybe with a scheme).
+        node: String,
+        /// The kubelet path, from its `/`.
+        path: String,
+    },
     /// Nothing served here.
     Unknown,
 }
@@ -42,6 +49,9 @@ pub(crate) struct ResourcePath {
 
 /// Parses a request path into a route.
 pub(crate) fn route(path: &str) -> Route {
+    if let Some(proxy) = node_proxy(path) {
+        return proxy;
+    }
     let segs: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
     match segs.as_slice() {
         ["version"] => Route::Version,
@@ -58,6 +68,19 @@ pub(crate) fn route(path: &str) -> Route {
         ["apis", g, v, rest @ ..] => resource_route(g, v, rest),
         _ => Route::Unknown,
     }
+}
+
+/// `/api/v1/nodes/<node>/proxy[/<path>]` as a [`Route::NodeProxy`].
+fn node_proxy(path: &str) -> Option<Route> {
+    let (node, rest) = path.strip_prefix("/api/v1/nodes/")?.split_once('/')?;
+    let tail = rest.strip_prefix("proxy")?;
+    if node.is_empty() || !(tail.is_empty() || tail.starts_with('/')) {
+        return None;
+    }
+    Some(Route::NodeProxy {
+        node: node.to_string(),
+        path: if tail.is_empty() { "/" } else { tail }.to_string(),
+    })
 }
 
 fn resource_route(group: &str, version: &str, rest: &[&str]) -> Route {
@@ -146,6 +169,24 @@ mod tests {
         assert_eq!(route("/readyz/ping"), Route::Health);
         assert_eq!(route("/openapi/v2"), Route::OpenApiV2);
         assert_eq!(route("/nope"), Route::Unknown);
+        assert_eq!(
+            route("/api/v1/nodes/n:10250/proxy/runningpods/"),
+            Route::NodeProxy {
+                node: "n:10250".into(),
+                path: "/runningpods/".into()
+            }
+        );
+        assert_eq!(
+            route("/api/v1/nodes/n/proxy"),
+            Route::NodeProxy {
+                node: "n".into(),
+                path: "/".into()
+            }
+        );
+        assert!(!matches!(
+            route("/api/v1/nodes/n/proxyx"),
+            Route::NodeProxy { .. }
+        ));
         assert_eq!(route("/api/v1/namespaces/a/b/c/d/e"), Route::Unknown);
         assert_eq!(route("/api/v1/namespaces//pods"), Route::Unknown);
     }

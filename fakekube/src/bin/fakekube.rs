@@ -103,6 +103,11 @@ struct Args {
     /// ENOSPC).
     #[arg(long, default_value_t = 512 << 20)]
     pod_storage_budget: u64,
+    /// Serve the kubelet's own HTTPS API (exec, attach, portForward, containerLogs, pods,
+    /// healthz; a node's port 10250) on this port of --address (0: a free one); its address
+    /// is printed on stderr. Off by default (the node proxy reaches it either way).
+    #[arg(long, value_name = "PORT")]
+    kubelet_port: Option<u16>,
     /// Inject a seeded random mix of faults (resets, 429, 500, 503, slow answers, dropped
     /// execs, watch 410s) from the start; the seed is printed on stderr.
     #[arg(long, value_name = "SEED")]
@@ -169,6 +174,9 @@ async fn serve(args: Args) -> ExitCode {
         .pod_storage_budget(args.pod_storage_budget);
     if let Some(t) = args.token {
         builder = builder.admin_token(t);
+    }
+    if let Some(port) = args.kubelet_port {
+        builder = builder.kubelet_port(port);
     }
     for ns in args.namespaces {
         builder = builder.namespace(ns);
@@ -252,6 +260,9 @@ async fn serve(args: Args) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Some(addr) = kube.kubelet_addr() {
+        eprintln!("fakekube: kubelet API on https://{addr}");
+    }
     println!("fakekube listening on {}", kube.base_url());
     use std::io::Write;
     let _ = std::io::stdout().flush();

@@ -95,7 +95,7 @@ pub(crate) enum Kind {
 
 impl Kind {
     /// The subresource name.
-    fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Kind::Exec => "exec",
             Kind::Attach => "attach",
@@ -196,7 +196,7 @@ pub(crate) fn kubectl_minor(user_agent: &str) -> Option<u32> {
 pub(crate) async fn serve(
     shared: &Arc<Shared>,
     caller: &Caller,
-    mut parts: Parts,
+    parts: Parts,
     rp: &ResourcePath,
     kind: Kind,
 ) -> Result<Response, ApiError> {
@@ -213,6 +213,17 @@ pub(crate) async fn serve(
         namespace: &rp.namespace,
         name: &rp.name,
     })?;
+    serve_authorized(shared, parts, rp, kind).await
+}
+
+/// Serves an authorized exec or attach request (the API server's `pods/exec`, or the kubelet's
+/// own `/exec` and `/attach`, authorized as `nodes/proxy`): the pod checks, then the upgrade.
+pub(crate) async fn serve_authorized(
+    shared: &Arc<Shared>,
+    mut parts: Parts,
+    rp: &ResourcePath,
+    kind: Kind,
+) -> Result<Response, ApiError> {
     let options = parse_options(parts.uri.query());
     let target = resolve(shared, rp, &options.container, kind)?;
     let spdy = parts.method == Method::POST && upgrade::is_spdy(&parts.headers);

@@ -73,6 +73,7 @@ pub use command::{CommandCall, CommandError};
 pub use images::Images;
 pub(crate) use node::{NODE_LEASE_NAMESPACE, spawn as register_node};
 pub(crate) use output::{Line, OutputLog};
+pub(crate) use pod::NODE_NAME;
 
 use crate::events::{Emitter, Recorder};
 use crate::status::{ApiError, Target};

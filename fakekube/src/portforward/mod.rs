@@ -63,7 +63,7 @@ pub(crate) fn is_portforward(rp: &ResourcePath) -> bool {
 pub(crate) async fn serve(
     shared: &Arc<Shared>,
     caller: &Caller,
-    mut parts: Parts,
+    parts: Parts,
     rp: &ResourcePath,
 ) -> Result<Response, ApiError> {
     let verb = match parts.method {
@@ -79,6 +79,16 @@ pub(crate) async fn serve(
         namespace: &rp.namespace,
         name: &rp.name,
     })?;
+    serve_authorized(shared, parts, rp).await
+}
+
+/// Serves an authorized port-forward request (the API server's `pods/portforward`, or the
+/// kubelet's own `/portForward`, authorized as `nodes/proxy`): the pod checks, then the upgrade.
+pub(crate) async fn serve_authorized(
+    shared: &Arc<Shared>,
+    mut parts: Parts,
+    rp: &ResourcePath,
+) -> Result<Response, ApiError> {
     let target = resolve(shared, rp)?;
     let shutdown = shared.shutdown.clone();
     if parts.method == Method::POST && upgrade::is_spdy(&parts.headers) {

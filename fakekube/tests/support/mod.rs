@@ -115,6 +115,14 @@ impl Client {
         }
     }
 
+    /// The same client talking to another listener of the server (the kubelet's API).
+    pub fn at(&self, addr: std::net::SocketAddr) -> Self {
+        Client {
+            addr,
+            ..self.clone()
+        }
+    }
+
     /// The same client negotiating HTTP/2 through ALPN.
     pub fn h2(&self, ca_pem: &str) -> Self {
         Client {
