@@ -592,3 +592,58 @@ impl Recorder {
             .unwrap_or_default()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn passes(_: TrialScope) -> TrialFuture {
+        Box::pin(async { Ok(()) })
+    }
+
+    fn case(name: &str, alone: bool, waits: bool) -> Case {
+        Case {
+            number: 0,
+            name: name.to_owned(),
+            pool: 0,
+            group: Group::Core,
+            rule: name.to_owned(),
+            kind: TrialKind::Promise,
+            rows: Vec::new(),
+            skip: None,
+            waits,
+            body: Body::Rule(passes, None, alone),
+        }
+    }
+
+    #[test]
+    fn lone_trials_start_first_then_the_waiting_ones_then_the_rest_in_catalogue_order() {
+        let mut cases = vec![
+            case("a", false, false),
+            case("wait1", false, true),
+            case("alone1", true, false),
+            case("b", false, false),
+            case("wait2", false, true),
+            case("alone2", true, true),
+        ];
+        cases.sort_by_key(Case::start_rank);
+        let names: Vec<&str> = cases.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["alone1", "alone2", "wait1", "wait2", "a", "b"]);
+    }
+
+    #[test]
+    fn only_the_trials_that_wait_for_the_ttl_backstop_are_marked_as_waiting() {
+        let waiting: Vec<String> = catalog()
+            .iter()
+            .filter(|rule| rule.waits)
+            .map(|rule| rule.full_name())
+            .collect();
+        assert_eq!(
+            waiting,
+            [
+                "ttl::backstop_removes_the_sandbox",
+                "ttl::moved_expiry_is_what_the_backstop_uses"
+            ]
+        );
+    }
+}
