@@ -618,7 +618,7 @@ mod tests {
 
     #[test]
     fn lone_trials_start_first_then_the_waiting_ones_then_the_rest_in_catalogue_order() {
-        let mut cases = vec![
+        let mut cases = [
             case("a", false, false),
             case("wait1", false, true),
             case("alone1", true, false),

@@ -783,7 +783,7 @@ async fn concurrent_large_outputs_arrive_whole_and_before_their_status_under_v4_
             assert_eq!(channel(&messages, 1).len(), out, "{protocol}: stdout");
             assert_eq!(channel(&messages, 2).len(), err, "{protocol}: stderr");
             let with_data = |m: &&(u8, Vec<u8>)| !m.1.is_empty();
-            let last = messages.iter().filter(with_data).last();
+            let last = messages.iter().rfind(|m| with_data(m));
             let status = last.filter(|(c, _)| *c == 3).map(|(_, p)| p.as_slice());
             let status: Value = serde_json::from_slice(status.unwrap_or_default())
                 .expect("the last message with a payload is the status");
