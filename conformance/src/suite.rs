@@ -269,6 +269,7 @@ impl Suite {
                             kind: rule.kind,
                             rows,
                             skip: rule.skip_reason(&info, &spec.fixtures),
+                            waits: rule.waits,
                             body: Body::Rule(rule.run, rule.fault, rule.runs_alone()),
                         });
                     }
@@ -291,6 +292,7 @@ impl Suite {
                         kind: TrialKind::Promise,
                         rows: vec![Group::Core],
                         skip: None,
+                        waits: false,
                         body: Body::Broken(format!(
                             "info failed, so no other trial can run: {error}"
                         )),
@@ -307,9 +309,10 @@ impl Suite {
             }
         }
         // Trials that inject a fault or list the pool run alone; started first, they wait for
-        // nobody, instead of each waiting mid-run for every running trial to finish (a stable
-        // sort keeps the catalogue order otherwise).
-        cases.sort_by_key(|case| !matches!(case.body, Body::Rule(_, _, true)));
+        // nobody, instead of each waiting mid-run for every running trial to finish. Trials
+        // that wait out the provider's timers come next, so that their waits overlap the rest
+        // rather than end the run (a stable sort keeps the catalogue order otherwise).
+        cases.sort_by_key(Case::start_rank);
         for (number, case) in cases.iter_mut().enumerate() {
             case.number = number;
         }
@@ -365,11 +368,23 @@ struct Case {
     rows: Vec<Group>,
     /// Why it does not run, if it does not.
     skip: Option<String>,
+    /// Whether it mostly waits out the provider's timers (`Rule::waits`).
+    waits: bool,
     /// What it runs.
     body: Body,
 }
 
 impl Case {
+    /// Where it starts among the trials: those that run alone, then those that mostly wait,
+    /// then the rest.
+    fn start_rank(&self) -> u8 {
+        match (&self.body, self.waits) {
+            (Body::Rule(_, _, true), _) => 0,
+            (_, true) => 1,
+            _ => 2,
+        }
+    }
+
     /// Builds the report record for `outcome`.
     fn record(&self, outcome: Outcome, duration: Duration) -> TrialRecord {
         TrialRecord {
@@ -575,5 +590,60 @@ impl Recorder {
             .lock()
             .map(|mut r| std::mem::take(&mut *r))
             .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn passes(_: TrialScope) -> TrialFuture {
+        Box::pin(async { Ok(()) })
+    }
+
+    fn case(name: &str, alone: bool, waits: bool) -> Case {
+        Case {
+            number: 0,
+            name: name.to_owned(),
+            pool: 0,
+            group: Group::Core,
+            rule: name.to_owned(),
+            kind: TrialKind::Promise,
+            rows: Vec::new(),
+            skip: None,
+            waits,
+            body: Body::Rule(passes, None, alone),
+        }
+    }
+
+    #[test]
+    fn lone_trials_start_first_then_the_waiting_ones_then_the_rest_in_catalogue_order() {
+        let mut cases = [
+            case("a", false, false),
+            case("wait1", false, true),
+            case("alone1", true, false),
+            case("b", false, false),
+            case("wait2", false, true),
+            case("alone2", true, true),
+        ];
+        cases.sort_by_key(Case::start_rank);
+        let names: Vec<&str> = cases.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["alone1", "alone2", "wait1", "wait2", "a", "b"]);
+    }
+
+    #[test]
+    fn only_the_trials_that_wait_for_the_ttl_backstop_are_marked_as_waiting() {
+        let waiting: Vec<String> = catalog()
+            .iter()
+            .filter(|rule| rule.waits)
+            .map(|rule| rule.full_name())
+            .collect();
+        assert_eq!(
+            waiting,
+            [
+                "ttl::backstop_removes_the_sandbox",
+                "ttl::moved_expiry_is_what_the_backstop_uses"
+            ]
+        );
     }
 }

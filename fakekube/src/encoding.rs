@@ -14,8 +14,9 @@
 //! YAML (`application/yaml`) is JSON turned into YAML by the API server, through a map: keys
 //! sorted at every depth whatever the shape.
 
+use bytes::Bytes;
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// How an answer's fields are ordered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,6 +172,75 @@ pub(crate) fn to_json(value: &Value, shape: Shape) -> Vec<u8> {
     bytes
 }
 
+/// One item of a list as JSON in `shape`, without the newline: what [`to_json`] writes for it
+/// inside a list of that shape.
+pub(crate) fn item_json(item: &Value, shape: Shape) -> Vec<u8> {
+    serde_json::to_vec(&Wire::new(item, shape)).unwrap_or_else(|_| b"{}".to_vec())
+}
+
+/// A `<Kind>List` as JSON in `shape`, from its parts and its items already written by
+/// [`item_json`]: byte for byte what [`to_json`] writes for the list as one value (`kind`,
+/// `apiVersion`, `metadata`, `items` as a Go struct; keys sorted as a Go map).
+pub(crate) fn list_json(
+    kind: &str,
+    api_version: &str,
+    metadata: &Map<String, Value>,
+    items: &[Bytes],
+    shape: Shape,
+) -> Vec<u8> {
+    let metadata = Value::Object(metadata.clone());
+    let size = items.iter().map(|i| i.len() + 1).sum::<usize>() + 256;
+    let mut out = Vec::with_capacity(size);
+    out.push(b'{');
+    match shape {
+        Shape::Typed => {
+            put_field(&mut out, "kind", &kind);
+            put_field(&mut out, "apiVersion", &api_version);
+            put_field(&mut out, "metadata", &Meta(&metadata));
+            put_items(&mut out, items);
+        }
+        Shape::Unstructured => {
+            put_field(&mut out, "apiVersion", &api_version);
+            put_items(&mut out, items);
+            put_field(&mut out, "kind", &kind);
+            put_field(&mut out, "metadata", &Sorted(&metadata));
+        }
+    }
+    out.extend_from_slice(b"}\n");
+    out
+}
+
+/// Writes `"key":` into an object being written (with the comma before it, unless first).
+fn put_key(out: &mut Vec<u8>, key: &str) {
+    if out.last() != Some(&b'{') {
+        out.push(b',');
+    }
+    out.push(b'"');
+    out.extend_from_slice(key.as_bytes());
+    out.extend_from_slice(b"\":");
+}
+
+/// Writes `"key":value` into an object being written.
+fn put_field(out: &mut Vec<u8>, key: &str, value: &impl Serialize) {
+    put_key(out, key);
+    if serde_json::to_writer(&mut *out, value).is_err() {
+        out.extend_from_slice(b"null");
+    }
+}
+
+/// Writes `"items":[…]` from items already written.
+fn put_items(out: &mut Vec<u8>, items: &[Bytes]) {
+    put_key(out, "items");
+    out.push(b'[');
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(item);
+    }
+    out.push(b']');
+}
+
 /// `value` as YAML text, keys sorted at every depth.
 pub(crate) fn to_yaml(value: &Value) -> Vec<u8> {
     serde_saphyr::to_string(&Sorted(value))
@@ -211,6 +281,37 @@ mod tests {
     fn text(v: &Value, shape: Shape) -> String {
         let body = String::from_utf8(to_json(v, shape)).unwrap_or_default();
         body.strip_suffix('\n').unwrap_or(&body).to_string()
+    }
+
+    #[test]
+    fn a_list_written_from_its_parts_is_byte_for_byte_the_list_written_whole() {
+        let items = [
+            json!({ "apiVersion": "v1", "metadata": { "uid": "u", "name": "a\"b" }, "kind": "Pod",
+                "spec": { "z": [ { "b": 1, "a": 2 } ] } }),
+            json!({ "kind": "Pod", "status": { "phase": "Running" }, "metadata": { "name": "c" } }),
+        ];
+        let metadata =
+            json!({ "remainingItemCount": 3, "resourceVersion": "7", "continue": "tok" });
+        for shape in [Shape::Typed, Shape::Unstructured] {
+            for count in [0, 1, 2] {
+                let whole = json!({
+                    "kind": "PodList",
+                    "apiVersion": "v1",
+                    "metadata": metadata,
+                    "items": items[..count],
+                });
+                let parts: Vec<Bytes> = items[..count]
+                    .iter()
+                    .map(|i| Bytes::from(item_json(i, shape)))
+                    .collect();
+                let md = metadata.as_object().cloned().unwrap_or_default();
+                assert_eq!(
+                    String::from_utf8(list_json("PodList", "v1", &md, &parts, shape)),
+                    String::from_utf8(to_json(&whole, shape)),
+                    "{shape:?}, {count} items"
+                );
+            }
+        }
     }
 
     #[test]

@@ -84,7 +84,8 @@
 //!   then the CRD); beside them `index` (what the controllers index from the change log:
 //!   objects by their controller reference or by a label, never by scanning a kind).
 //! - Store: `store` (objects, resourceVersions, the change log watches and controllers follow,
-//!   graceful deletion of pods, garbage collection; admission calls into the registry), `events`
+//!   graceful deletion of pods, garbage collection, LIST pages that share the stored revisions
+//!   and their JSON; admission calls into the registry), `events`
 //!   (the Event recorders of the kubelet and the controllers), `clock` (the cluster's time, which
 //!   tests may advance), `inspect` (the handle's in-process
 //!   reads: one object, waiting for a state, the leak check), `selector` (label and field

@@ -16,11 +16,11 @@ use crate::response::with_warnings;
 use crate::route::ResourcePath;
 use crate::state::Shared;
 use crate::status::{self, ApiError, Target};
-use crate::store::{Deleted, Part, Store, WriteOptions};
+use crate::store::{Deleted, Item, Page, Part, Store, WriteOptions};
 use axum::body::Body;
 use axum::response::Response;
 use http::{HeaderMap, StatusCode, header};
-use serde_json::{Value, json};
+use serde_json::{Map, Value};
 use std::sync::Arc;
 
 /// A request for an object or a collection, routed and authorized, with the representation
@@ -44,7 +44,14 @@ pub(crate) struct Request<'a> {
 impl Request<'_> {
     /// The answer in the negotiated representation.
     fn respond(&self, code: StatusCode, answer: Answer<'_>) -> Result<Response, ApiError> {
-        representation::respond(code, self.rt, answer, self.repr, self.query)
+        representation::respond(
+            code,
+            self.rt,
+            answer,
+            self.repr,
+            self.query,
+            self.store.wire_cache(),
+        )
     }
 
     /// The write options of the query; a write without `fieldManager` is recorded under the
@@ -78,8 +85,8 @@ pub(crate) fn list(shared: &Shared, req: &Request<'_>) -> Result<Response, ApiEr
     if let Some(e) = shared.faults.list_page(q.continue_token.is_some()) {
         return Err(e);
     }
-    let list = shared.store.list(req.rt, namespace, &q)?;
-    req.respond(StatusCode::OK, Answer::List(&list))
+    let page = shared.store.list(req.rt, namespace, &q)?;
+    req.respond(StatusCode::OK, Answer::List(&page))
 }
 
 /// `POST` of a new object into the collection.
@@ -193,14 +200,25 @@ pub(crate) async fn delete_collection(req: &Request<'_>, body: Body) -> Result<R
     let items = req
         .store
         .delete_collection(rt, (!ns.is_empty()).then_some(ns), &q, &opts)?;
-    let items: Vec<Value> = items.iter().map(|v| Value::clone(v)).collect();
-    let list = json!({
-        "kind": rt.list_kind,
-        "apiVersion": rt.api_version(),
-        "metadata": { "resourceVersion": req.store.resource_version().to_string() },
-        "items": items,
-    });
-    req.respond(StatusCode::OK, Answer::List(&list))
+    let mut metadata = Map::new();
+    metadata.insert(
+        "resourceVersion".into(),
+        Value::from(req.store.resource_version().to_string()),
+    );
+    let page = Page {
+        kind: rt.list_kind.clone(),
+        api_version: rt.api_version(),
+        metadata,
+        // What a delete returns is its last state, not a revision the store keeps.
+        items: items
+            .into_iter()
+            .map(|object| Item {
+                object,
+                revision: false,
+            })
+            .collect(),
+    };
+    req.respond(StatusCode::OK, Answer::List(&page))
 }
 
 /// The update handler's name check: the body must name the object of the URL, a missing name

@@ -9,6 +9,7 @@ use crate::negotiation::{Conversion, Format, MetaVersion, Representation};
 use crate::registry::ResourceType;
 use crate::request::Query;
 use crate::status::ApiError;
+use crate::store::{Page, WireCache};
 use crate::table::{self, TableOptions};
 use axum::body::Body;
 use axum::response::Response;
@@ -21,8 +22,8 @@ use time::OffsetDateTime;
 pub(crate) enum Answer<'a> {
     /// One object of the kind.
     Object(&'a Value),
-    /// A `<Kind>List`.
-    List(&'a Value),
+    /// A page of a collection, written as a `<Kind>List`.
+    List(&'a Page),
     /// A `Status` (a custom resource's delete), never converted.
     Status(&'a Value),
 }
@@ -56,24 +57,14 @@ fn not_acceptable(message: String) -> ApiError {
 }
 
 /// The list metadata a Table or PartialObjectMetadataList keeps from a list.
-fn list_metadata(list: &Value) -> Map<String, Value> {
+fn list_metadata(list: &Page) -> Map<String, Value> {
     let mut out = Map::new();
-    if let Some(m) = list.get("metadata").and_then(Value::as_object) {
-        for key in ["resourceVersion", "continue", "remainingItemCount"] {
-            if let Some(v) = m.get(key) {
-                out.insert(key.into(), v.clone());
-            }
+    for key in ["resourceVersion", "continue", "remainingItemCount"] {
+        if let Some(v) = list.metadata.get(key) {
+            out.insert(key.into(), v.clone());
         }
     }
     out
-}
-
-/// The items of a list.
-fn items(list: &Value) -> Vec<&Value> {
-    list.get("items")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().collect())
-        .unwrap_or_default()
 }
 
 /// `answer` converted as `conversion` asks, with the shape to write it in; `None` when it is
@@ -99,8 +90,8 @@ pub(crate) fn convert(
             )));
         }
         (Conversion::PartialObjectMetadataList(v), Answer::List(list)) => {
-            let partials: Vec<Value> = items(list)
-                .into_iter()
+            let partials: Vec<Value> = list
+                .objects()
                 .map(|item| meta::partial_object_metadata(item, version(v)))
                 .collect();
             let mut out = Map::new();
@@ -125,7 +116,7 @@ pub(crate) fn convert(
         }
         (Conversion::Table(v), Answer::List(list)) => Some(table::build(
             rt,
-            &items(list),
+            &list.objects().collect::<Vec<_>>(),
             list_metadata(list),
             v,
             opts,
@@ -148,32 +139,52 @@ pub(crate) fn table_options(
     }
 }
 
-/// The response to a resource request: `answer` converted and written as `repr` asks.
+/// The response to a resource request: `answer` converted and written as `repr` asks. A list
+/// written as it is in JSON is written from its items' JSON, which `wire` keeps per stored
+/// revision.
 pub(crate) fn respond(
     code: StatusCode,
     rt: &ResourceType,
     answer: Answer<'_>,
     repr: Representation,
     query: &Query,
+    wire: &WireCache,
 ) -> Result<Response, ApiError> {
     let opts = table_options(repr.conversion, query)?;
     let converted = convert(rt, answer, repr.conversion, opts, OffsetDateTime::now_utc())?;
+    let whole;
     let (value, shape) = match (&converted, answer) {
         (Some(c), _) => (c, Shape::Typed),
         (None, Answer::Status(s)) => (s, Shape::Typed),
-        (None, Answer::Object(v) | Answer::List(v)) => (v, shape_of(rt)),
+        (None, Answer::Object(v)) => (v, shape_of(rt)),
+        (None, Answer::List(page)) if repr.format == Format::Json => {
+            let shape = shape_of(rt);
+            let items = wire.items_json(&page.items, shape);
+            let bytes =
+                encoding::list_json(&page.kind, &page.api_version, &page.metadata, &items, shape);
+            return Ok(body(code, bytes, repr.format));
+        }
+        (None, Answer::List(page)) => {
+            whole = page.to_value();
+            (&whole, shape_of(rt))
+        }
     };
     let bytes = match repr.format {
         Format::Json => encoding::to_json(value, shape),
         Format::Yaml => encoding::to_yaml(value),
     };
+    Ok(body(code, bytes, repr.format))
+}
+
+/// A response of `code` with `bytes` as its body, of `format`'s media type.
+fn body(code: StatusCode, bytes: Vec<u8>, format: Format) -> Response {
     let mut resp = Response::new(Body::from(bytes));
     *resp.status_mut() = code;
     resp.headers_mut().insert(
         header::CONTENT_TYPE,
-        HeaderValue::from_static(repr.format.media_type()),
+        HeaderValue::from_static(format.media_type()),
     );
-    Ok(resp)
+    resp
 }
 
 #[cfg(test)]
@@ -188,6 +199,21 @@ mod tests {
             .unwrap_or_else(|| std::sync::Arc::new(ResourceType::absent("", "v1", "pods", "Pod")))
     }
 
+    fn page(metadata: Value, items: Vec<Value>) -> Page {
+        Page {
+            kind: "PodList".into(),
+            api_version: "v1".into(),
+            metadata: metadata.as_object().cloned().unwrap_or_default(),
+            items: items
+                .into_iter()
+                .map(|v| crate::store::Item {
+                    object: std::sync::Arc::new(v),
+                    revision: true,
+                })
+                .collect(),
+        }
+    }
+
     fn opts() -> TableOptions {
         TableOptions {
             include: table::IncludeObject::Metadata,
@@ -197,11 +223,12 @@ mod tests {
 
     #[test]
     fn a_list_asked_as_metadata_keeps_its_paging_and_drops_the_rest() {
-        let list = json!({
-            "kind": "PodList", "apiVersion": "v1",
-            "metadata": { "resourceVersion": "5", "continue": "abc" },
-            "items": [ { "kind": "Pod", "metadata": { "name": "a", "labels": { "x": "y" } }, "spec": {} } ],
-        });
+        let list = page(
+            json!({ "resourceVersion": "5", "continue": "abc" }),
+            vec![
+                json!({ "kind": "Pod", "metadata": { "name": "a", "labels": { "x": "y" } }, "spec": {} }),
+            ],
+        );
         let out = convert(
             &pods(),
             Answer::List(&list),
@@ -245,7 +272,7 @@ mod tests {
         let widget = ResourceType::absent("example.com", "v1", "widgets", "Widget");
         let e = convert(
             &widget,
-            Answer::List(&json!({ "items": [] })),
+            Answer::List(&page(json!({}), Vec::new())),
             Conversion::PartialObjectMetadata(MetaVersion::V1),
             opts(),
             OffsetDateTime::now_utc(),

@@ -168,11 +168,13 @@ pub(crate) fn serve(
                     continue_token: None,
                 },
             )?;
-            let rv = list["metadata"]["resourceVersion"]
-                .as_str()
+            let rv = list
+                .metadata
+                .get("resourceVersion")
+                .and_then(Value::as_str)
                 .and_then(|s| s.parse().ok())
                 .unwrap_or(0);
-            for item in list["items"].as_array().into_iter().flatten() {
+            for item in list.objects() {
                 if selected(item, ns.as_deref(), &q) {
                     initial.push(encoder.line(EventType::Added.as_str(), item));
                 }

@@ -761,6 +761,44 @@ async fn the_drop_fault_cuts_the_connection_after_n_output_bytes() {
 }
 
 #[tokio::test]
+async fn concurrent_large_outputs_arrive_whole_and_before_their_status_under_v4_and_v5() {
+    let (kube, _) = server_with_pod(&[]).await;
+    let (out, err) = (3_000_001, 1_000_003);
+    let path = exec_path(&[
+        "sh",
+        "-c",
+        "head -c 3000001 /dev/zero; head -c 1000003 /dev/zero >&2",
+    ]);
+    for protocol in ["v4.channel.k8s.io", "v5.channel.k8s.io"] {
+        let mut sessions = Vec::new();
+        for _ in 0..4 {
+            let (mut ws, chosen) = ws_connect(&kube, &path, protocol, Some(kube.token()))
+                .await
+                .expect("the upgrade succeeds");
+            assert_eq!(chosen.as_deref(), Some(protocol));
+            sessions.push(tokio::spawn(async move { read_session(&mut ws).await }));
+        }
+        for session in sessions {
+            let (messages, close, broken) = session.await.expect("the reading task");
+            assert_eq!(channel(&messages, 1).len(), out, "{protocol}: stdout");
+            assert_eq!(channel(&messages, 2).len(), err, "{protocol}: stderr");
+            let with_data = |m: &&(u8, Vec<u8>)| !m.1.is_empty();
+            let last = messages.iter().rfind(|m| with_data(m));
+            let status = last.filter(|(c, _)| *c == 3).map(|(_, p)| p.as_slice());
+            let status: Value = serde_json::from_slice(status.unwrap_or_default())
+                .expect("the last message with a payload is the status");
+            assert_eq!(status["status"], "Success", "{protocol}");
+            assert_eq!(close, Some(1000), "{protocol}");
+            assert!(
+                !broken,
+                "{protocol}: the connection ends with its closing handshake"
+            );
+        }
+    }
+    kube.shutdown().await;
+}
+
+#[tokio::test]
 async fn a_64_mb_websocket_frame_gets_a_status_on_the_error_channel_and_close_1009() {
     let (kube, _) = server_with_pod(&[]).await;
     let (mut ws, _) = ws_connect(

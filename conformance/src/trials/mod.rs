@@ -137,6 +137,10 @@ pub(crate) struct Rule {
     /// alone: other trials' sandboxes coming and going at once would change what it sees from
     /// run to run, and a recorded run could not be replayed.
     pub(crate) alone: bool,
+    /// Whether it spends most of its time waiting out the provider's timers (the TTL
+    /// backstop), so that it is started early: its wait then overlaps the other trials
+    /// instead of trailing after them.
+    pub(crate) waits: bool,
     /// Other conditions on the provider and fixtures.
     pub(crate) gate: Gate,
     /// The body.
@@ -159,6 +163,7 @@ impl Rule {
             also: &[],
             fault: None,
             alone: false,
+            waits: false,
             gate: |_, _| None,
             run,
         }
@@ -185,6 +190,12 @@ impl Rule {
     /// Marks the rule as reading the whole pool (see [`Rule::alone`]).
     fn alone(mut self) -> Rule {
         self.alone = true;
+        self
+    }
+
+    /// Marks the rule as waiting out the provider's timers (see [`Rule::waits`]).
+    fn waits(mut self) -> Rule {
+        self.waits = true;
         self
     }
 
@@ -460,8 +471,12 @@ pub(crate) fn catalog() -> Vec<Rule> {
         promise!(ttl, ports_ttl::set_ttl_moves_the_reported_expiry),
         promise!(ttl, ports_ttl::set_ttl_none_clears_the_expiry),
         promise!(ttl, ports_ttl::zero_ttl_is_invalid_request),
-        promise!(ttl, ports_ttl::backstop_removes_the_sandbox).gate(backstop_gate),
-        promise!(ttl, ports_ttl::moved_expiry_is_what_the_backstop_uses).gate(backstop_gate),
+        promise!(ttl, ports_ttl::backstop_removes_the_sandbox)
+            .gate(backstop_gate)
+            .waits(),
+        promise!(ttl, ports_ttl::moved_expiry_is_what_the_backstop_uses)
+            .gate(backstop_gate)
+            .waits(),
         coherence!(C::Ttl, ttl),
     ]
 }

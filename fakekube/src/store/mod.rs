@@ -3,6 +3,10 @@
 //!
 //! All writes go through one lock, so every write gets the next resourceVersion and the event
 //! log is in resourceVersion order. Nothing here awaits while holding the lock.
+//!
+//! Reads share: a stored revision is an immutable `Arc`, a LIST returns a [`Page`] of them (no
+//! item is copied), and [`WireCache`] keeps each listed revision's JSON so that the next LIST
+//! of unchanged objects writes bytes it already has.
 
 use crate::clock::Clock;
 use crate::managed_fields;
@@ -16,15 +20,20 @@ use crate::status::{ApiError, Cause, Target};
 use base64::Engine;
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::ops::Bound;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::watch;
 
 mod crds;
 mod deletion;
+mod page;
 mod references;
+mod wire;
 
 pub(crate) use deletion::PVC_PROTECTION;
+pub(crate) use page::{Item, Page};
+pub(crate) use wire::WireCache;
 
 /// Identity of a resource in the store, whatever the version: `plural.group`.
 type TypeKey = String;
@@ -189,6 +198,8 @@ pub(crate) struct Store {
     changed: watch::Sender<u64>,
     registry: Arc<Registry>,
     clock: Clock,
+    /// The JSON of the revisions LISTs returned.
+    wire: WireCache,
 }
 
 #[derive(Debug)]
@@ -295,6 +306,7 @@ impl Store {
                 references: references::References::default(),
             }),
             changed,
+            wire: WireCache::default(),
         }
     }
 
@@ -306,6 +318,11 @@ impl Store {
     /// The cluster's clock.
     pub(crate) fn clock(&self) -> &Clock {
         &self.clock
+    }
+
+    /// The JSON of stored revisions, for the answers that return them.
+    pub(crate) fn wire_cache(&self) -> &WireCache {
+        &self.wire
     }
 
     fn lock(&self) -> Result<MutexGuard<'_, Inner>, ApiError> {
@@ -380,13 +397,13 @@ impl Store {
         inner.read_as(rt, &obj).ok()
     }
 
-    /// A page of objects, as a `<Kind>List`.
+    /// A page of objects, as a `<Kind>List`: the items are shared, not copied (see [`Page`]).
     pub(crate) fn list(
         &self,
         rt: &Arc<ResourceType>,
         ns: Option<&str>,
         q: &ListQuery,
-    ) -> Result<Value, ApiError> {
+    ) -> Result<Page, ApiError> {
         let inner = self.lock()?;
         let (start, list_rv) = match &q.continue_token {
             Some(tok) => {
@@ -411,22 +428,30 @@ impl Store {
             }
             None => (None, inner.rv),
         };
+        // The token's key is `namespace NUL name`: the page starts after that object (names
+        // hold no NUL, so the map's order of (namespace, name) is the order of these keys).
+        let after: Option<ObjKey> = start.as_deref().map(|s| match s.split_once('\u{0}') {
+            Some((n, o)) => (n.to_string(), o.to_string()),
+            None => (s.to_string(), String::new()),
+        });
+        let from = match (&after, ns) {
+            (Some(a), Some(n)) if a.0.as_str() < n => {
+                Bound::Included((n.to_string(), String::new()))
+            }
+            (Some(a), _) => Bound::Excluded(a.clone()),
+            (None, Some(n)) => Bound::Included((n.to_string(), String::new())),
+            (None, None) => Bound::Unbounded,
+        };
         let empty = BTreeMap::new();
         let all = inner.objects.get(&type_key(rt)).unwrap_or(&empty);
         let mut items = Vec::new();
-        let mut next: Option<String> = None;
+        let mut last: Option<&ObjKey> = None;
         let mut remaining: u64 = 0;
-        for ((ons, oname), obj) in all {
+        for (key, obj) in all.range((from, Bound::Unbounded)) {
             if let Some(ns) = ns
-                && ons != ns
+                && key.0 != ns
             {
-                continue;
-            }
-            let key = format!("{ons}\u{0}{oname}");
-            if let Some(s) = &start
-                && key.as_str() <= s.as_str()
-            {
-                continue;
+                break;
             }
             if !matches(obj, q) {
                 continue;
@@ -435,34 +460,39 @@ impl Store {
                 remaining += 1;
                 continue;
             }
-            if q.limit > 0 && items.len() + 1 == q.limit {
-                next = Some(key);
-            }
-            items.push(Value::clone(&*inner.read_as(rt, obj)?));
+            let object = inner.read_as(rt, obj)?;
+            items.push(Item {
+                revision: Arc::ptr_eq(&object, obj),
+                object,
+            });
+            last = Some(key);
         }
-        let mut metadata = json!({ "resourceVersion": list_rv.to_string() });
+        let mut metadata = Map::new();
+        metadata.insert("resourceVersion".into(), json!(list_rv.to_string()));
         if remaining > 0
-            && let Some(last) = next
+            && let Some((ons, oname)) = last
         {
             let tok = ContinueToken {
                 rv: list_rv,
                 epoch: inner.epoch,
-                start: last,
+                start: format!("{ons}\u{0}{oname}"),
                 at: unix_now(),
             };
             let raw = serde_json::to_vec(&tok).map_err(|e| ApiError::internal(e.to_string()))?;
-            metadata["continue"] =
-                json!(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw));
+            metadata.insert(
+                "continue".into(),
+                json!(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw)),
+            );
             if q.labels.is_none() && q.fields.is_none() {
-                metadata["remainingItemCount"] = json!(remaining);
+                metadata.insert("remainingItemCount".into(), json!(remaining));
             }
         }
-        Ok(json!({
-            "kind": rt.list_kind,
-            "apiVersion": rt.api_version(),
-            "metadata": metadata,
-            "items": items,
-        }))
+        Ok(Page {
+            kind: rt.list_kind.clone(),
+            api_version: rt.api_version(),
+            metadata,
+            items,
+        })
     }
 
     /// Every object of a type (in a namespace or all), unpaged and in its storage version, for

@@ -155,7 +155,7 @@ proptest! {
                     let mut token = None;
                     loop {
                         let q = ListQuery { limit: usize::from(limit), continue_token: token.take(), ..Default::default() };
-                        let page = store.list(rt, Some("m"), &q).map_err(|e| TestCaseError::fail(e.message))?;
+                        let page = store.list(rt, Some("m"), &q).map_err(|e| TestCaseError::fail(e.message))?.to_value();
                         let items = page["items"].as_array().cloned().unwrap_or_default();
                         prop_assert!(items.len() <= usize::from(limit));
                         for it in &items {
@@ -201,7 +201,8 @@ fn a_continue_token_after_compaction_is_expired() {
                 ..Default::default()
             },
         )
-        .expect("list");
+        .expect("list")
+        .to_value();
     assert_eq!(page["metadata"]["remainingItemCount"], 2);
     let token = page["metadata"]["continue"]
         .as_str()

@@ -344,6 +344,8 @@ mod tests {
         replies: Vec<u32>,
         goaway: bool,
         resets: Vec<(u32, RstStatus)>,
+        /// The stream of each data frame with a payload, in the order they arrived.
+        order: Vec<u32>,
     }
 
     /// Reads until the server ends the connection, then closes the client's side.
@@ -355,6 +357,9 @@ mod tests {
                 None => return seen,
                 Some(Seen::Reply(id)) => seen.replies.push(id),
                 Some(Seen::Data { stream, fin, data }) => {
+                    if !data.is_empty() {
+                        seen.order.push(stream);
+                    }
                     seen.data
                         .entry(stream)
                         .or_default()
@@ -527,6 +532,55 @@ mod tests {
         let seen = read_all(client).await;
         assert_eq!(seen.data.get(&STDOUT).map(Vec::len), Some(1_000_000));
         assert_eq!(report(server).await.output_bytes, 1_000_000);
+    }
+
+    #[tokio::test]
+    async fn every_output_frame_is_written_before_the_status_under_every_protocol() {
+        let (out, err) = (3_000_001, 1_000_003);
+        let argv = [
+            "sh",
+            "-c",
+            "head -c 3000001 /dev/zero; head -c 1000003 /dev/zero >&2",
+        ];
+        for protocol in [StreamProtocol::V4, StreamProtocol::V3, StreamProtocol::V2] {
+            let sessions: Vec<_> = (0..4)
+                .map(|_| {
+                    let (server_io, client_io) = tokio::io::duplex(64 * 1024);
+                    let server = serve(server_io, protocol, config(protocol, OUT_ERR, &argv));
+                    tokio::spawn(async move {
+                        let mut client = Client::new(client_io);
+                        open(&mut client, OUT_ERR).await;
+                        (read_all(client).await, report(server).await)
+                    })
+                })
+                .collect();
+            for session in sessions {
+                let (seen, report) = session.await.expect("the session's task");
+                assert_eq!(
+                    seen.data.get(&STDOUT).map(Vec::len),
+                    Some(out),
+                    "{protocol:?}"
+                );
+                assert_eq!(
+                    seen.data.get(&STDERR).map(Vec::len),
+                    Some(err),
+                    "{protocol:?}"
+                );
+                let status_at = seen.order.iter().position(|s| *s == ERROR);
+                let last_output = seen.order.iter().rposition(|s| *s != ERROR);
+                assert_eq!(
+                    status_at.is_some(),
+                    protocol == StreamProtocol::V4,
+                    "{protocol:?}: a status only where a Success has one"
+                );
+                assert!(
+                    status_at.is_none() || status_at > last_output,
+                    "{protocol:?}: the status came before output frames"
+                );
+                assert_eq!(report.end, End::Completed, "{protocol:?}");
+                assert_eq!(report.output_bytes, out + err, "{protocol:?}");
+            }
+        }
     }
 
     #[tokio::test]
