@@ -49,8 +49,10 @@ pub(crate) fn warm_fixtures(base: Fixtures) -> Fixtures {
     }
 }
 
-/// Fixtures sized for fakekube: it starts pods in milliseconds and its TTL backstop fires on
-/// time (shutdownTime has one-second precision), so waits are short.
+/// Fixtures sized for fakekube: it starts pods in milliseconds, so waits are short. The TTL
+/// backstop is given 1.8 s past the 1 s TTL: `shutdownTime` has one-second precision and, as
+/// upstream's controller does, fakekube looks at an unexpired Sandbox again after
+/// max(remaining, 2 s), so a 1 s TTL set just now is acted on about 2 s later.
 pub(crate) fn fast_fixtures() -> Fixtures {
     Fixtures {
         op_timeout: Duration::from_secs(20),
@@ -58,7 +60,7 @@ pub(crate) fn fast_fixtures() -> Fixtures {
         stream_gap: Duration::from_millis(100),
         exec_timeout: Duration::from_millis(300),
         ttl: Duration::from_secs(1),
-        ttl_backstop_wait: Some(Duration::from_millis(1500)),
+        ttl_backstop_wait: Some(Duration::from_millis(1800)),
         delete_wait: Duration::from_secs(10),
         list_count: 7,
         ..Fixtures::default()
