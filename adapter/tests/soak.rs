@@ -1,8 +1,8 @@
 //! The fault soak: the main job's operations (create, exec, files, delete) from several workers
 //! at once through the adapter, while fakekube injects a seeded random mix of faults
 //! (connection resets, 429 and 503 with Retry-After, 500s, slow answers, exec streams dropped
-//! mid-output, watch 410s), the token is rotated (the old one revoked) and pods are deleted
-//! under running execs. Every operation must end in success or one of the contract's codes a
+//! mid-output, watch 410s, pods deleted under running execs), the token is rotated (the old
+//! one revoked) and the workers delete pods under their own running execs as well. Every operation must end in success or one of the contract's codes a
 //! fault explains, within its timeout; after chaos stops, a reconcile deletes what the run
 //! created and nothing is left.
 //!
@@ -194,14 +194,13 @@ async fn worker(
                 }
                 let out = running.await.expect("the exec task ends");
                 if let Ok(Ok(o)) = &out
-                    && o.exit_code == 0
+                    && o.exit_code != 137
                     && deleted
                 {
-                    tally
-                        .lock()
-                        .expect("the tally")
-                        .unexplained
-                        .push("exec under a deleted pod exited 0".into());
+                    tally.lock().expect("the tally").unexplained.push(format!(
+                        "exec under a deleted pod exited {}, not 137",
+                        o.exit_code
+                    ));
                 }
                 let mut t = tally.lock().expect("the tally");
                 t.ops += 1;
@@ -310,4 +309,35 @@ async fn every_operation_under_a_fault_storm_ends_in_success_or_an_explained_cod
     );
     assert!(left.is_ok(), "left after the reconcile: {:?}", kube.leaks());
     assert!(t.ops > 0 && t.ok > 0, "the soak ran nothing");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exec_whose_pod_chaos_deletes_is_killed_with_137_or_ends_in_an_explained_code() {
+    let kube = support::fake().await;
+    let provider = support::direct(&kube, &[]).await;
+    let id = SandboxId::new("soak-pod-delete").expect("a valid id");
+    provider
+        .create(CreateRequest::new(id.clone()))
+        .await
+        .expect("create");
+    kube.faults().chaos(Some(Chaos {
+        seed: 5,
+        rates: ChaosRates {
+            pod_delete: 1.0,
+            ..ChaosRates::uniform(0.0)
+        },
+    }));
+    let out = tokio::time::timeout(
+        OP_TIMEOUT,
+        provider.exec(&id, ExecRequest::new(["sh", "-c", "echo up; sleep 30"])),
+    )
+    .await
+    .expect("the exec ends within its timeout");
+    kube.faults().chaos(None);
+    assert_eq!(kube.faults().chaos_injected()["pod_delete"], 1);
+    match out {
+        // SIGKILL, as the container's processes get when the pod goes (128 + 9).
+        Ok(o) => assert_eq!(o.exit_code, 137, "{o:?}"),
+        Err(e) => assert!(EXPLAINED.contains(&e.code()), "{e}"),
+    }
 }

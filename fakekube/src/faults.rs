@@ -1,6 +1,7 @@
 //! Faults a test can switch on while the server runs: throttling, slow responses, failing list
 //! pages, exec without v5, exec connections dropped mid-output; and [`Chaos`], a seeded random
-//! mix of all of them (and connection resets, 500s, 503s, watch 410s), for soak runs.
+//! mix of all of them (and connection resets, 500s, 503s, watch 410s, pods deleted under
+//! running execs), for soak runs.
 
 use crate::status::ApiError;
 use http::StatusCode;
@@ -28,6 +29,10 @@ pub struct ChaosRates {
     pub exec_drop: f64,
     /// A watch is refused with 410 `Expired`.
     pub watch_gone: f64,
+    /// The pod of an exec session is deleted (with its grace period, as `kubectl delete pod`
+    /// does) while the command runs: 0 to 20 ms after the command started (when the command
+    /// ends sooner, the pod goes all the same).
+    pub pod_delete: f64,
 }
 
 impl ChaosRates {
@@ -41,6 +46,7 @@ impl ChaosRates {
             slow: rate,
             exec_drop: rate,
             watch_gone: rate,
+            pod_delete: rate,
         }
     }
 }
@@ -153,7 +159,7 @@ impl Faults {
     }
 
     /// What chaos injected since it was started, by fault (`reset`, `throttle`, `internal`,
-    /// `unavailable`, `slow`, `exec_drop`, `watch_gone`).
+    /// `unavailable`, `slow`, `exec_drop`, `watch_gone`, `pod_delete`).
     pub fn chaos_injected(&self) -> BTreeMap<String, u64> {
         self.chaos
             .lock()
@@ -192,6 +198,16 @@ impl Faults {
             let rate = c.rates.exec_drop;
             c.strikes("exec_drop", rate)
                 .then(|| (c.next() * 4096.0) as usize)
+        })
+    }
+
+    /// How long after its command started chaos deletes the pod of the exec session now
+    /// starting, if it does.
+    pub(crate) fn chaos_pod_delete(&self) -> Option<Duration> {
+        self.with_chaos(|c| {
+            let rate = c.rates.pod_delete;
+            c.strikes("pod_delete", rate)
+                .then(|| Duration::from_millis((c.next() * 20.0) as u64))
         })
     }
 
