@@ -124,7 +124,9 @@ async fn worker(
                 provider.exec(&id, ExecRequest::new(["echo", "soak"])),
             )
             .await;
+            // 137: chaos deleted the pod under it (SIGKILL); anything else is made up.
             if let Ok(Ok(o)) = &out
+                && o.exit_code != 137
                 && (o.exit_code != 0 || o.stdout != "soak\n")
             {
                 tally
