@@ -1,5 +1,6 @@
 //! `--chaos-seed`: the main job under a storm of faults. The embedded fakekube injects a seeded
-//! random mix of faults ([`fakekube::Chaos`]) while the suite runs; every provider call is
+//! random mix of faults ([`fakekube::Chaos`], all but pods deleted under execs: see [`rates`])
+//! while the suite runs; every provider call is
 //! counted by operation and outcome ([`Counted`]); a trial may then fail only with one of the
 //! contract's codes a fault explains ([`EXPLAINED`]); after chaos stops a reconcile deletes
 //! what cleanups could not, every sandbox it finds must be one the run created, and the leak
@@ -9,6 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use fakekube::ChaosRates;
 use sandbox_conformance::{Outcome, Report};
 use sandbox_contract::{
     Bytes, CreateRequest, Error, ErrorCode, ExecOutput, ExecRequest, ExecSession, FileInfo, Health,
@@ -29,6 +31,17 @@ pub(crate) const EXPLAINED: [ErrorCode; 6] = [
 
 /// The default `--chaos-rate`: each fault's probability per occasion.
 pub(crate) const DEFAULT_RATE: f64 = 0.02;
+
+/// Every fault of [`fakekube::Chaos`] at `rate`, but pods deleted under running execs: the
+/// exec itself ends as it should (137, or a code), but the pod comes back without the files
+/// the trial made, and a later check of the trial then fails in a way its message cannot tie
+/// to the fault. `ci/soak.sh`'s adapter soak injects that fault, with checks that can.
+pub(crate) fn rates(rate: f64) -> ChaosRates {
+    ChaosRates {
+        pod_delete: 0.0,
+        ..ChaosRates::uniform(rate)
+    }
+}
 
 /// How many times the reconcile tries each delete.
 const RECONCILE_TRIES: usize = 20;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentsandbox::{AgentSandbox, ConnectOptions, PoolConfig};
-use fakekube::{Chaos, ChaosRates, FakeKube};
+use fakekube::{Chaos, FakeKube};
 use sandbox_conformance::{Arguments, Fault, Faults, Fixtures};
 use sandbox_contract::{Error, Provider, async_trait};
 use serde_json::json;
@@ -67,7 +67,7 @@ pub(crate) fn run(
     let warm: Arc<dyn Provider> = Arc::new(Counted::new(warm, tally.clone()));
     let chaos = options.chaos_seed.map(|seed| Chaos {
         seed,
-        rates: ChaosRates::uniform(options.chaos_rate.unwrap_or(chaos::DEFAULT_RATE)),
+        rates: chaos::rates(options.chaos_rate.unwrap_or(chaos::DEFAULT_RATE)),
     });
     if let Some(c) = &chaos {
         println!(

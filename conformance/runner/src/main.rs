@@ -53,6 +53,9 @@
 //!   be switched from here.
 //! - The leak check against a cluster sees only what the adapter lists as its own (Sandboxes
 //!   and SandboxClaims of the pools), not pods or services a controller failed to remove.
+//! - `--chaos-seed` runs on the embedded fakekube only, and a trial's failure is tied to a
+//!   fault by the contract code its message quotes; pods deleted under execs are left out
+//!   (their trials fail in ways a message cannot tie to the fault: `ci/soak.sh` covers them).
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]

@@ -29,7 +29,7 @@ OPTIONS
   --markdown PATH     write the capability table as Markdown (a provider page's section)
   --chaos-seed N      with the embedded fakekube: inject a seeded random mix of faults
                       while the suite runs (resets, 429, 500, 503, slow answers, exec streams
-                      dropped, watch 410s, pods deleted under running execs); a trial may
+                      dropped, watch 410s; ci/soak.sh deletes pods under execs); a trial may
                       then fail only with a code a fault explains, a reconcile deletes what
                       cleanups could not, and the leak check must find nothing
   --chaos-rate R      with --chaos-seed: each fault's probability per occasion (default 0.02)

@@ -12,6 +12,7 @@ pub(super) fn container_limits(spec: &Value, processes: usize) -> Limits {
     Limits {
         processes,
         memory: limit_of(spec, "memory").map(|(bytes, _)| bytes),
+        ..Limits::default()
     }
 }
 
