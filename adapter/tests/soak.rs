@@ -48,6 +48,8 @@ struct Tally {
     ops: u64,
     ok: u64,
     errors: BTreeMap<String, u64>,
+    /// Outcomes (`ok`, a code, `timeout`) by operation.
+    by_op: BTreeMap<String, BTreeMap<String, u64>>,
     unexplained: Vec<String>,
     created: BTreeSet<String>,
 }
@@ -59,6 +61,17 @@ impl Tally {
         outcome: &Result<Result<T, sandbox_contract::Error>, tokio::time::error::Elapsed>,
     ) {
         self.ops += 1;
+        let name = match outcome {
+            Ok(Ok(_)) => "ok".to_string(),
+            Ok(Err(e)) => e.code().to_string(),
+            Err(_) => "timeout".to_string(),
+        };
+        *self
+            .by_op
+            .entry(op.to_string())
+            .or_default()
+            .entry(name)
+            .or_default() += 1;
         match outcome {
             Ok(Ok(_)) => self.ok += 1,
             Ok(Err(e)) => {
@@ -204,15 +217,10 @@ async fn worker(
                         o.exit_code
                     ));
                 }
-                let mut t = tally.lock().expect("the tally");
-                t.ops += 1;
-                match out {
-                    Ok(Ok(_)) => t.ok += 1,
-                    Ok(Err(e)) => *t.errors.entry(e.code().to_string()).or_default() += 1,
-                    Err(_) => t
-                        .unexplained
-                        .push("exec under a deleted pod never ended".into()),
-                }
+                tally
+                    .lock()
+                    .expect("the tally")
+                    .record("exec_under_pod_delete", &out);
             }
         }
         let deleted = tokio::time::timeout(OP_TIMEOUT, provider.delete(&id)).await;
@@ -304,6 +312,9 @@ async fn every_operation_under_a_fault_storm_ends_in_success_or_an_explained_cod
         rotations,
         created.len()
     );
+    for (op, outcomes) in &t.by_op {
+        println!("soak:   {op}: {outcomes:?}");
+    }
     assert!(
         t.unexplained.is_empty(),
         "unexplained outcomes: {:#?}",
