@@ -15,6 +15,11 @@ mod support;
 
 use agentsandbox::{AgentSandbox, ConnectOptions, PoolConfig};
 use fakekube::{Chaos, ChaosRates, FakeKube, Token};
+use futures_util::StreamExt;
+use kube::ResourceExt;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
 use sandbox_contract::{CreateRequest, ErrorCode, ExecRequest, Provider, SandboxId};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -25,12 +30,14 @@ use support::{NS, pool_yaml, seed_role};
 const OP_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The codes a fault can explain: the server unavailable, throttled or failing, a sandbox
-/// whose pod went, an object gone meanwhile, a create that raced its own retry.
-const EXPLAINED: [ErrorCode; 6] = [
+/// whose pod went (failed, or not running until its new pod is), an object gone meanwhile, a
+/// create that raced its own retry.
+const EXPLAINED: [ErrorCode; 7] = [
     ErrorCode::Unavailable,
     ErrorCode::RateLimited,
     ErrorCode::Internal,
     ErrorCode::SandboxFailed,
+    ErrorCode::InvalidState,
     ErrorCode::NotFound,
     ErrorCode::Conflict,
 ];
@@ -87,6 +94,52 @@ impl Tally {
             }
         }
     }
+}
+
+/// What a watching client saw through the chaos: a kube-rs watcher on the namespace's pods, as
+/// a controller runs one (the adapter itself polls; its Role has no `watch`).
+#[derive(Debug, Default)]
+struct Observed {
+    /// Lists it completed: the first, then one after each 410 (and after any other failure
+    /// that made it start over).
+    lists: u64,
+    /// Errors its stream reported (it backs off and goes on).
+    errors: u64,
+    /// The pods it believes exist.
+    pods: BTreeSet<String>,
+}
+
+/// Watches the pods of [`NS`] with `client` until aborted, keeping what it sees in `seen`.
+fn observe(client: kube::Client, seen: Arc<Mutex<Observed>>) -> tokio::task::JoinHandle<()> {
+    let gvk = GroupVersionKind::gvk("", "v1", "Pod");
+    let pods: Api<DynamicObject> =
+        Api::namespaced_with(client, NS, &ApiResource::from_gvk_with_plural(&gvk, "pods"));
+    tokio::spawn(async move {
+        // Watches of a second: many watch starts for chaos to end with a 410.
+        let config = watcher::Config::default().timeout(1);
+        let mut stream = std::pin::pin!(watcher::watcher(pods, config).default_backoff());
+        let mut listing = BTreeSet::new();
+        while let Some(event) = stream.next().await {
+            let mut s = seen.lock().expect("what the watcher saw");
+            match event {
+                Ok(Event::Init) => listing.clear(),
+                Ok(Event::InitApply(pod)) => {
+                    listing.insert(pod.name_any());
+                }
+                Ok(Event::InitDone) => {
+                    s.lists += 1;
+                    s.pods = std::mem::take(&mut listing);
+                }
+                Ok(Event::Apply(pod)) => {
+                    s.pods.insert(pod.name_any());
+                }
+                Ok(Event::Delete(pod)) => {
+                    s.pods.remove(&pod.name_any());
+                }
+                Err(_) => s.errors += 1,
+            }
+        }
+    })
 }
 
 /// A provider whose kubeconfig reads its token from `token_file` (re-read after a 401).
@@ -244,6 +297,8 @@ async fn every_operation_under_a_fault_storm_ends_in_success_or_an_explained_cod
     kube.add_token(Token::new(token.clone(), "soak-runner").with_rules(seed_role()));
     std::fs::write(&token_file, &token).expect("token file");
     let provider = Arc::new(provider(&kube, &token, &token_file).await);
+    let observed = Arc::new(Mutex::new(Observed::default()));
+    let observer = observe(support::admin(&kube).await, observed.clone());
     kube.faults().chaos(Some(Chaos {
         seed,
         rates: ChaosRates::uniform(rate),
@@ -302,6 +357,20 @@ async fn every_operation_under_a_fault_storm_ends_in_success_or_an_explained_cod
         }
     })
     .await;
+    // The watcher's view comes back to the server's (no pod) through its relists and events.
+    let converged = tokio::time::timeout(Duration::from_secs(60), async {
+        while !observed
+            .lock()
+            .expect("what the watcher saw")
+            .pods
+            .is_empty()
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    observer.abort();
+    let o = observed.lock().expect("what the watcher saw");
     let t = tally.lock().expect("the tally");
     println!(
         "soak: {} operations, {} ok, errors by code {:?}, faults injected {:?}, {} token rotations, {} sandboxes created",
@@ -315,6 +384,21 @@ async fn every_operation_under_a_fault_storm_ends_in_success_or_an_explained_cod
     for (op, outcomes) in &t.by_op {
         println!("soak:   {op}: {outcomes:?}");
     }
+    println!(
+        "soak: a pod watcher listed {} times ({} watches ended by a 410), {} stream errors",
+        o.lists,
+        injected.get("watch_gone").copied().unwrap_or(0),
+        o.errors
+    );
+    assert!(
+        o.lists > injected.get("watch_gone").copied().unwrap_or(0),
+        "every 410 must be followed by a list"
+    );
+    assert!(
+        converged.is_ok(),
+        "the watcher still believes in pods the server no longer has: {:?}",
+        o.pods
+    );
     assert!(
         t.unexplained.is_empty(),
         "unexplained outcomes: {:#?}",

@@ -27,7 +27,7 @@ pub struct ChaosRates {
     pub slow: f64,
     /// An exec session's connection is dropped after 0 to 4096 bytes of output.
     pub exec_drop: f64,
-    /// A watch is refused with 410 `Expired`.
+    /// A watch is ended at once by a 410 `Expired` ERROR event (the client must list again).
     pub watch_gone: f64,
     /// The pod of an exec session is deleted (with its grace period, as `kubectl delete pod`
     /// does) while the command runs: 0 to 20 ms after the command started (when the command
@@ -211,7 +211,7 @@ impl Faults {
         })
     }
 
-    /// The 410 chaos answers the watch now starting, if it does.
+    /// The 410 chaos ends the watch now starting with, if it does.
     pub(crate) fn chaos_watch(&self) -> Option<ApiError> {
         self.with_chaos(|c| {
             let rate = c.rates.watch_gone;
