@@ -1,8 +1,9 @@
 //! The fault soak: the main job's operations (create, exec, files, delete) from several workers
 //! at once through the adapter, while fakekube injects a seeded random mix of faults
 //! (connection resets, 429 and 503 with Retry-After, 500s, slow answers, exec streams dropped
-//! mid-output, watch 410s, pods deleted under running execs), the token is rotated (the old
-//! one revoked) and the workers delete pods under their own running execs as well. Every operation must end in success or one of the contract's codes a
+//! mid-output, watch 410s, pods deleted under running execs), the token is rotated (the one
+//! replaced revoked at the next rotation) and the workers delete pods under their own running
+//! execs as well; a kube-rs watcher of the pods lists again after each 410. Every operation must end in success or one of the contract's codes a
 //! fault explains, within its timeout; after chaos stops, a reconcile deletes what the run
 //! created and nothing is left.
 //!
@@ -28,6 +29,9 @@ use support::{NS, pool_yaml, seed_role};
 
 /// The longest any one operation may take (the adapter's ready timeout is within it).
 const OP_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How often the token is rotated; a replaced token is revoked at the next rotation.
+const ROTATION: Duration = Duration::from_secs(2);
 
 /// The codes a fault can explain: the server unavailable, throttled or failing, a sandbox
 /// whose pod went (failed, or not running until its new pod is), an object gone meanwhile, a
@@ -315,10 +319,14 @@ async fn every_operation_under_a_fault_storm_ends_in_success_or_an_explained_cod
             deadline,
         )));
     }
-    // The token is rotated while the workers run: the new one written, then the old revoked.
+    // The token is rotated while the workers run: the new one written, and the one it replaced
+    // revoked at the next rotation. A replaced token stays valid a while, as a projected
+    // token does until it expires: revoked at once, a request whose 429 and 503 retries
+    // (Retry-After: 1 s) outlive two rotations fails unauthenticated, as client-go's would.
     let mut rotations = 0;
+    let mut replaced: Option<String> = None;
     while Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(700)).await;
+        tokio::time::sleep(ROTATION).await;
         rotations += 1;
         let next = format!("soak-token-{rotations}");
         kube.add_token(Token::new(next.clone(), "soak-runner").with_rules(seed_role()));
@@ -326,8 +334,9 @@ async fn every_operation_under_a_fault_storm_ends_in_success_or_an_explained_cod
         let staged = dir.path().join("token.next");
         std::fs::write(&staged, &next).expect("token file");
         std::fs::rename(&staged, &token_file).expect("token file");
-        kube.revoke_token(&token);
-        token = next;
+        if let Some(old) = replaced.replace(std::mem::replace(&mut token, next)) {
+            kube.revoke_token(&old);
+        }
     }
     for t in tasks {
         t.await.expect("a worker ends");
