@@ -89,7 +89,9 @@
 //! - Registry: `registry` (the served kinds, built-in and CRD-defined, each described the
 //!   same way; conversion between versions), `resources` (the static table of built-in kinds),
 //!   `crd` (CustomResourceDefinitions: their defaults, validation, status and the entries they
-//!   define; the agent-sandbox CRDs installed at start), `schema` (structural schemas: their
+//!   define; the agent-sandbox CRDs installed at start), `conversion` (upstream's conversion
+//!   webhook of the agent-sandbox kinds between `v1alpha1` and `v1beta1`, registered as the
+//!   registry's in-process converters where the controllers run), `schema` (structural schemas: their
 //!   checks, pruning, defaults, validation, CEL rules), `defaults` (defaults and checks of the
 //!   core kinds), `rbac` (RBAC rules and their matching, the Forbidden wording, the RBAC kinds'
 //!   admission, aggregation, the bootstrap policy; no store), `discovery` (`/version`, `/api`,
@@ -134,6 +136,10 @@
 //!   past 65,534 bytes. Past that the stack refuses the request before fakekube sees it:
 //!   HTTP/1.1 gets hyper's 414 without a Status (431 past 400 KiB) and the connection closes;
 //!   HTTP/2 gets its stream reset with `PROTOCOL_ERROR`, and the connection stays up.
+//! - The agent-sandbox `v1alpha1` conversion passes embedded Kubernetes types (pod and PVC
+//!   specs) through as sent, without the zero values upstream's typed Go round trip adds, and
+//!   its state annotations are not Go's bytes (see `conversion`). Managed fields are not
+//!   converted between versions.
 //! - Memory a pod's processes freed goes back to the allocator; glibc keeps some of it in its
 //!   arenas, so the first heavy pod (a fork bomb) raises the RSS once, by a few MiB.
 
@@ -147,6 +153,7 @@ mod checks;
 mod clock;
 mod cluster_objects;
 mod controllers;
+mod conversion;
 mod crd;
 mod defaults;
 mod discovery;
@@ -389,7 +396,9 @@ impl Builder {
     /// Runs the agent-sandbox controllers (on by default). Without them the server is only an
     /// API server, as envtest is: objects stay exactly as clients write them. (The cluster's
     /// own ClusterRole aggregation and token Secret controllers always run: without them the
-    /// default roles would grant nothing.)
+    /// default roles would grant nothing.) The controllers' deployment also serves upstream's
+    /// conversion webhook, so with them the agent-sandbox CRDs' deprecated `v1alpha1` versions
+    /// are converted; without them a `v1alpha1` request fails as with the webhook down.
     pub fn controllers(mut self, on: bool) -> Self {
         self.controllers = on;
         self
@@ -589,6 +598,7 @@ impl Builder {
         let acceptor = tokio_rustls::TlsAcceptor::from(material.server_config.clone());
         finalizer::spawn(store.clone(), self.crd_cleanup_delay, shutdown.clone());
         if self.controllers {
+            conversion::register(store.registry());
             controllers::spawn(
                 store.clone(),
                 controllers::Config::default(),

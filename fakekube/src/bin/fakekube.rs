@@ -75,7 +75,8 @@ struct Args {
     /// `system:masters`).
     #[arg(long = "client-cert-group", value_name = "GROUP")]
     client_cert_groups: Vec<String>,
-    /// Run only the API server: no agent-sandbox controllers and no kubelet (like envtest).
+    /// Run only the API server: no agent-sandbox controllers (so no conversion webhook for the
+    /// CRDs' deprecated v1alpha1 versions) and no kubelet (like envtest).
     #[arg(long)]
     api_only: bool,
     /// Start bare: no CRD installed, only the built-in kinds (as envtest); clients create the

@@ -87,9 +87,9 @@ impl Registry {
                 let Some(converter) = self.converter(&rt.group, &rt.kind) else {
                     return Err(webhook_failed(&gvk, url, service.as_deref()));
                 };
-                converter.convert(object, &want).map_err(|why| {
-                    ApiError::internal(format!("conversion webhook for {gvk} failed: {why}"))
-                })?
+                converter
+                    .convert(object, &want)
+                    .map_err(|why| conversion_failed(&gvk, &why))?
             }
         };
         if let Some(schema) = self
@@ -108,9 +108,15 @@ fn webhook_failed(gvk: &str, url: &str, service: Option<&str>) -> ApiError {
         Some(svc) => format!("service \"{svc}\" not found"),
         None => "dial tcp: connect: connection refused".to_string(),
     };
+    conversion_failed(gvk, &format!("Post \"{url}?timeout=30s\": {cause}"))
+}
+
+/// The API server's error when the conversion webhook of a CRD fails, for `why` (what the
+/// webhook answered, or why it could not be called): the same 500 either way.
+fn conversion_failed(gvk: &str, why: &str) -> ApiError {
     ApiError::new(
         http::StatusCode::INTERNAL_SERVER_ERROR,
         "InternalError",
-        format!("conversion webhook for {gvk} failed: Post \"{url}?timeout=30s\": {cause}"),
+        format!("conversion webhook for {gvk} failed: {why}"),
     )
 }
