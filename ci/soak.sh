@@ -41,7 +41,9 @@ while [ $# -gt 0 ]; do
 done
 echo "== soak: seed $seed, rate $rate; the main job $rounds round(s); the adapter soak ${seconds}s with $workers workers"
 
-cargo build -p conformance-runner --bin conformance --locked
+# The workspace's test build (what ci/test.sh's `cargo test --workspace` made, so nothing is
+# built again there): the conformance binary and the soak test with the same features.
+cargo test --workspace --locked --no-run
 target="${CARGO_TARGET_DIR:-target}"
 for round in $(seq 0 $((rounds - 1))); do
     s=$((seed + round))
@@ -62,4 +64,4 @@ done
 
 echo "== the adapter soak (adapter/tests/soak.rs), seed $seed, ${seconds}s"
 SOAK_SECONDS="$seconds" SOAK_SEED="$seed" SOAK_RATE="$rate" SOAK_WORKERS="$workers" \
-    cargo test -p agentsandbox --test soak --locked -- --ignored --nocapture
+    cargo test --workspace --locked --test soak -- --ignored --nocapture

@@ -245,7 +245,7 @@ async fn worker(
                                 ExecRequest::new([
                                     "sh",
                                     "-c",
-                                    "echo up > /tmp/running; sleep 30; echo slept",
+                                    "echo up > /tmp/running; sleep 10; echo slept",
                                 ]),
                             ),
                         )
