@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The benchmarks (never run as tests): fakekube's start time and GET/LIST throughput, exec round
 # trip and stdout throughput against a raw TLS copy, the adapter's create -> ready, exec round
-# trip and 1,000 concurrent sandboxes, the main job's wall time, and last one side-by-side
-# table from one run: exec round trip and 100 MiB of stdout through the adapter, kube-rs, the
-# Python client and kubectl 1.33 on one fakekube binary, with fakekube's start beside the
-# binary's start as a user runs it. All in release.
+# trip and 1,000 concurrent sandboxes, 10,000 beside 1,000 (not with --quick), the main job's
+# wall time, and last one side-by-side table from one run: exec round trip and 100 MiB of
+# stdout through the adapter, kube-rs, the Python client and kubectl 1.33 on one fakekube
+# binary, with fakekube's start beside the binary's start as a user runs it. All in release.
 #
 # Usage: ci/bench.sh [--quick]
 #   --quick  fewer iterations (each bench prints its counts); under two minutes once built.
@@ -36,6 +36,11 @@ cargo bench -p fakekube --bench exec --locked -- "${quick[@]}"
 echo "== the adapter: create -> ready, exec round trip, a command through an open shell, 1,000 sandboxes at once"
 # The bench also runs the 1,000 against the binary, to measure the fake's RSS alone.
 cargo bench -p agentsandbox --bench provider --locked -- "${quick[@]}"
+
+if [ ${#quick[@]} -eq 0 ]; then
+    echo "== scale: 1,000 then 10,000 sandboxes at once against the fakekube binary (wall time, RSS)"
+    cargo bench -p agentsandbox --bench scale --locked
+fi
 
 echo "== the main job (conformance suite on the embedded fakekube), wall time"
 cargo build --release -p conformance-runner --locked

@@ -11,10 +11,13 @@
 
 #[path = "support/fakekube_process.rs"]
 mod fakekube_process;
+#[path = "support/many.rs"]
+mod many;
 
 use agentsandbox::{AgentSandbox, ConnectOptions, PoolConfig};
 use fakekube::FakeKube;
 use fakekube_process::FakeKubeProcess;
+use many::many;
 use sandbox_contract::{CreateRequest, ExecEvent, ExecRequest, Provider, SandboxId};
 use serde_json::json;
 use std::sync::Arc;
@@ -207,29 +210,6 @@ async fn main() {
     }
 }
 
-/// What [`many`] counted.
-struct Many {
-    n: usize,
-    ok: usize,
-    failed: Vec<String>,
-    elapsed: Duration,
-}
-
-impl Many {
-    fn print(&self, against: &str, left: usize) {
-        println!(
-            "\n{} sandboxes created, exec'd and deleted at once {against}: {} ok, {} failed, {left} left, in {:.2?}",
-            self.n,
-            self.ok,
-            self.failed.len(),
-            self.elapsed
-        );
-        if let Some(first) = self.failed.first() {
-            println!("first failure: {first}");
-        }
-    }
-}
-
 /// Round trips of one command: `n` fresh execs of `sh -c 'echo x'`, then `n` writes of
 /// `echo x` to one `sh` kept open (exec_stream with streamed stdin), each timed from the write
 /// to its answer.
@@ -274,38 +254,4 @@ async fn shell_round_trips(
         }
     }
     (fresh, open)
-}
-
-/// Creates, execs in and deletes `n` sandboxes at once.
-async fn many(direct: &Arc<AgentSandbox>, n: usize) -> Many {
-    let started = Instant::now();
-    let mut tasks = tokio::task::JoinSet::new();
-    for i in 0..n {
-        let p = direct.clone();
-        tasks.spawn(async move {
-            let id = SandboxId::new(format!("many-{i}")).expect("id");
-            p.create(CreateRequest::new(id.clone())).await?;
-            let out = p
-                .exec(&id, ExecRequest::new(["sh", "-c", "echo $HOSTNAME"]))
-                .await?;
-            let ok = out.exit_code == 0 && !out.stdout.is_empty();
-            p.delete(&id).await?;
-            Ok::<bool, sandbox_contract::Error>(ok)
-        });
-    }
-    let (mut ok, mut failed) = (0, Vec::new());
-    while let Some(joined) = tasks.join_next().await {
-        match joined {
-            Ok(Ok(true)) => ok += 1,
-            Ok(Ok(false)) => failed.push("exec output wrong".to_string()),
-            Ok(Err(e)) => failed.push(e.to_string()),
-            Err(e) => failed.push(e.to_string()),
-        }
-    }
-    Many {
-        n,
-        ok,
-        failed,
-        elapsed: started.elapsed(),
-    }
 }

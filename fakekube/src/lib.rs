@@ -77,7 +77,8 @@
 //!   and attach connect; its containers run in `runtime`), `controllers` (the agent-sandbox
 //!   controllers), `workloads` (Deployments, ReplicaSets, ReplicationControllers, StatefulSets,
 //!   DaemonSets and Jobs) and `finalizer` (the CRD finalizer: a deleted CRD's objects deleted,
-//!   then the CRD).
+//!   then the CRD); beside them `index` (what the controllers index from the change log:
+//!   objects by their controller reference or by a label, never by scanning a kind).
 //! - Store: `store` (objects, resourceVersions, the change log watches and controllers follow,
 //!   graceful deletion of pods, garbage collection; admission calls into the registry), `events`
 //!   (the Event recorders of the kubelet and the controllers), `clock` (the cluster's time, which
@@ -170,6 +171,7 @@ mod fixtures;
 #[doc(hidden)]
 pub mod fuzzing;
 mod impersonation;
+mod index;
 mod inflight;
 mod inspect;
 mod kube_controllers;

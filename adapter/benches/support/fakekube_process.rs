@@ -42,11 +42,19 @@ impl FakeKubeProcess {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .spawn()?;
+        // The URL line, after any lines a wrapper (a profiler) printed first.
         let mut first = String::new();
-        let read = match child.stdout.take() {
-            Some(out) => std::io::BufReader::new(out).read_line(&mut first),
-            None => Ok(0),
-        };
+        let mut read = Ok(0);
+        if let Some(out) = child.stdout.take() {
+            let mut out = std::io::BufReader::new(out);
+            for _ in 0..8 {
+                first.clear();
+                read = out.read_line(&mut first);
+                if !matches!(read, Ok(n) if n > 0) || first.starts_with("fakekube listening on ") {
+                    break;
+                }
+            }
+        }
         let listening_after = spawned.elapsed();
         if !matches!(read, Ok(n) if n > 0) || !first.starts_with("fakekube listening on ") {
             let _ = child.kill();

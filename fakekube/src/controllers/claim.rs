@@ -864,10 +864,11 @@ fn adopt_from_pool(cluster: Cluster<'_>, claim: &Value) -> Result<Lookup, ClaimE
         }
         Some(_) => (false, None),
     };
+    let want = str_at(claim, &["spec", "warmPoolRef", "name"]).unwrap_or("");
     let mut candidates: Vec<Arc<Value>> = cluster
-        .store
-        .list_all(&k.sandbox, Some(ns))
-        .into_iter()
+        .index
+        .owned_members(ns, want)
+        .filter_map(|(sns, sname)| cluster.store.get_opt(&k.sandbox, sns, sname))
         .filter(|sb| verify_candidate(sb, claim).is_ok())
         .collect();
     candidates.sort_by(|a, b| {

@@ -19,9 +19,12 @@
 //!
 //! Left out everywhere: tracing (`opentelemetry.io/trace-context`), metrics, leader election,
 //! and the real controllers' rate limiting, write-behind deferral and informer-cache
-//! "expectations" (the store is read directly, so there is no cache lag to guard).
+//! "expectations" (objects are read from the store directly; the [`index`] that finds a
+//! Sandbox's Pods, a pool's members and the unbound claims follows the change log, and what it
+//! lacks within a batch is heard of from the change that follows).
 
 mod claim;
+mod index;
 mod sandbox;
 mod template;
 mod warmpool;
@@ -31,6 +34,7 @@ use crate::meta::{self, meta_str};
 use crate::registry::{Registry, ResourceType};
 use crate::status::ApiError;
 use crate::store::{DeleteOptions, Event, EventType as Change, Part, Store, WriteOptions};
+use index::Index;
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -172,6 +176,8 @@ pub(crate) struct Cluster<'a> {
     pub(crate) config: &'a Config,
     /// The controllers' Event recorders.
     pub(crate) recorders: &'a Recorders,
+    /// What the controllers find without scanning a namespace.
+    pub(crate) index: &'a Index,
 }
 
 /// How often a claim waiting for a warm member's Pod IP looks again (upstream's
@@ -318,9 +324,10 @@ async fn run(store: Arc<Store>, config: Config, shutdown: CancellationToken) {
     let mut last = store.resource_version();
     let mut generation = store.registry().generation();
     let mut kinds = Kinds::resolve(store.registry());
+    let mut index = Index::default();
     let mut queue = kinds
         .as_ref()
-        .map(|k| full_resync(&store, k))
+        .map(|k| full_resync(&store, k, &mut index))
         .unwrap_or_default();
     let clock = store.clock().clone();
     let recorders = Recorders::default();
@@ -339,7 +346,8 @@ async fn run(store: Arc<Store>, config: Config, shutdown: CancellationToken) {
                 for e in &events {
                     last = last.max(e.rv);
                     if let Some(k) = &kinds {
-                        keys_for_event(&store, k, e, &mut queue);
+                        index.on_event(k, e);
+                        keys_for_event(&store, k, &index, e, &mut queue);
                     }
                 }
             }
@@ -350,7 +358,7 @@ async fn run(store: Arc<Store>, config: Config, shutdown: CancellationToken) {
             }
         }
         if let Some(k) = kinds.as_ref().filter(|_| resync) {
-            queue.extend(full_resync(&store, k));
+            queue.extend(full_resync(&store, k, &mut index));
         }
         let now = clock.now();
         let due: Vec<Key> = deadlines
@@ -369,6 +377,7 @@ async fn run(store: Arc<Store>, config: Config, shutdown: CancellationToken) {
                 kinds,
                 config: &config,
                 recorders: &recorders,
+                index: &index,
             };
             for key in pending {
                 if kinds.of(key.controller).is_none() {
@@ -412,8 +421,9 @@ fn reconcile(cluster: Cluster<'_>, key: &Key) -> Requeue {
     }
 }
 
-/// Every object any controller looks after.
-fn full_resync(store: &Store, kinds: &Kinds) -> BTreeSet<Key> {
+/// Every object any controller looks after; the index made again from the store.
+fn full_resync(store: &Store, kinds: &Kinds, index: &mut Index) -> BTreeSet<Key> {
+    *index = Index::build(store, kinds);
     let mut out = BTreeSet::new();
     for c in [
         Controller::Template,
@@ -436,7 +446,7 @@ fn full_resync(store: &Store, kinds: &Kinds) -> BTreeSet<Key> {
 }
 
 /// Maps one change to the keys whose controllers must look again.
-fn keys_for_event(store: &Store, kinds: &Kinds, e: &Event, out: &mut BTreeSet<Key>) {
+fn keys_for_event(store: &Store, kinds: &Kinds, index: &Index, e: &Event, out: &mut BTreeSet<Key>) {
     let obj = &e.object;
     let ns = meta_str(obj, "namespace").unwrap_or("");
     let name = meta_str(obj, "name").unwrap_or("");
@@ -473,14 +483,8 @@ fn keys_for_event(store: &Store, kinds: &Kinds, e: &Event, out: &mut BTreeSet<Ke
         }
         if pool_member {
             // A member changed: claims still waiting for one may now adopt it.
-            for c in claims(ns) {
-                if str_at(&c, &["status", "sandbox", "name"]).is_none_or(str::is_empty) {
-                    out.insert(Key::new(
-                        Controller::Claim,
-                        ns,
-                        meta_str(&c, "name").unwrap_or(""),
-                    ));
-                }
+            for (cns, cname) in index.unbound_claims(ns) {
+                out.insert(Key::new(Controller::Claim, cns, cname));
             }
         }
     } else if is(&kinds.template) {
@@ -515,14 +519,15 @@ fn keys_for_event(store: &Store, kinds: &Kinds, e: &Event, out: &mut BTreeSet<Ke
             || e.prev
                 .as_deref()
                 .is_none_or(|p| generation(p) != generation(obj));
-        for c in claims(ns).iter().filter(|_| spec_change) {
-            let bound = str_at(c, &["status", "sandbox", "name"]).is_some_and(|n| !n.is_empty());
-            if str_at(c, &["spec", "warmPoolRef", "name"]) == Some(name) && !bound && !deleting(c) {
-                out.insert(Key::new(
-                    Controller::Claim,
-                    ns,
-                    meta_str(c, "name").unwrap_or(""),
-                ));
+        let unbound = index.unbound_claims(ns).filter(|_| spec_change);
+        for (cns, cname) in unbound {
+            let Some(c) = store.get_opt(&kinds.claim, cns, cname) else {
+                continue;
+            };
+            let bound = str_at(&c, &["status", "sandbox", "name"]).is_some_and(|n| !n.is_empty());
+            if str_at(&c, &["spec", "warmPoolRef", "name"]) == Some(name) && !bound && !deleting(&c)
+            {
+                out.insert(Key::new(Controller::Claim, cns, cname));
             }
         }
     } else if is(&kinds.claim) {

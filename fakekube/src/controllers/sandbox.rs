@@ -653,10 +653,12 @@ fn reconcile_pod(cluster: Cluster<'_>, sb: &mut Arc<Value>, hash: &str) -> PodRe
     let k = cluster.kinds;
     let ns = meta_str(sb, "namespace").unwrap_or("").to_string();
     let sb_name = meta_str(sb, "name").unwrap_or("").to_string();
+    let uid = meta_str(sb, "uid").unwrap_or("");
     let mut owned: Vec<Arc<Value>> = cluster
-        .store
-        .list_all(&k.pod, Some(&ns))
-        .into_iter()
+        .index
+        .pods_of(uid)
+        .filter(|(pns, _)| *pns == ns)
+        .filter_map(|(pns, pname)| cluster.store.get_opt(&k.pod, pns, pname))
         .filter(|p| label(p, NAME_HASH_LABEL) == Some(hash) && controlled_by(p, sb))
         .collect();
     let pod_name = resolve_pod_name(sb);

@@ -201,9 +201,9 @@ pub(crate) fn reconcile(cluster: Cluster<'_>, ns: &str, name: &str) -> Requeue {
     let mut terminating = 0usize;
     let mut active: Vec<Arc<Value>> = Vec::new();
     let members = cluster
-        .store
-        .list_all(&k.sandbox, Some(ns))
-        .into_iter()
+        .index
+        .labeled_members(ns, &hash)
+        .filter_map(|(sns, sname)| cluster.store.get_opt(&k.sandbox, sns, sname))
         .filter(|s| label(s, WARM_POOL_LABEL) == Some(hash.as_str()));
     for sb in members {
         let sb_name = meta_str(&sb, "name").unwrap_or("").to_string();

@@ -11,12 +11,16 @@
 //! a delete with period 0 removes the pod at once, after a last change that watchers see, as
 //! on a cluster. Every other kind goes at once unless finalizers hold it.
 
-use super::{DeleteOptions, Deleted, EventType, Inner, Propagation, crds, target, type_key};
+use super::references::StoreKey;
+use super::{
+    DeleteOptions, Deleted, EventType, Inner, Propagation, TypeKey, crds, target, type_key,
+};
 use crate::clock::add_secs;
 use crate::meta::{self, finalizers, meta_str, owner_uids};
 use crate::registry::ResourceType;
 use crate::status::ApiError;
 use serde_json::{Value, json};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::SystemTime;
 use time::OffsetDateTime;
@@ -303,25 +307,40 @@ impl Inner {
         }
     }
 
-    /// Objects with an ownerReference to `uid`.
+    /// Objects with an ownerReference to `uid`, kind by kind in the registry's order, then by
+    /// namespace and name.
     pub(super) fn dependents(&self, uid: &str) -> Vec<(Arc<ResourceType>, String, String)> {
-        let mut out = Vec::new();
-        for rt in self.registry.storage_kinds() {
-            if let Some(m) = self.objects.get(&type_key(&rt)) {
-                for ((ns, name), obj) in m {
-                    if owner_uids(obj).iter().any(|u| u == uid) {
-                        out.push((rt.clone(), ns.clone(), name.clone()));
-                    }
-                }
-            }
+        self.in_kind_order(self.references.dependents_of(uid))
+    }
+
+    /// The objects of `keys` of the storage kinds, kind by kind in the registry's order, then
+    /// by namespace and name.
+    fn in_kind_order<'a>(
+        &self,
+        keys: impl Iterator<Item = &'a StoreKey>,
+    ) -> Vec<(Arc<ResourceType>, String, String)> {
+        let mut keys: Vec<&StoreKey> = keys.collect();
+        if keys.is_empty() {
+            return Vec::new();
         }
-        out
+        let kinds = self.registry.storage_kinds();
+        let order: HashMap<TypeKey, usize> = kinds
+            .iter()
+            .enumerate()
+            .map(|(i, rt)| (type_key(rt), i))
+            .collect();
+        keys.retain(|(tk, _)| order.contains_key(tk));
+        keys.sort_by(|a, b| (order.get(&a.0), &a.1).cmp(&(order.get(&b.0), &b.1)));
+        keys.into_iter()
+            .filter_map(|(tk, (ns, name))| {
+                let rt = &kinds[*order.get(tk)?];
+                Some((rt.clone(), ns.clone(), name.clone()))
+            })
+            .collect()
     }
 
     pub(super) fn uid_exists(&self, uid: &str) -> bool {
-        self.objects
-            .values()
-            .any(|m| m.values().any(|o| meta_str(o, "uid") == Some(uid)))
+        self.references.uid_exists(uid)
     }
 
     /// Drops ownerReferences to `uid` from its dependents.
@@ -385,22 +404,13 @@ impl Inner {
     pub(super) fn finish_foreground(&mut self) {
         loop {
             let mut progressed = false;
-            let kinds = self.registry.storage_kinds();
-            let waiting: Vec<(Arc<ResourceType>, String, String, Arc<Value>)> = kinds
-                .iter()
-                .flat_map(|rt| {
-                    self.objects
-                        .get(&type_key(rt))
-                        .into_iter()
-                        .flat_map(move |m| m.iter().map(move |(k, v)| (rt.clone(), k, v)))
+            let waiting: Vec<(Arc<ResourceType>, String, String, Arc<Value>)> = self
+                .in_kind_order(self.references.in_foreground())
+                .into_iter()
+                .filter_map(|(rt, ns, n)| {
+                    let v = self.get(&rt, &ns, &n)?;
+                    Some((rt, ns, n, v))
                 })
-                .filter(|(_, _, v)| {
-                    v.get("metadata")
-                        .and_then(|m| m.get("deletionTimestamp"))
-                        .is_some()
-                        && finalizers(v).iter().any(|f| f == "foregroundDeletion")
-                })
-                .map(|(rt, (ns, n), v)| (rt, ns.clone(), n.clone(), v.clone()))
                 .collect();
             for (rt, ns, name, obj) in waiting {
                 let uid = meta_str(&obj, "uid").unwrap_or("").to_string();

@@ -22,6 +22,7 @@ use tokio::sync::watch;
 
 mod crds;
 mod deletion;
+mod references;
 
 pub(crate) use deletion::PVC_PROTECTION;
 
@@ -200,6 +201,8 @@ struct Inner {
     settings: StoreSettings,
     /// The cluster's clock: creation and deletion timestamps.
     clock: Clock,
+    /// Uids, owner references and foreground deletions, for garbage collection.
+    references: references::References,
 }
 
 fn target<'a>(rt: &'a ResourceType, name: &'a str) -> Target<'a> {
@@ -282,6 +285,7 @@ impl Store {
                 epoch: 0,
                 type_rv: HashMap::new(),
                 settings,
+                references: references::References::default(),
             }),
             changed,
         }
@@ -481,7 +485,9 @@ impl Store {
                 inner.log_floor
             )));
         }
-        Ok(inner.log.iter().filter(|e| e.rv > rv).cloned().collect())
+        // The log is in resourceVersion order: find the first newer event, don't scan.
+        let first = inner.log.partition_point(|e| e.rv <= rv);
+        Ok(inner.log.range(first..).cloned().collect())
     }
 
     /// Creates an object in `ns` (empty for cluster-scoped kinds).
@@ -673,16 +679,20 @@ impl Inner {
     }
 
     fn put(&mut self, rt: &Arc<ResourceType>, ns: &str, name: &str, obj: Arc<Value>) {
-        self.objects
-            .entry(type_key(rt))
+        let key = (type_key(rt), (ns.to_string(), name.to_string()));
+        let old = self
+            .objects
+            .entry(key.0.clone())
             .or_default()
-            .insert((ns.to_string(), name.to_string()), obj);
+            .insert(key.1.clone(), obj.clone());
+        self.references.stored(&key, &obj, old.as_deref());
     }
 
     fn remove(&mut self, rt: &Arc<ResourceType>, ns: &str, name: &str) -> Option<Arc<Value>> {
-        self.objects
-            .get_mut(&type_key(rt))?
-            .remove(&(ns.to_string(), name.to_string()))
+        let key = (type_key(rt), (ns.to_string(), name.to_string()));
+        let old = self.objects.get_mut(&key.0)?.remove(&key.1)?;
+        self.references.removed(&key, &old);
+        Some(old)
     }
 
     /// Schema pruning, defaulting and validation of a custom kind; the CRD checks and status
