@@ -1,33 +1,67 @@
 #!/usr/bin/env bash
-# The fault soak (adapter/tests/soak.rs): the main job's operations through the adapter from
-# several workers while fakekube injects a seeded random mix of faults, the token is rotated
-# and pods are deleted under running execs; every operation must end in success or an
-# explained contract code within its timeout, and nothing may be left after the reconcile.
-# Not part of ci/test.sh (a soak is long by design): CI can run it as a step of its own with the fixed
-# default seed for 60 s; by hand, run it longer with a random seed:
+# The fault soak, in two parts, both under a seeded random mix of faults fakekube injects
+# (connection resets, 429 and 503 with Retry-After, 500s, slow answers, exec streams dropped
+# mid-output, watch 410s, pods deleted under running execs):
 #
-#   bash ci/soak.sh [--seconds N] [--seed N | --random-seed] [--rate R] [--workers N]
+# 1. the main job (the conformance binary on its embedded fakekube) with --chaos-seed, once per
+#    round with the seeds SEED, SEED+1, ...: a trial may fail only with a contract code a fault
+#    explains; a reconcile deletes what cleanups could not, every sandbox it finds must be the
+#    run's own, and the leak check must find nothing;
+# 2. adapter/tests/soak.rs for --seconds: the main job's operations from several workers while
+#    the token is rotated (the old one revoked) and pods are deleted under running execs; every
+#    operation must end in success or an explained code within its timeout, and nothing may be
+#    left after the reconcile.
 #
-# It prints the seed first (a failing run is reproduced with it) and a summary last:
-# operations, errors by code, faults injected by kind.
+# ci/test.sh runs it with the fixed default seed for a short time; by hand, run it longer with
+# a random seed:
+#
+#   bash ci/soak.sh [--seconds N] [--rounds N] [--seed N | --random-seed] [--rate R] [--workers N]
+#
+# It prints the seed first (a failing run is reproduced with it) and, for each part, a summary:
+# faults injected by kind, operations by outcome and error code, what the reconcile found.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds=60
+rounds=1
 seed=1
-rate=0.03
+rate=0.02
 workers=4
 while [ $# -gt 0 ]; do
     case "$1" in
         --seconds) seconds="$2"; shift 2 ;;
+        --rounds) rounds="$2"; shift 2 ;;
         --seed) seed="$2"; shift 2 ;;
         --random-seed) seed="$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')"; shift ;;
         --rate) rate="$2"; shift 2 ;;
         --workers) workers="$2"; shift 2 ;;
-        -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
         *) echo "soak: unknown argument $1" >&2; exit 2 ;;
     esac
 done
-echo "== soak: seed $seed, rate $rate, $workers workers, ${seconds}s"
+echo "== soak: seed $seed, rate $rate; the main job $rounds round(s); the adapter soak ${seconds}s with $workers workers"
+
+# The workspace's test build (what ci/test.sh's `cargo test --workspace` made, so nothing is
+# built again there): the conformance binary and the soak test with the same features.
+cargo test --workspace --locked --no-run
+target="${CARGO_TARGET_DIR:-target}"
+for round in $(seq 0 $((rounds - 1))); do
+    s=$((seed + round))
+    echo "== the main job under chaos (round $((round + 1)) of $rounds, seed $s)"
+    # Only the summary: the trial lines of a run under chaos are many and mostly "ok".
+    log="$(mktemp "${TMPDIR:-/tmp}/soak-main.XXXXXX")"
+    status=0
+    "$target/debug/conformance" --chaos-seed "$s" --chaos-rate "$rate" >"$log" 2>&1 || status=$?
+    sed -n '/^chaos: [0-9]* faults injected/,$p' "$log"
+    if [ "$status" -ne 0 ]; then
+        grep -E '^(test result|conformance:)' "$log" >&2 || true
+        rm -f "$log"
+        echo "soak: the main job under chaos failed (seed $s, rate $rate)" >&2
+        exit 1
+    fi
+    rm -f "$log"
+done
+
+echo "== the adapter soak (adapter/tests/soak.rs), seed $seed, ${seconds}s"
 SOAK_SECONDS="$seconds" SOAK_SEED="$seed" SOAK_RATE="$rate" SOAK_WORKERS="$workers" \
-    cargo test -p agentsandbox --test soak --locked -- --ignored --nocapture
+    cargo test --workspace --locked --test soak -- --ignored --nocapture

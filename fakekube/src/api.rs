@@ -394,7 +394,7 @@ async fn resource(
         return match (verb, sub) {
             ("list", "") => objects::list(shared, &req),
             ("watch", "") => match shared.faults.chaos_watch() {
-                Some(gone) => Err(gone),
+                Some(gone) => Ok(watch::expired(&gone)),
                 None => watch::serve(shared.clone(), rt.clone(), ns, name, query, req.repr),
             },
             ("get", _) => objects::get(&req),

@@ -1,6 +1,7 @@
 //! Faults a test can switch on while the server runs: throttling, slow responses, failing list
 //! pages, exec without v5, exec connections dropped mid-output; and [`Chaos`], a seeded random
-//! mix of all of them (and connection resets, 500s, 503s, watch 410s), for soak runs.
+//! mix of all of them (and connection resets, 500s, 503s, watch 410s, pods deleted under
+//! running execs), for soak runs.
 
 use crate::status::ApiError;
 use http::StatusCode;
@@ -26,8 +27,12 @@ pub struct ChaosRates {
     pub slow: f64,
     /// An exec session's connection is dropped after 0 to 4096 bytes of output.
     pub exec_drop: f64,
-    /// A watch is refused with 410 `Expired`.
+    /// A watch is ended at once by a 410 `Expired` ERROR event (the client must list again).
     pub watch_gone: f64,
+    /// The pod of an exec session is deleted (with its grace period, as `kubectl delete pod`
+    /// does) while the command runs: 0 to 20 ms after the command started (when the command
+    /// ends sooner, the pod goes all the same).
+    pub pod_delete: f64,
 }
 
 impl ChaosRates {
@@ -41,6 +46,7 @@ impl ChaosRates {
             slow: rate,
             exec_drop: rate,
             watch_gone: rate,
+            pod_delete: rate,
         }
     }
 }
@@ -153,7 +159,7 @@ impl Faults {
     }
 
     /// What chaos injected since it was started, by fault (`reset`, `throttle`, `internal`,
-    /// `unavailable`, `slow`, `exec_drop`, `watch_gone`).
+    /// `unavailable`, `slow`, `exec_drop`, `watch_gone`, `pod_delete`).
     pub fn chaos_injected(&self) -> BTreeMap<String, u64> {
         self.chaos
             .lock()
@@ -195,7 +201,17 @@ impl Faults {
         })
     }
 
-    /// The 410 chaos answers the watch now starting, if it does.
+    /// How long after its command started chaos deletes the pod of the exec session now
+    /// starting, if it does.
+    pub(crate) fn chaos_pod_delete(&self) -> Option<Duration> {
+        self.with_chaos(|c| {
+            let rate = c.rates.pod_delete;
+            c.strikes("pod_delete", rate)
+                .then(|| Duration::from_millis((c.next() * 20.0) as u64))
+        })
+    }
+
+    /// The 410 chaos ends the watch now starting with, if it does.
     pub(crate) fn chaos_watch(&self) -> Option<ApiError> {
         self.with_chaos(|c| {
             let rate = c.rates.watch_gone;

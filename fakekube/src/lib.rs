@@ -137,8 +137,11 @@
 //!   binding may grant anything in it.
 //! - The bootstrap policy holds the roles of users, service accounts and discovery, not those of
 //!   cluster components fakekube has no counterpart of (nodes, scheduler, controllers).
-//! - A request target longer than 32 KiB is answered 414 (the `http` crate holds no URI past
-//!   64 KiB), where the API server serves targets up to its 1 MiB header limit.
+//! - A request target (path and query) longer than 63 KiB is answered 414 with a Status, where
+//!   the API server serves targets up to its 1 MiB header limit: the `http` crate holds no URI
+//!   past 65,534 bytes. Past that the stack refuses the request before fakekube sees it:
+//!   HTTP/1.1 gets hyper's 414 without a Status (431 past 400 KiB) and the connection closes;
+//!   HTTP/2 gets its stream reset with `PROTOCOL_ERROR`, and the connection stays up.
 //! - The agent-sandbox `v1alpha1` conversion passes embedded Kubernetes types (pod and PVC
 //!   specs) through as sent, without the zero values upstream's typed Go round trip adds, and
 //!   its state annotations are not Go's bytes (see `conversion`). Managed fields are not

@@ -6,9 +6,9 @@
 //! It keeps the transport's [`Limits`] as the API server's Go HTTP server keeps them: a
 //! connection that takes too long to send a request's headers is closed (the header-read
 //! timeout: slow clients cannot hold connections forever), one idle too long without a
-//! request is closed gracefully (the idle timeout), a request line longer than a header block
-//! may be is answered 414 on both HTTP versions (and HTTP/2 takes header blocks that large, so
-//! the connection stays up).
+//! request is closed gracefully (the idle timeout), a request target longer than [`MAX_URI`]
+//! (63 KiB, near the most the `http` crate holds) is answered 414 on both HTTP versions (and
+//! HTTP/2 takes header blocks up to Go's 1 MiB, so the connection stays up).
 
 use axum::Router;
 use axum::body::Body;
@@ -63,11 +63,16 @@ impl Default for Limits {
     }
 }
 
-/// The longest request target (path and query) served; longer ones get 414. Go's server
-/// allows 1 MiB of request line and headers together, but the `http` crate holds no URI past
-/// 64 KiB, so the limit sits below that: every target hyper can parse is either served or
-/// answered 414 with a Status.
-pub(crate) const MAX_URI: usize = 32 << 10;
+/// The longest request target (path and query) served; longer ones get 414 with a Status.
+/// Go's server allows 1 MiB of request line and headers together, but the `http` crate holds
+/// no URI past [`HTTP_MAX_URI`] bytes: the limit is as near that as leaves a band of targets
+/// hyper parses and fakekube answers 414 with a Status on both HTTP versions. Past the band
+/// the stack refuses the request itself: HTTP/1.1 gets hyper's bare 414 (431 past its 400 KiB
+/// buffer), HTTP/2 a reset stream (`PROTOCOL_ERROR`) on a connection that stays up.
+pub(crate) const MAX_URI: usize = HTTP_MAX_URI - 1024;
+
+/// The longest URI the `http` crate holds (`u16::MAX - 1` bytes), and so hyper parses.
+pub(crate) const HTTP_MAX_URI: usize = u16::MAX as usize - 1;
 
 /// The largest HTTP/2 header block taken (Go's 1 MiB), so that an over-long URL reaches the
 /// 414 answer instead of breaking the connection (hyper's default of 16 KiB would refuse the
@@ -392,4 +397,30 @@ pub(crate) fn uri_too_long(uri: &http::Uri) -> Option<http::Response<Body>> {
         http::HeaderValue::from_static("application/json"),
     );
     Some(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(len: usize) -> String {
+        let mut t = "/api/v1/pods?pad=".to_owned();
+        t.push_str(&"x".repeat(len - t.len()));
+        t
+    }
+
+    #[test]
+    fn the_http_crate_holds_a_uri_of_http_max_uri_bytes_and_not_one_more() {
+        assert!(target(HTTP_MAX_URI).parse::<http::Uri>().is_ok());
+        assert!(target(HTTP_MAX_URI + 1).parse::<http::Uri>().is_err());
+    }
+
+    #[test]
+    fn a_target_of_max_uri_bytes_is_served_and_one_byte_more_is_refused_with_a_status() {
+        let at: http::Uri = target(MAX_URI).parse().unwrap();
+        assert!(uri_too_long(&at).is_none());
+        let past: http::Uri = target(MAX_URI + 1).parse().unwrap();
+        let refused = uri_too_long(&past).expect("a 414");
+        assert_eq!(refused.status(), http::StatusCode::URI_TOO_LONG);
+    }
 }

@@ -115,6 +115,19 @@ fn error_line(e: &ApiError) -> Vec<u8> {
     encoding::event_line("ERROR", &e.to_status(), Shape::Typed)
 }
 
+/// A watch ended at once by `gone` (a 410 `Expired`) as an ERROR event, as the API server ends
+/// one whose resourceVersion its log no longer reaches: the client must list again. Chaos
+/// answers watches with it.
+pub(crate) fn expired(gone: &ApiError) -> Response {
+    let mut resp = Response::new(Body::from(error_line(gone)));
+    *resp.status_mut() = StatusCode::OK;
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    resp
+}
+
 /// Starts a watch of `rt` (in namespace `ns`, or every namespace when it is empty; of the
 /// object `name` alone when it is not) and answers with its stream.
 pub(crate) fn serve(

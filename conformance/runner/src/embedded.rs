@@ -1,17 +1,18 @@
 //! The run against an in-process fakekube: start it with the warm pool a cluster operator would
-//! make, connect the adapter as two pools, run the suite with fakekube's fault switches, then
-//! check that nothing is left.
+//! make, connect the adapter as two pools, run the suite with fakekube's fault switches (and,
+//! with `--chaos-seed`, under chaos: see `chaos`), then check that nothing is left.
 
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentsandbox::{AgentSandbox, ConnectOptions, PoolConfig};
-use fakekube::FakeKube;
+use fakekube::{Chaos, FakeKube};
 use sandbox_conformance::{Arguments, Fault, Faults, Fixtures};
 use sandbox_contract::{Error, Provider, async_trait};
 use serde_json::json;
 
+use crate::chaos::{self, Counted, Tally, Verdicts};
 use crate::error::RunError;
 use crate::options::Options;
 use crate::pools::{
@@ -61,21 +62,27 @@ pub(crate) fn run(
         kube.base_url(),
         started.elapsed()
     );
+    let tally = Tally::default();
+    let direct: Arc<dyn Provider> = Arc::new(Counted::new(direct, tally.clone()));
+    let warm: Arc<dyn Provider> = Arc::new(Counted::new(warm, tally.clone()));
+    let chaos = options.chaos_seed.map(|seed| Chaos {
+        seed,
+        rates: chaos::rates(options.chaos_rate.unwrap_or(chaos::DEFAULT_RATE)),
+    });
+    if let Some(c) = &chaos {
+        println!(
+            "chaos: seed {}, rate {} per fault and occasion (rerun with --chaos-seed {} --chaos-rate {})",
+            c.seed, c.rates.reset, c.seed, c.rates.reset
+        );
+        kube.faults().chaos(Some(*c));
+    }
     let with_faults = || Fixtures {
         faults: Some(Arc::new(FakeFaults(kube.clone())) as Arc<dyn Faults>),
         ..fast_fixtures()
     };
     let report = suite_with_reports(options)
-        .pool(
-            "direct",
-            Arc::new(direct) as Arc<dyn Provider>,
-            direct_fixtures(with_faults()),
-        )
-        .pool(
-            "warm",
-            Arc::new(warm) as Arc<dyn Provider>,
-            warm_fixtures(with_faults()),
-        )
+        .pool("direct", direct.clone(), direct_fixtures(with_faults()))
+        .pool("warm", warm.clone(), warm_fixtures(with_faults()))
         .run(args);
     if args.list {
         return Ok(ExitCode::SUCCESS);
@@ -83,6 +90,16 @@ pub(crate) fn run(
     if let Some(recording) = recording {
         runtime.block_on(recording.finish())?;
     }
+    let chaos_clean = chaos.map(|_| {
+        kube.faults().chaos(None);
+        chaos_summary(
+            runtime,
+            &kube,
+            &report,
+            &tally,
+            &[direct.clone(), warm.clone()],
+        )
+    });
     let leaks = runtime.block_on(leak_check(&kube));
     println!(
         "\nwall time: {:.2?} (fakekube start and pools included)",
@@ -94,7 +111,63 @@ pub(crate) fn run(
         }
         Err(left) => println!("leak check FAILED: still present: {left}"),
     }
-    finish(&report, options, leaks.is_ok())
+    let code = finish(&report, options, leaks.is_ok())?;
+    Ok(match chaos_clean {
+        // Under chaos a trial may fail with a code a fault explains; nothing else may.
+        Some(clean) if clean && leaks.is_ok() => ExitCode::SUCCESS,
+        Some(_) => ExitCode::FAILURE,
+        None => code,
+    })
+}
+
+/// After a run under chaos (stopped by now): prints the faults injected by kind, the provider
+/// calls by operation and outcome, and the trials by verdict; reconciles what cleanups left.
+/// Returns whether every failure is explained and the reconcile found only the run's own.
+fn chaos_summary(
+    runtime: &tokio::runtime::Runtime,
+    kube: &FakeKube,
+    report: &sandbox_conformance::Report,
+    tally: &Tally,
+    providers: &[Arc<dyn Provider>],
+) -> bool {
+    let injected = kube.faults().chaos_injected();
+    let faults: Vec<String> = injected.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    println!(
+        "\nchaos: {} faults injected: {}",
+        injected.values().sum::<u64>(),
+        faults.join(", ")
+    );
+    println!(
+        "chaos: {} provider calls, by operation and outcome:",
+        tally.total()
+    );
+    for line in tally.lines() {
+        println!("  {line}");
+    }
+    let verdicts = Verdicts::of(report);
+    let explained: Vec<String> = verdicts
+        .explained
+        .iter()
+        .map(|(code, n)| format!("{code} {n}"))
+        .collect();
+    println!(
+        "chaos: trials: {} passed, {} failed with a code a fault explains ({}), {} unexplained",
+        verdicts.passed,
+        verdicts.explained.values().sum::<usize>(),
+        explained.join(", "),
+        verdicts.unexplained.len()
+    );
+    for (name, message) in &verdicts.unexplained {
+        println!("  UNEXPLAINED {name}: {message}");
+    }
+    let reconciled = runtime.block_on(chaos::reconcile(providers, tally));
+    match &reconciled {
+        Ok(n) => println!(
+            "chaos: the reconcile deleted {n} sandboxes the cleanups left, all the run's own"
+        ),
+        Err(e) => println!("chaos: reconcile FAILED: {e}"),
+    }
+    verdicts.unexplained.is_empty() && reconciled.is_ok()
 }
 
 /// Connects the adapter with `options` (fakekube's kubeconfig, or the recording proxy's) as

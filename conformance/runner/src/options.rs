@@ -27,6 +27,12 @@ OPTIONS
   --json PATH         write the JSON report
   --junit PATH        write the JUnit XML report
   --markdown PATH     write the capability table as Markdown (a provider page's section)
+  --chaos-seed N      with the embedded fakekube: inject a seeded random mix of faults
+                      while the suite runs (resets, 429, 500, 503, slow answers, exec streams
+                      dropped, watch 410s; ci/soak.sh deletes pods under execs); a trial may
+                      then fail only with a code a fault explains, a reconcile deletes what
+                      cleanups could not, and the leak check must find nothing
+  --chaos-rate R      with --chaos-seed: each fault's probability per occasion (default 0.02)
   -h, --help          this text, then libtest's options
 
 Before any trial against a cluster, a preflight checks each pool's namespace, warm pool and
@@ -54,7 +60,7 @@ pub(crate) enum Target {
 }
 
 /// This binary's own options; the rest go to libtest.
-#[derive(Debug, Default, PartialEq, Eq)]
+#[derive(Debug, Default, PartialEq)]
 pub(crate) struct Options {
     /// `--kubeconfig`.
     pub(crate) kubeconfig: Option<PathBuf>,
@@ -78,6 +84,10 @@ pub(crate) struct Options {
     pub(crate) markdown: Option<PathBuf>,
     /// `--record`: where to record the run's exchanges as a cassette.
     pub(crate) record: Option<PathBuf>,
+    /// `--chaos-seed`: run under chaos with this seed.
+    pub(crate) chaos_seed: Option<u64>,
+    /// `--chaos-rate`.
+    pub(crate) chaos_rate: Option<f64>,
     /// Everything else, in order, for libtest.
     pub(crate) rest: Vec<String>,
 }
@@ -109,6 +119,22 @@ impl Options {
                 "--junit" => o.junit = Some(PathBuf::from(value("--junit")?)),
                 "--record" => o.record = Some(PathBuf::from(value("--record")?)),
                 "--markdown" => o.markdown = Some(PathBuf::from(value("--markdown")?)),
+                "--chaos-seed" => {
+                    let v = value("--chaos-seed")?;
+                    o.chaos_seed = Some(v.parse().map_err(|_| {
+                        format!("--chaos-seed takes a whole number from 0 to 2^64-1, not {v:?}")
+                    })?);
+                }
+                "--chaos-rate" => {
+                    let v = value("--chaos-rate")?;
+                    let rate: f64 = v.parse().unwrap_or(f64::NAN);
+                    if !(0.0..=1.0).contains(&rate) {
+                        return Err(format!(
+                            "--chaos-rate takes a probability from 0 to 1, not {v:?}"
+                        ));
+                    }
+                    o.chaos_rate = Some(rate);
+                }
                 "--cluster" => o.cluster = true,
                 // The embedded fakekube is the default now; the flag stays for old scripts.
                 "--fake" => {}
@@ -147,6 +173,17 @@ impl Options {
         }
         if self.kubeconfig.is_some() && self.cluster {
             return Err("--kubeconfig and --cluster do not go together".to_owned());
+        }
+        if self.chaos_rate.is_some() && self.chaos_seed.is_none() {
+            return Err("--chaos-rate needs --chaos-seed".to_owned());
+        }
+        if self.chaos_seed.is_some()
+            && (cluster || self.provider_cmd.is_some() || self.provider_url.is_some())
+        {
+            return Err(
+                "--chaos-seed switches the embedded fakekube's faults: it needs no other target"
+                    .to_owned(),
+            );
         }
         if !cluster {
             for (set, flag) in [
@@ -273,6 +310,23 @@ mod tests {
         ] {
             assert!(parse(args).unwrap().target().is_err(), "{args:?}");
         }
+    }
+
+    #[test]
+    fn chaos_takes_a_seed_and_a_rate_for_the_embedded_fakekube_only() {
+        let o = parse(&["--chaos-seed", "42", "--chaos-rate=0.1"]).unwrap();
+        assert_eq!((o.chaos_seed, o.chaos_rate), (Some(42), Some(0.1)));
+        assert_eq!(o.target(), Ok(Target::Embedded));
+        assert!(parse(&["--chaos-seed", "-1"]).is_err());
+        assert!(parse(&["--chaos-seed", "1", "--chaos-rate", "1.5"]).is_err());
+        assert!(parse(&["--chaos-seed", "1", "--chaos-rate", "NaN"]).is_err());
+        assert!(parse(&["--chaos-rate", "0.1"]).unwrap().target().is_err());
+        assert!(
+            parse(&["--chaos-seed", "1", "--kubeconfig", "/k"])
+                .unwrap()
+                .target()
+                .is_err()
+        );
     }
 
     #[test]

@@ -43,12 +43,17 @@ pub fn shell_parse(data: &[u8]) {
     }
 }
 
-/// How long one script may run before its exec is cancelled.
+/// How many steps (commands) one script's shell may take: an endless loop stops there, with
+/// 152, in well under a millisecond per hundred steps.
+const RUN_STEPS: u64 = 20_000;
+
+/// How long one script may run before its exec is cancelled: the backstop for what steps do
+/// not count (a `sleep`, a program reading an endless input).
 const RUN_TIME: Duration = Duration::from_millis(200);
 
 /// A script run with `sh -c` in a container bounded in processes (32), memory (8 MiB), storage
-/// (4 MiB across the filesystem) and time ([`RUN_TIME`], then cancelled as a deleted pod's
-/// exec is); its output is read and dropped.
+/// (4 MiB across the filesystem), steps ([`RUN_STEPS`]) and time ([`RUN_TIME`], then cancelled
+/// as a deleted pod's exec is); its output is read and dropped.
 pub fn shell_run(data: &[u8]) {
     let script = String::from_utf8_lossy(data).into_owned();
     let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
@@ -72,6 +77,7 @@ pub fn shell_run(data: &[u8]) {
             processes: ProcessTable::with_limits(Limits {
                 processes: 32,
                 memory: Some(8 << 20),
+                steps: RUN_STEPS,
             }),
             cancel: cancel.clone(),
             network: PodNetwork::new(),

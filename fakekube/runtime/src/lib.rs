@@ -106,6 +106,9 @@
 //! substitutions hold; past it the process is killed with 137 and counted in
 //! [`ProcessTable::oom_kills`]). [`exec_session`] reports an exec whose processes the limits
 //! killed with 137. Shells, functions and compound commands nest at most 64 deep (exit 2).
+//! A shell takes at most [`Limits::steps`] commands ([`DEFAULT_STEP_LIMIT`]) with its
+//! subshells and jobs, then stops with [`STEP_LIMIT_STATUS`] (152, as `SIGXCPU` ends a process
+//! past its CPU time limit) and `sh: CPU time limit exceeded (N steps)` on its stderr.
 //! Every filesystem [`Programs::pod_fs`] makes is charged to its [`StorageBudget`]: a write
 //! past it fails with `No space left on device`, and a filesystem gives its bytes back when
 //! it goes. [`PodFs::set_ephemeral_limit`] does not refuse writes: it fires a token, for the
@@ -148,8 +151,8 @@ pub use fs::{FsError, PodFs, StorageBudget, Volume};
 pub use io::{CHUNK, Input, Output, Stdio, WriteError};
 pub use net::{Connection, Listener, NetError, PodNetwork};
 pub use process::{
-    DEFAULT_PATH, DEFAULT_PROCESS_LIMIT, Limits, PROCESS_MEMORY, Process, ProcessInfo,
-    ProcessTable, Programs, Signal, SignalError, Verdict,
+    DEFAULT_PATH, DEFAULT_PROCESS_LIMIT, DEFAULT_STEP_LIMIT, Limits, PROCESS_MEMORY, Process,
+    ProcessInfo, ProcessTable, Programs, STEP_LIMIT_STATUS, Signal, SignalError, Verdict,
 };
 pub use tty::WindowSize;
 

@@ -262,6 +262,13 @@ pub(crate) async fn serve_authorized(
     };
     let shutdown = shared.shutdown.clone();
     let argv = options.command;
+    let pod_delete = match kind {
+        Kind::Exec => shared
+            .faults
+            .chaos_pod_delete()
+            .map(|after| PodDelete::new(shared, rp, after)),
+        Kind::Attach => None,
+    };
     if spdy {
         let offered = upgrade::offered_stream_protocols(&parts.headers);
         let name = match upgrade::negotiate_stream_protocol(&offered, &StreamProtocol::NAMES) {
@@ -297,7 +304,7 @@ pub(crate) async fn serve_authorized(
                 }
             };
             let io = transport::spdy::Spdy::new(conn, streams);
-            run_session(io, config, target, argv, shutdown).await;
+            run_session(io, config, target, argv, shutdown, pod_delete).await;
         });
         return Ok(upgrade::spdy_switch(name));
     }
@@ -332,7 +339,7 @@ pub(crate) async fn serve_authorized(
             }
         };
         let io = transport::websocket::WebSocket::new(TokioIo::new(upgraded), protocol, streams);
-        run_session(io, config, target, argv, shutdown).await;
+        run_session(io, config, target, argv, shutdown, pod_delete).await;
     });
     Ok(upgrade::websocket_switch(&key, Some(protocol.as_str())))
 }
@@ -344,6 +351,7 @@ async fn run_session<T: session::Transport>(
     target: Endpoint,
     argv: Vec<String>,
     shutdown: CancellationToken,
+    pod_delete: Option<PodDelete>,
 ) {
     let cancel = config.cancel.clone();
     let watch_shutdown = {
@@ -358,7 +366,26 @@ async fn run_session<T: session::Transport>(
     let report = match target {
         Endpoint::Exec(t) => {
             let token = cancel.clone();
-            session::run(transport, config, move |io| run_exec(t, argv, token, io)).await
+            session::run(transport, config, move |io| async move {
+                let process = run_exec(t, argv, token, io);
+                match pod_delete {
+                    Some(fault) => {
+                        tokio::pin!(process);
+                        // The command starts at its first poll; the pod goes a moment later.
+                        let mut deleting = Box::pin(fault.run());
+                        tokio::select! {
+                            status = &mut process => {
+                                // A command quicker than the fault: its pod goes all the same.
+                                tokio::spawn(deleting);
+                                status
+                            }
+                            () = &mut deleting => process.await,
+                        }
+                    }
+                    None => process.await,
+                }
+            })
+            .await
         }
         Endpoint::Attach(a) => {
             let token = cancel.clone();
@@ -368,6 +395,46 @@ async fn run_session<T: session::Transport>(
     cancel.cancel();
     watch_shutdown.abort();
     tracing::debug!(?report.end, ?report.exit, bytes = report.output_bytes, "exec: session ended");
+}
+
+/// The chaos fault "a pod deleted under a running exec": the session's pod, deleted a while
+/// after its command started, as `kubectl delete pod` would (with the grace period).
+struct PodDelete {
+    /// The server's state.
+    shared: Arc<Shared>,
+    /// The pod's namespace.
+    namespace: String,
+    /// The pod's name.
+    name: String,
+    /// How long after the command started.
+    after: Duration,
+}
+
+impl PodDelete {
+    /// The fault for the pod `rp` names, `after` the command starts.
+    fn new(shared: &Arc<Shared>, rp: &ResourcePath, after: Duration) -> Self {
+        PodDelete {
+            shared: shared.clone(),
+            namespace: rp.namespace.clone(),
+            name: rp.name.clone(),
+            after,
+        }
+    }
+
+    /// Waits, then deletes the pod (a pod already gone is no error).
+    async fn run(self) {
+        tokio::time::sleep(self.after).await;
+        let Some(rt) = self.shared.store.registry().find("", "v1", "pods") else {
+            return;
+        };
+        let deleted = self.shared.store.delete(
+            &rt,
+            &self.namespace,
+            &self.name,
+            &crate::store::DeleteOptions::default(),
+        );
+        tracing::debug!(pod = %self.name, ok = deleted.is_ok(), "exec: chaos deleted the pod");
+    }
 }
 
 /// What a request connects to.

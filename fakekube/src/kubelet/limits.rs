@@ -12,6 +12,7 @@ pub(super) fn container_limits(spec: &Value, processes: usize) -> Limits {
     Limits {
         processes,
         memory: limit_of(spec, "memory").map(|(bytes, _)| bytes),
+        ..Limits::default()
     }
 }
 
@@ -91,7 +92,8 @@ mod tests {
             container_limits(&spec, 7),
             Limits {
                 processes: 7,
-                memory: Some(64 << 20)
+                memory: Some(64 << 20),
+                ..Limits::default()
             }
         );
         assert_eq!(ephemeral_limit(&spec), Some((1 << 20, "1Mi".to_string())));

@@ -1,6 +1,7 @@
 //! What a container's processes may take together, as its cgroup lets them ([`Limits`]: a
-//! process count, as `pids.max`, and memory, as `memory.max`), and how a process learns it
-//! went past them ([`ForkError`], [`Verdict`]).
+//! process count, as `pids.max`, and memory, as `memory.max`; and the CPU one shell may take,
+//! as `RLIMIT_CPU`, counted in steps), and how a process learns it went past them
+//! ([`ForkError`], [`Verdict`]).
 //!
 //! Memory is counted, not measured: each process costs [`PROCESS_MEMORY`], and a shell charges
 //! what its variables and command substitutions hold. A charge past the limit kills the
@@ -16,6 +17,15 @@ pub const PROCESS_MEMORY: u64 = 64 * 1024;
 /// Processes a container may run at once when its pod says nothing else.
 pub const DEFAULT_PROCESS_LIMIT: usize = 1024;
 
+/// Steps one shell may take when nothing says otherwise: ten million commands, minutes of a
+/// busy loop, far more than a real script runs (a loop over a million lines takes a few
+/// million).
+pub const DEFAULT_STEP_LIMIT: u64 = 10_000_000;
+
+/// The exit status of a shell past its step limit: 128 + `SIGXCPU`, as a process past its
+/// CPU time limit (`RLIMIT_CPU`) ends.
+pub const STEP_LIMIT_STATUS: i32 = 128 + 24;
+
 /// A container's limits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
@@ -24,6 +34,11 @@ pub struct Limits {
     /// Bytes of memory (`memory.max`, from the container's `resources.limits.memory`); `None`
     /// for no limit.
     pub memory: Option<u64>,
+    /// Steps (commands run: simple, compound and function definitions) one shell process may
+    /// take together with its subshells and background jobs; past it the shell stops with
+    /// [`STEP_LIMIT_STATUS`] and says why on its stderr. A shell it starts as a program (`sh
+    /// -c`) has steps of its own. This bounds the CPU an endless loop can take.
+    pub steps: u64,
 }
 
 impl Default for Limits {
@@ -31,6 +46,7 @@ impl Default for Limits {
         Limits {
             processes: DEFAULT_PROCESS_LIMIT,
             memory: None,
+            steps: DEFAULT_STEP_LIMIT,
         }
     }
 }

@@ -13,7 +13,9 @@ mod registry;
 mod table;
 
 pub(crate) use launch::{SpawnError, resolve};
-pub use limits::{DEFAULT_PROCESS_LIMIT, Limits, PROCESS_MEMORY, Verdict};
+pub use limits::{
+    DEFAULT_PROCESS_LIMIT, DEFAULT_STEP_LIMIT, Limits, PROCESS_MEMORY, STEP_LIMIT_STATUS, Verdict,
+};
 pub(crate) use registry::Program;
 pub use registry::Programs;
 #[cfg(test)]

@@ -635,6 +635,7 @@ mod tests {
         let table = ProcessTable::with_limits(Limits {
             processes: 3,
             memory: None,
+            ..Limits::default()
         });
         let root = CancellationToken::new();
         let other = table.start(0, vec!["sleep".into()], &root).unwrap();
@@ -655,6 +656,7 @@ mod tests {
         let table = ProcessTable::with_limits(Limits {
             processes: 10,
             memory: Some(PROCESS_MEMORY * 2 + 100),
+            ..Limits::default()
         });
         let root = CancellationToken::new();
         let main = table.start(0, vec!["sh".into()], &root).unwrap();

@@ -1,4 +1,4 @@
-//! The container's limits: processes, memory, and the storage budget of its filesystem.
+//! The container's limits: processes, memory, shell steps, and the storage budget of its filesystem.
 
 use super::*;
 
@@ -39,6 +39,7 @@ async fn a_fork_bomb_stops_at_the_process_limit_and_its_exec_fails_with_137() {
     let limits = Limits {
         processes: 64,
         memory: None,
+        ..Limits::default()
     };
     let run = tokio::time::timeout(
         Duration::from_secs(60),
@@ -56,6 +57,7 @@ async fn a_shell_whose_variables_pass_the_memory_limit_is_killed_with_137() {
     let limits = Limits {
         processes: 64,
         memory: Some(4 << 20),
+        ..Limits::default()
     };
     let script = "x=$(head -c 8388608 /dev/zero | tr '\\0' a); echo survived";
     let run = session(limits, &fs, &programs, script).await;
@@ -139,4 +141,71 @@ async fn a_volume_is_charged_to_the_budget_and_keeps_its_charge_across_pods() {
     assert_eq!(budget.used(), 5000);
     drop(volume);
     assert_eq!(budget.used(), 0);
+}
+
+/// Limits with room for every process and `steps` shell steps.
+fn steps(steps: u64) -> Limits {
+    Limits {
+        steps,
+        ..Limits::default()
+    }
+}
+
+#[tokio::test]
+async fn an_endless_loop_stops_at_the_step_limit_with_152_and_says_why() {
+    let programs = Programs::new();
+    let fs = programs.pod_fs(vec![]);
+    let run = session(
+        steps(1000),
+        &fs,
+        &programs,
+        "while :; do :; done; echo after",
+    )
+    .await;
+    assert_eq!(run.status, ExitStatus::Code(STEP_LIMIT_STATUS), "{run:?}");
+    assert_eq!(STEP_LIMIT_STATUS, 152);
+    assert!(
+        run.stderr.contains("CPU time limit exceeded (1000 steps)"),
+        "{run:?}"
+    );
+    assert!(!run.stdout.contains("after"), "{run:?}");
+}
+
+#[tokio::test]
+async fn a_script_within_its_steps_runs_to_the_end() {
+    let programs = Programs::new();
+    let fs = programs.pod_fs(vec![]);
+    // 100 iterations of two commands (the test and the body) and a few more.
+    let script = "i=0; while [ $i -lt 100 ]; do i=$((i+1)); done; echo $i";
+    let run = session(steps(250), &fs, &programs, script).await;
+    assert_eq!(run.status, ExitStatus::Code(0), "{run:?}");
+    assert_eq!(run.stdout, "100\n");
+    let short = session(steps(150), &fs, &programs, script).await;
+    assert_eq!(short.status, ExitStatus::Code(152), "{short:?}");
+}
+
+#[tokio::test]
+async fn subshells_functions_and_background_jobs_draw_on_the_same_steps() {
+    let programs = Programs::new();
+    let fs = programs.pod_fs(vec![]);
+    for script in [
+        "while :; do (:); done",
+        "while :; do x=$(:); done",
+        "f(){ :; }; while :; do f | f; done",
+        "{ while :; do :; done; } & wait $!; exit $?",
+    ] {
+        let run = session(steps(500), &fs, &programs, script).await;
+        assert_eq!(run.status, ExitStatus::Code(152), "{script}: {run:?}");
+    }
+}
+
+#[tokio::test]
+async fn the_default_step_limit_leaves_room_for_real_scripts() {
+    assert_eq!(Limits::default().steps, DEFAULT_STEP_LIMIT);
+    let programs = Programs::new();
+    let fs = programs.pod_fs(vec![]);
+    let script = "n=0; for i in $(seq 1 20000); do n=$((n+i)); done; echo $n";
+    let run = session(Limits::default(), &fs, &programs, script).await;
+    assert_eq!(run.status, ExitStatus::Code(0), "{run:?}");
+    assert_eq!(run.stdout, "200010000\n");
 }

@@ -167,6 +167,7 @@ impl Shell {
     pub(super) fn run_command<'a>(&'a mut self, cmd: &'a Command) -> BoxFuture<'a, Res> {
         Box::pin(async move {
             tokio::task::consume_budget().await;
+            self.step().await?;
             if self.signals.is_some() {
                 self.run_pending_traps().await?;
             }

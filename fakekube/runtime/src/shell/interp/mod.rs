@@ -24,6 +24,7 @@ mod script;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -34,7 +35,7 @@ use super::parser;
 use crate::fs::PodFs;
 use crate::io::Stdio;
 use crate::net::PodNetwork;
-use crate::process::{BoxFuture, Process, ProcessTable, Programs, Signal};
+use crate::process::{BoxFuture, Process, ProcessTable, Programs, STEP_LIMIT_STATUS, Signal};
 
 /// Longest value a single word may expand to; beyond it the expansion fails (memory bound).
 const MAX_WORD: usize = 16 * 1024 * 1024;
@@ -100,6 +101,33 @@ struct Job {
     handle: JoinHandle<i32>,
 }
 
+/// The steps a shell may take ([`Limits::steps`](crate::process::Limits::steps)): a budget
+/// its subshells and background jobs draw from too.
+#[derive(Debug, Clone)]
+struct Steps {
+    /// The limit, for the message.
+    limit: u64,
+    /// Steps left.
+    left: Arc<AtomicU64>,
+}
+
+impl Steps {
+    /// A budget of `limit` steps.
+    fn new(limit: u64) -> Self {
+        Steps {
+            limit,
+            left: Arc::new(AtomicU64::new(limit)),
+        }
+    }
+
+    /// Takes one step; `false` once the budget is spent.
+    fn take(&self) -> bool {
+        self.left
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+            .is_ok()
+    }
+}
+
 /// Interpreter state.
 #[derive(Debug)]
 pub(crate) struct Shell {
@@ -145,6 +173,8 @@ pub(crate) struct Shell {
     cancel: CancellationToken,
     /// Nesting, against [`MAX_NESTING`](crate::process::MAX_NESTING).
     depth: usize,
+    /// Steps this shell may still take, shared with its subshells and background jobs.
+    steps: Steps,
     /// >0 while running a condition (`if`, `while`, `&&` left side, `!`): `set -e` does not fire.
     in_condition: usize,
     /// Status of the last command substitution (for a command with no words).
@@ -171,6 +201,7 @@ impl Shell {
                 },
             );
         }
+        let steps = Steps::new(proc.processes.limits().steps);
         Shell {
             vars,
             arg0,
@@ -195,6 +226,7 @@ impl Shell {
             fs: proc.fs,
             programs: proc.programs,
             network: proc.network,
+            steps,
             cancel: proc.cancel,
             depth: proc.depth,
             in_condition: 0,
@@ -227,6 +259,7 @@ impl Shell {
             programs: self.programs.clone(),
             network: self.network.clone(),
             cancel: self.cancel.clone(),
+            steps: self.steps.clone(),
             depth: self.depth + 1,
             in_condition: self.in_condition,
             subst_status: None,
@@ -277,6 +310,20 @@ impl Shell {
                 }
             }
         })
+    }
+
+    /// Takes a step of the budget; past it, says so and exits the shell (and each of its
+    /// subshells and jobs, at their next step) with [`STEP_LIMIT_STATUS`].
+    async fn step(&self) -> Result<(), Flow> {
+        if self.steps.take() {
+            return Ok(());
+        }
+        self.error(&format!(
+            "CPU time limit exceeded ({} steps)",
+            self.steps.limit
+        ))
+        .await;
+        Err(Flow::Exit(STEP_LIMIT_STATUS))
     }
 
     /// Prints `$0: message` on the shell's stderr.
