@@ -30,8 +30,8 @@
 //!
 //! The public surface is [`FakeKube`] (the builder and the running server's handle), [`Token`],
 //! [`Rule`] and [`ClientCertificate`] for credentials, [`Faults`] for injected failures, the
-//! kubelet's [`Images`] and [`CommandCall`], and [`Converter`] for kinds whose CRD asks for a
-//! conversion webhook. Every module stays private, in layers: a module imports modules of the
+//! kubelet's [`Images`] and [`CommandCall`], [`Converter`] for kinds whose CRD asks for a
+//! conversion webhook, and [`Mutator`] standing in for a mutating admission webhook. Every module stays private, in layers: a module imports modules of the
 //! layers below its own, and of its own layer without a cycle, never one above
 //! (`python3 ci/module-cycles.py fakekube/src` finds any cycle).
 //!
@@ -93,7 +93,7 @@
 //!   (`metadata.managedFields`: field managers, apply conflicts, `force`) and `protobuf` (the
 //!   protobuf bodies client-go sends).
 //! - Registry: `registry` (the served kinds, built-in and CRD-defined, each described the
-//!   same way; conversion between versions), `resources` (the static table of built-in kinds),
+//!   same way; conversion between versions; in-process mutating webhooks), `resources` (the static table of built-in kinds),
 //!   `crd` (CustomResourceDefinitions: their defaults, validation, status and the entries they
 //!   define; the agent-sandbox CRDs installed at start), `conversion` (upstream's conversion
 //!   webhook of the agent-sandbox kinds between `v1alpha1` and `v1beta1`, registered as the
@@ -121,6 +121,8 @@
 //!   ownership keys lists by one key only (see `managed_fields`).
 //! - Lists with `continue` are not snapshots: a page reflects the store when it is served.
 //! - Core kinds are not validated beyond the fields their clients need.
+//! - Admission webhooks are not called over HTTP; a [`Mutator`] runs in process, before
+//!   defaulting (an API server defaults first), and no validating webhook is modelled.
 //! - CEL rules are not type-checked and have no cost limit; validation ratcheting is not done
 //!   (see `schema` and `fakekube/README.md`).
 //! - Responses are JSON or YAML, never protobuf; the items of a built-in kind's list carry
@@ -232,7 +234,7 @@ pub use faults::{Chaos, ChaosRates, Faults};
 pub use inspect::WaitTimeout;
 pub use kubelet::{CommandCall, CommandError, Images};
 pub use rbac::Rule;
-pub use registry::Converter;
+pub use registry::{Converter, Mutator};
 pub use tls::{ClientCertificate, TlsError};
 
 use base64::Engine;
@@ -1031,6 +1033,14 @@ impl FakeKube {
         self.store
             .registry()
             .register_converter(group, kind, converter);
+    }
+
+    /// Calls `mutator` on every create and update of `group`'s `kind` (its main resource, not
+    /// its status) from now on, before the object is defaulted and validated, as an API server
+    /// calls a mutating admission webhook; its refusal denies the write with a 400. Registering
+    /// again replaces the mutator.
+    pub fn register_mutator(&self, group: &str, kind: &str, mutator: Arc<dyn Mutator>) {
+        self.store.registry().register_mutator(group, kind, mutator);
     }
 
     /// Stops accepting connections, ends watches, waits for open requests, and returns.

@@ -11,13 +11,16 @@
 //! - `version`: Kubernetes' ordering of version names (`v2` before `v1beta1`).
 //! - `convert`: objects rewritten to another version of their kind (conversion `None`), or
 //!   handed to an in-process converter (conversion `Webhook`).
+//! - `mutate`: in-process mutating admission webhooks, called on writes of their kind.
 //! - `events`: core `v1` Events and their `events.k8s.io/v1` view, one stored resource.
 
 mod convert;
 mod events;
+mod mutate;
 pub(crate) mod version;
 
 pub use convert::Converter;
+pub use mutate::Mutator;
 
 use crate::resources::{BUILT_IN, BuiltIn, StatusMode};
 use crate::schema::Schema;
@@ -314,11 +317,12 @@ pub(crate) fn api_version(group: &str, version: &str) -> String {
     }
 }
 
-/// The kinds served now, and the converters of custom kinds.
+/// The kinds served now, the converters of custom kinds, and the mutators of any kind.
 #[derive(Debug)]
 pub(crate) struct Registry {
     inner: RwLock<Inner>,
     converters: RwLock<HashMap<(String, String), Arc<dyn Converter>>>,
+    mutators: RwLock<HashMap<(String, String), Arc<dyn Mutator>>>,
 }
 
 #[derive(Debug)]
@@ -348,6 +352,7 @@ impl Registry {
                 generation: 1,
             }),
             converters: RwLock::new(HashMap::new()),
+            mutators: RwLock::new(HashMap::new()),
         }
     }
 

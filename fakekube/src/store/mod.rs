@@ -732,8 +732,9 @@ impl Inner {
         Some(old)
     }
 
-    /// Schema pruning, defaulting and validation of a custom kind; the CRD checks and status
-    /// of a CRD; core defaults for the rest.
+    /// The kind's mutator (an in-process mutating webhook) on a write of its main resource,
+    /// then schema pruning, defaulting and validation of a custom kind; the CRD checks and
+    /// status of a CRD; core defaults for the rest.
     fn admit(
         &self,
         rt: &Arc<ResourceType>,
@@ -744,6 +745,16 @@ impl Inner {
         opts: &WriteOptions,
     ) -> Result<Vec<String>, ApiError> {
         let mut warnings = Vec::new();
+        if part == Part::Main
+            && let Some(mutator) = self.registry.mutator(&rt.group, &rt.kind)
+        {
+            mutator.mutate(obj, old).map_err(|reason| {
+                ApiError::bad_request(format!(
+                    "admission webhook \"{}\" denied the request: {reason}",
+                    mutator.name()
+                ))
+            })?;
+        }
         if crds::is_crd_kind(rt) {
             self.admit_crd(obj, old, part)?;
         } else if let Some(schema) = rt.schema() {
