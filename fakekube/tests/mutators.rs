@@ -31,7 +31,7 @@ async fn fake() -> FakeKube {
         .kubelet(false)
         .start()
         .await
-        .unwrap()
+        .expect("fakekube starts")
 }
 
 fn pod(name: &str, spec: Value) -> Value {

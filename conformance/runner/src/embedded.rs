@@ -1,6 +1,7 @@
 //! The run against an in-process fakekube: start it with the warm pool a cluster operator would
 //! make, connect the adapter as two pools, run the suite with fakekube's fault switches (and,
-//! with `--chaos-seed`, under chaos: see `chaos`), then check that nothing is left.
+//! with `--chaos-seed`, under chaos: see `chaos`; with `--pods-ignore-sigterm`, with pods
+//! that ignore SIGTERM: see `sigterm`), then check that nothing is left.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -20,6 +21,7 @@ use crate::pools::{
     WARM_TEMPLATE, direct_fixtures, fast_fixtures, warm_fixtures,
 };
 use crate::record::Recording;
+use crate::sigterm;
 use crate::{finish, suite_with_reports};
 
 /// Members of the warm pool on fakekube: enough for the trials that create several sandboxes
@@ -33,12 +35,16 @@ pub(crate) fn run(
     args: &Arguments,
 ) -> Result<ExitCode, RunError> {
     let started = Instant::now();
-    let (kube, direct, warm, recording) = runtime.block_on(async {
-        let kube = FakeKube::builder()
-            .namespace(NAMESPACE)
-            .start()
-            .await
-            .map_err(RunError::StartFakekube)?;
+    let (kube, direct, warm, recording, rewritten) = runtime.block_on(async {
+        let mut builder = FakeKube::builder().namespace(NAMESPACE);
+        if options.pods_ignore_sigterm {
+            builder = builder.auto_advance_clock(sigterm::QUIET);
+        }
+        let kube = builder.start().await.map_err(RunError::StartFakekube)?;
+        // Before the warm pool, so that its pods too ignore SIGTERM.
+        let rewritten = options
+            .pods_ignore_sigterm
+            .then(|| sigterm::register(&kube));
         kube.images().mark_missing(MISSING_IMAGE);
         create_warm_pool(&kube).await?;
         let recording = match &options.record {
@@ -55,8 +61,16 @@ pub(crate) fn run(
         };
         let direct = connect(kubeconfig.clone(), DIRECT_POOL).await?;
         let warm = connect(kubeconfig, WARM_POOL_CONFIG).await?;
-        Ok::<_, RunError>((Arc::new(kube), direct, warm, recording))
+        Ok::<_, RunError>((Arc::new(kube), direct, warm, recording, rewritten))
     })?;
+    let watched = rewritten.map(|created| {
+        println!(
+            "pods ignore SIGTERM: each pod's command is rewritten to a loop that ignores it; the clock jumps to the next deadline after {:?} without a change",
+            sigterm::QUIET
+        );
+        let _entered = runtime.enter();
+        sigterm::watch(kube.clone(), NAMESPACE, created)
+    });
     eprintln!(
         "fakekube at {} (started with its pools in {:?})",
         kube.base_url(),
@@ -110,6 +124,9 @@ pub(crate) fn run(
             println!("leak check: nothing left (no Sandbox, SandboxClaim, Pod, Service or PVC)")
         }
         Err(left) => println!("leak check FAILED: still present: {left}"),
+    }
+    if let Some(watched) = watched {
+        runtime.block_on(watched.report(Duration::from_secs(10)));
     }
     let code = finish(&report, options, leaks.is_ok())?;
     Ok(match chaos_clean {

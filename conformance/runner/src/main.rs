@@ -6,6 +6,7 @@
 //! cargo run --release -p conformance-runner                   # embedded fakekube
 //! cargo run --release -p conformance-runner -- exec::         # one group
 //! cargo run --release -p conformance-runner -- --chaos-seed 7  # under a storm of faults
+//! cargo run --release -p conformance-runner -- --pods-ignore-sigterm lifecycle.stop-start
 //! cargo run --release -p conformance-runner -- --kubeconfig ~/.kube/config --context kind-kind
 //! cargo run --release -p conformance-runner -- --cluster --pools server-config.yaml
 //! cargo run --release -p conformance-runner -- --provider-cmd 'python3 provider.py'
@@ -41,6 +42,9 @@
 //! - `embedded`: the run against an in-process fakekube, its fault switches and leak check.
 //! - `chaos`: `--chaos-seed`, the embedded run under a seeded storm of faults: provider calls
 //!   counted by operation and outcome, failures a fault explains, the reconcile after.
+//! - `sigterm`: `--pods-ignore-sigterm`, the embedded run with pods whose main process
+//!   ignores SIGTERM (a stand-in for a mutating webhook rewrites their command), each pod
+//!   followed to count those that outlived their grace period.
 //! - `cluster`: the run against a cluster, with its preflight.
 //! - `remote`: the run against a provider through the protocol.
 //! - `record`: `--record`, the adapter through a recording proxy.
@@ -69,6 +73,7 @@ mod options;
 mod pools;
 mod record;
 mod remote;
+mod sigterm;
 
 use std::process::ExitCode;
 

@@ -33,6 +33,10 @@ OPTIONS
                       then fail only with a code a fault explains, a reconcile deletes what
                       cleanups could not, and the leak check must find nothing
   --chaos-rate R      with --chaos-seed: each fault's probability per occasion (default 0.02)
+  --pods-ignore-sigterm
+                      with the embedded fakekube: a stand-in for a mutating admission
+                      webhook rewrites each pod's command to a loop that ignores SIGTERM, so
+                      every stop waits out the pod's grace period (the fake's clock skips it)
   -h, --help          this text, then libtest's options
 
 Before any trial against a cluster, a preflight checks each pool's namespace, warm pool and
@@ -88,6 +92,8 @@ pub(crate) struct Options {
     pub(crate) chaos_seed: Option<u64>,
     /// `--chaos-rate`.
     pub(crate) chaos_rate: Option<f64>,
+    /// `--pods-ignore-sigterm`: the embedded fakekube's pods ignore SIGTERM.
+    pub(crate) pods_ignore_sigterm: bool,
     /// Everything else, in order, for libtest.
     pub(crate) rest: Vec<String>,
 }
@@ -136,6 +142,7 @@ impl Options {
                     o.chaos_rate = Some(rate);
                 }
                 "--cluster" => o.cluster = true,
+                "--pods-ignore-sigterm" => o.pods_ignore_sigterm = true,
                 // The embedded fakekube is the default now; the flag stays for old scripts.
                 "--fake" => {}
                 "--fast" => o.fast = true,
@@ -182,6 +189,14 @@ impl Options {
         {
             return Err(
                 "--chaos-seed switches the embedded fakekube's faults: it needs no other target"
+                    .to_owned(),
+            );
+        }
+        if self.pods_ignore_sigterm
+            && (cluster || self.provider_cmd.is_some() || self.provider_url.is_some())
+        {
+            return Err(
+                "--pods-ignore-sigterm rewrites the embedded fakekube's pods: it needs no other target"
                     .to_owned(),
             );
         }
@@ -327,6 +342,23 @@ mod tests {
                 .target()
                 .is_err()
         );
+    }
+
+    #[test]
+    fn pods_ignore_sigterm_is_for_the_embedded_fakekube_only() {
+        let o = parse(&["--pods-ignore-sigterm", "lifecycle"]).unwrap();
+        assert!(o.pods_ignore_sigterm);
+        assert_eq!(o.rest, ["lifecycle"]);
+        assert_eq!(o.target(), Ok(Target::Embedded));
+        for other in [
+            &["--kubeconfig", "/k"][..],
+            &["--cluster"],
+            &["--provider-url", "ws://127.0.0.1:1"],
+        ] {
+            let mut args = vec!["--pods-ignore-sigterm"];
+            args.extend_from_slice(other);
+            assert!(parse(&args).unwrap().target().is_err(), "{args:?}");
+        }
     }
 
     #[test]

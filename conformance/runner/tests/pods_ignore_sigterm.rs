@@ -1,0 +1,49 @@
+//! `--pods-ignore-sigterm`: the suite's stop/start trials against pods whose main process
+//! ignores SIGTERM, so each stop waits out the grace period and each start waits for the old pod.
+
+use std::collections::BTreeSet;
+use std::process::Command;
+
+#[test]
+fn stop_start_trials_pass_against_pods_that_ignore_sigterm_and_each_pod_outlives_its_grace_period()
+{
+    let output = Command::new(env!("CARGO_BIN_EXE_conformance"))
+        .args(["--pods-ignore-sigterm", "lifecycle.stop-start"])
+        .env_remove("KUBECONFIG")
+        .output()
+        .expect("the conformance binary runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}\n{stdout}");
+    let passed: BTreeSet<&str> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("  ok    direct::lifecycle.stop-start::"))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    // The direct pool declares the capability: its promise trials all run and pass.
+    assert!(passed.len() >= 8, "{passed:?}\n{stdout}");
+    for trial in [
+        "stop_returns_stopped_and_get_agrees",
+        "start_runs_the_sandbox_again",
+        "stop_and_start_are_idempotent",
+        "volume_survives_only_under_volume_path",
+    ] {
+        assert!(passed.contains(trial), "{trial} did not pass:\n{stdout}");
+    }
+    assert!(!stdout.contains("FAIL"), "a trial failed:\n{stdout}");
+    assert!(stdout.contains("leak check: nothing left"), "{stdout}");
+    // Every pod made (the warm pool's and the trials') was deleted and went only when the
+    // kubelet killed it at the end of its grace period.
+    let counts = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("pods ignoring SIGTERM: "))
+        .unwrap_or_else(|| panic!("no count of pods ignoring SIGTERM:\n{stdout}"));
+    let numbers: Vec<usize> = counts
+        .split_whitespace()
+        .filter_map(|w| w.trim_end_matches(',').parse().ok())
+        .collect();
+    assert_eq!(numbers.len(), 2, "{counts}");
+    // The warm pool's 16 members, and at least one pod per stop-start trial of the direct pool.
+    assert!(numbers[0] >= 16 + passed.len(), "{counts}");
+    assert_eq!(numbers[0], numbers[1], "{counts}");
+}
