@@ -11,6 +11,8 @@ use std::time::Duration;
 
 use fakekube::{FakeKube, Mutator};
 use serde_json::{Value, json};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
 use tokio::sync::{mpsc, watch};
 
 /// A loop that does not trap SIGTERM: as pid 1 it ignores the signal, and only SIGKILL at the
@@ -116,9 +118,10 @@ pub(crate) fn watch(
 /// Longer than any run: a watch ends when its pod goes.
 const FOREVER: Duration = Duration::from_secs(24 * 3600);
 
-/// Waits until pod `name` is deleted and gone; whether it stayed, from the moment it was seen
-/// deleted, for its whole grace period (less a second for that moment's lag) on the cluster's
-/// clock. A pod whose main process ends on SIGTERM goes within milliseconds.
+/// Waits until pod `name` is deleted and gone; whether it went no earlier than its
+/// `deletionTimestamp` (the time its grace period runs out; whole seconds, hence a second's
+/// slack) on the cluster's clock. A pod whose main process ends on SIGTERM goes within
+/// milliseconds of its deletion, its grace period ahead.
 async fn held_until_grace_deadline(kube: &FakeKube, namespace: &str, name: &str) -> bool {
     let deleted = kube
         .wait_for("pods", namespace, name, FOREVER, |p| {
@@ -128,11 +131,13 @@ async fn held_until_grace_deadline(kube: &FakeKube, namespace: &str, name: &str)
     let Ok(Some(pod)) = deleted else {
         return false;
     };
-    let seen = kube.now();
-    let grace = pod
-        .pointer("/metadata/deletionGracePeriodSeconds")
-        .and_then(Value::as_u64)
-        .unwrap_or(0);
+    let Some(deadline) = pod
+        .pointer("/metadata/deletionTimestamp")
+        .and_then(Value::as_str)
+        .and_then(|t| OffsetDateTime::parse(t, &Rfc3339).ok())
+    else {
+        return false;
+    };
     if kube
         .wait_for("pods", namespace, name, FOREVER, |p| p.is_none())
         .await
@@ -140,6 +145,5 @@ async fn held_until_grace_deadline(kube: &FakeKube, namespace: &str, name: &str)
     {
         return false;
     }
-    let held = kube.now().duration_since(seen).unwrap_or_default();
-    grace > 0 && held + Duration::from_secs(1) >= Duration::from_secs(grace)
+    OffsetDateTime::from(kube.now()) + Duration::from_secs(1) >= deadline
 }

@@ -32,8 +32,10 @@ fn stop_start_trials_pass_against_pods_that_ignore_sigterm_and_each_pod_outlives
     }
     assert!(!stdout.contains("FAIL"), "a trial failed:\n{stdout}");
     assert!(stdout.contains("leak check: nothing left"), "{stdout}");
-    // Every pod made (the warm pool's and the trials') was deleted and went only when the
-    // kubelet killed it at the end of its grace period.
+    // Pods deleted went only when the kubelet killed them at the end of their grace period:
+    // the warm pool's 16 members (whose command ignores SIGTERM anyway) and at least one pod
+    // per direct stop-start trial. (With the adapter's own command, which traps SIGTERM, only
+    // the warm pool's are.)
     let counts = stdout
         .lines()
         .find_map(|l| l.strip_prefix("pods ignoring SIGTERM: "))
@@ -42,8 +44,9 @@ fn stop_start_trials_pass_against_pods_that_ignore_sigterm_and_each_pod_outlives
         .split_whitespace()
         .filter_map(|w| w.trim_end_matches(',').parse().ok())
         .collect();
-    assert_eq!(numbers.len(), 2, "{counts}");
-    // The warm pool's 16 members, and at least one pod per stop-start trial of the direct pool.
-    assert!(numbers[0] >= 16 + passed.len(), "{counts}");
-    assert_eq!(numbers[0], numbers[1], "{counts}");
+    let [created, held] = numbers[..] else {
+        panic!("two counts expected: {counts}");
+    };
+    assert!(held >= 16 + passed.len(), "{counts}");
+    assert!(created >= held, "{counts}");
 }
