@@ -4,8 +4,7 @@
 //! at a time; and the status `kubectl rollout status` reads.
 
 use super::hash::template_hash;
-use super::{Ctx, Requeue, create, delete, generation, int_at, pods, write_status};
-use crate::events::{self, EventType};
+use super::{Ctx, Requeue, create_pod, delete_pod, generation, int_at, pods, write_status};
 use crate::meta::meta_str;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -69,7 +68,7 @@ pub(crate) fn reconcile(ctx: &mut Ctx<'_>, ns: &str, name: &str) -> Requeue {
         }
     }
     for p in misplaced.iter().filter(|p| !super::deleting(p)) {
-        delete_pod(ctx, &ds, p);
+        delete_pod(ctx, &ds, p, COMPONENT);
     }
     let rolling = ds
         .pointer("/spec/updateStrategy/type")
@@ -87,7 +86,7 @@ pub(crate) fn reconcile(ctx: &mut Ctx<'_>, ns: &str, name: &str) -> Requeue {
             .iter()
             .filter(|p| pods::phase(p) == "Failed" && !super::deleting(p))
         {
-            delete_pod(ctx, &ds, p);
+            delete_pod(ctx, &ds, p, COMPONENT);
         }
         let active: Vec<&Arc<Value>> = here.iter().filter(|p| pods::active(p)).collect();
         if active.is_empty() {
@@ -100,7 +99,7 @@ pub(crate) fn reconcile(ctx: &mut Ctx<'_>, ns: &str, name: &str) -> Requeue {
             && active.iter().any(|p| pod_revision(p) != hash)
         {
             for p in active.iter().filter(|p| pod_revision(p) != hash) {
-                delete_pod(ctx, &ds, p);
+                delete_pod(ctx, &ds, p, COMPONENT);
             }
             replaced_one = true;
         }
@@ -178,35 +177,5 @@ fn make_pod(ctx: &Ctx<'_>, ds: &Value, template: &Value, hash: &str, node: &str)
         }
     }
     pod["spec"]["tolerations"] = json!(tolerations);
-    match create(ctx.store, &ctx.kinds.pods, ns, pod) {
-        Ok(p) => events::record(
-            ctx.store,
-            ds,
-            EventType::Normal,
-            "SuccessfulCreate",
-            &format!("Created pod: {}", meta_str(&p, "name").unwrap_or("")),
-            COMPONENT,
-        ),
-        Err(e) => events::record(
-            ctx.store,
-            ds,
-            EventType::Warning,
-            "FailedCreate",
-            &format!("Error creating: {}", e.message),
-            COMPONENT,
-        ),
-    }
-}
-
-fn delete_pod(ctx: &Ctx<'_>, ds: &Value, p: &Value) {
-    if delete(ctx.store, &ctx.kinds.pods, p).is_ok() {
-        events::record(
-            ctx.store,
-            ds,
-            EventType::Normal,
-            "SuccessfulDelete",
-            &format!("Deleted pod: {}", meta_str(p, "name").unwrap_or("")),
-            COMPONENT,
-        );
-    }
+    create_pod(ctx, ds, ns, pod, COMPONENT);
 }

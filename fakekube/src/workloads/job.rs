@@ -7,7 +7,7 @@
 //! deleted `ttlSecondsAfterFinished` later. `suspend` stops the pods and the clock.
 
 use super::write_status;
-use super::{Ctx, Requeue, condition_true, create, delete, int_at, pods};
+use super::{Ctx, Requeue, condition_true, create_pod, delete_pod, int_at, pods};
 use crate::events::{self, EventType};
 use crate::meta::meta_str;
 use serde_json::{Value, json};
@@ -96,7 +96,7 @@ pub(crate) fn reconcile(ctx: &mut Ctx<'_>, ns: &str, name: &str) -> Requeue {
     // Suspended: no pods and no clock.
     if suspended {
         for p in active.drain(..) {
-            delete_pod(ctx, &job, p);
+            delete_pod(ctx, &job, p, COMPONENT);
         }
         set_condition(
             &mut conditions,
@@ -160,7 +160,7 @@ pub(crate) fn reconcile(ctx: &mut Ctx<'_>, ns: &str, name: &str) -> Requeue {
 
     if let Some((reason, message)) = &failure {
         for p in active.drain(..) {
-            delete_pod(ctx, &job, p);
+            delete_pod(ctx, &job, p, COMPONENT);
         }
         set_condition(
             &mut conditions,
@@ -182,7 +182,7 @@ pub(crate) fn reconcile(ctx: &mut Ctx<'_>, ns: &str, name: &str) -> Requeue {
         requeue = None;
     } else if complete && !suspended {
         for p in active.drain(..) {
-            delete_pod(ctx, &job, p);
+            delete_pod(ctx, &job, p, COMPONENT);
         }
         let message = "Reached expected number of succeeded pods";
         set_condition(
@@ -264,7 +264,7 @@ pub(crate) fn reconcile(ctx: &mut Ctx<'_>, ns: &str, name: &str) -> Requeue {
             }
         } else if have > want {
             for p in active.iter().skip(usize::try_from(want).unwrap_or(0)) {
-                delete_pod(ctx, &job, p);
+                delete_pod(ctx, &job, p, COMPONENT);
             }
         }
     }
@@ -418,37 +418,7 @@ fn make_pod(ctx: &Ctx<'_>, job: &Value, index: Option<i64>) {
             }
         }
     }
-    match create(ctx.store, &ctx.kinds.pods, ns, pod) {
-        Ok(p) => events::record(
-            ctx.store,
-            job,
-            EventType::Normal,
-            "SuccessfulCreate",
-            &format!("Created pod: {}", meta_str(&p, "name").unwrap_or("")),
-            COMPONENT,
-        ),
-        Err(e) => events::record(
-            ctx.store,
-            job,
-            EventType::Warning,
-            "FailedCreate",
-            &format!("Error creating: {}", e.message),
-            COMPONENT,
-        ),
-    }
-}
-
-fn delete_pod(ctx: &Ctx<'_>, job: &Value, p: &Value) {
-    if delete(ctx.store, &ctx.kinds.pods, p).is_ok() {
-        events::record(
-            ctx.store,
-            job,
-            EventType::Normal,
-            "SuccessfulDelete",
-            &format!("Deleted pod: {}", meta_str(p, "name").unwrap_or("")),
-            COMPONENT,
-        );
-    }
+    create_pod(ctx, job, ns, pod, COMPONENT);
 }
 
 #[cfg(test)]

@@ -30,6 +30,7 @@ mod pods;
 mod replicaset;
 mod statefulset;
 
+use crate::events::{self, EventType};
 use crate::meta::meta_str;
 use crate::registry::{Registry, ResourceType};
 use crate::status::ApiError;
@@ -443,6 +444,60 @@ pub(crate) fn delete(store: &Store, rt: &Arc<ResourceType>, obj: &Value) -> Resu
         Ok(_) => Ok(()),
         Err(e) if e.code == 404 || e.code == 409 => Ok(()),
         Err(e) => Err(e),
+    }
+}
+
+/// Creates a pod for `owner` and records what Kubernetes' shared pod control records for the
+/// ReplicaSet, DaemonSet and Job controllers: `SuccessfulCreate` ("Created pod: NAME") or
+/// `FailedCreate` ("Error creating: ..."). The stored pod, or `None` when the create failed.
+pub(crate) fn create_pod(
+    ctx: &Ctx<'_>,
+    owner: &Value,
+    ns: &str,
+    pod: Value,
+    component: &str,
+) -> Option<Arc<Value>> {
+    match create(ctx.store, &ctx.kinds.pods, ns, pod) {
+        Ok(p) => {
+            let message = format!("Created pod: {}", meta_str(&p, "name").unwrap_or(""));
+            events::record(
+                ctx.store,
+                owner,
+                EventType::Normal,
+                "SuccessfulCreate",
+                &message,
+                component,
+            );
+            Some(p)
+        }
+        Err(e) => {
+            let message = format!("Error creating: {}", e.message);
+            events::record(
+                ctx.store,
+                owner,
+                EventType::Warning,
+                "FailedCreate",
+                &message,
+                component,
+            );
+            None
+        }
+    }
+}
+
+/// Deletes `pod` of `owner` and, when it went, records the shared pod control's
+/// `SuccessfulDelete` ("Deleted pod: NAME").
+pub(crate) fn delete_pod(ctx: &Ctx<'_>, owner: &Value, pod: &Value, component: &str) {
+    if delete(ctx.store, &ctx.kinds.pods, pod).is_ok() {
+        let message = format!("Deleted pod: {}", meta_str(pod, "name").unwrap_or(""));
+        events::record(
+            ctx.store,
+            owner,
+            EventType::Normal,
+            "SuccessfulDelete",
+            &message,
+            component,
+        );
     }
 }
 

@@ -2,9 +2,9 @@
 //! `spec.replicas`, made from the template and deleted in the order the real controller picks
 //! (unscheduled, pending, not ready, newest first), and the counts of `status`.
 
-use super::{Ctx, Requeue, Workload, create, delete, generation, int_at, pods, write_status};
-use crate::events::{self, EventType};
-use crate::meta::meta_str;
+use super::{
+    Ctx, Requeue, Workload, create_pod, delete_pod, generation, int_at, pods, write_status,
+};
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -35,29 +35,9 @@ pub(crate) fn reconcile(ctx: &mut Ctx<'_>, c: Workload, ns: &str, name: &str) ->
         let template = obj.pointer("/spec/template").cloned().unwrap_or(json!({}));
         for _ in have..want {
             let pod = pods::from_template(&template, &rt, &obj, "", &format!("{name}-"), &[]);
-            match create(ctx.store, &ctx.kinds.pods, ns, pod) {
-                Ok(p) => {
-                    events::record(
-                        ctx.store,
-                        &obj,
-                        EventType::Normal,
-                        "SuccessfulCreate",
-                        &format!("Created pod: {}", meta_str(&p, "name").unwrap_or("")),
-                        component,
-                    );
-                    active.push(p);
-                }
-                Err(e) => {
-                    events::record(
-                        ctx.store,
-                        &obj,
-                        EventType::Warning,
-                        "FailedCreate",
-                        &format!("Error creating: {}", e.message),
-                        component,
-                    );
-                    break;
-                }
+            match create_pod(ctx, &obj, ns, pod, component) {
+                Some(p) => active.push(p),
+                None => break,
             }
         }
     } else if have > want {
@@ -65,16 +45,7 @@ pub(crate) fn reconcile(ctx: &mut Ctx<'_>, c: Workload, ns: &str, name: &str) ->
         let surplus = usize::try_from(have - want).unwrap_or(0);
         let doomed: Vec<_> = active.drain(..surplus).collect();
         for p in doomed {
-            if delete(ctx.store, &ctx.kinds.pods, &p).is_ok() {
-                events::record(
-                    ctx.store,
-                    &obj,
-                    EventType::Normal,
-                    "SuccessfulDelete",
-                    &format!("Deleted pod: {}", meta_str(&p, "name").unwrap_or("")),
-                    component,
-                );
-            }
+            delete_pod(ctx, &obj, &p, component);
         }
     }
     let count = |f: &dyn Fn(&Value) -> bool| active.iter().filter(|p| f(p)).count();
