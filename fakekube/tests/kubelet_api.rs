@@ -29,6 +29,20 @@ async fn step<F: std::future::Future>(what: &str, f: F) -> F::Output {
         .unwrap_or_else(|_| panic!("{what} took over {STEP:?}"))
 }
 
+/// All an attached process writes to stdout, once it has ended.
+async fn output_to_the_end(mut attached: kube::api::AttachedProcess) -> String {
+    let stdout = tokio_util::io::ReaderStream::new(attached.stdout().expect("stdout"));
+    let out: Vec<String> = step(
+        "the output",
+        stdout
+            .filter_map(|r| async { r.ok().map(|b| String::from_utf8_lossy(&b).into_owned()) })
+            .collect(),
+    )
+    .await;
+    step("the end", attached.join()).await.expect("it ends");
+    out.concat()
+}
+
 /// A kube config from a kubeconfig's text.
 async fn config(kubeconfig: &str) -> Config {
     let kubeconfig = Kubeconfig::from_yaml(kubeconfig).expect("the kubeconfig parses");
@@ -102,7 +116,7 @@ async fn kube_rs_kubelet_node_exec_prints_output_and_reads_stdin_over_the_kubele
         ..Default::default()
     };
 
-    let mut attached = step(
+    let attached = step(
         "the exec",
         client.kubelet_node_exec(
             &params,
@@ -113,16 +127,7 @@ async fn kube_rs_kubelet_node_exec_prints_output_and_reads_stdin_over_the_kubele
     )
     .await
     .expect("the kubelet runs the command");
-    let stdout = tokio_util::io::ReaderStream::new(attached.stdout().expect("stdout"));
-    let out: Vec<String> = step(
-        "the output",
-        stdout
-            .filter_map(|r| async { r.ok().map(|b| String::from_utf8_lossy(&b).into_owned()) })
-            .collect(),
-    )
-    .await;
-    step("the end", attached.join()).await.expect("it ends");
-    assert_eq!(out.join(""), "1\n2\n3\n");
+    assert_eq!(output_to_the_end(attached).await, "1\n2\n3\n");
 
     let uid = uid(&kube);
     let mut attached = step(
@@ -174,7 +179,7 @@ async fn kube_rs_kubelet_node_exec_runs_through_the_api_servers_node_proxy() {
         namespace: "default",
         ..Default::default()
     };
-    let mut attached = step(
+    let attached = step(
         "the exec",
         client.kubelet_node_exec(
             &params,
@@ -185,16 +190,7 @@ async fn kube_rs_kubelet_node_exec_runs_through_the_api_servers_node_proxy() {
     )
     .await
     .expect("the node proxy upgrades to the kubelet's exec");
-    let stdout = tokio_util::io::ReaderStream::new(attached.stdout().expect("stdout"));
-    let out: Vec<String> = step(
-        "the output",
-        stdout
-            .filter_map(|r| async { r.ok().map(|b| String::from_utf8_lossy(&b).into_owned()) })
-            .collect(),
-    )
-    .await;
-    step("the end", attached.join()).await.expect("it ends");
-    assert_eq!(out.join(""), "through the proxy\n");
+    assert_eq!(output_to_the_end(attached).await, "through the proxy\n");
     kube.shutdown().await;
 }
 
