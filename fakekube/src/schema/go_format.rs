@@ -116,6 +116,28 @@ pub(super) fn go_json(v: &Value) -> String {
     out
 }
 
+/// Appends `s` as Go's `encoding/json` writes a string: quoted, with HTML-safe escapes.
+pub(crate) fn write_go_string(s: &str, out: &mut String) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
+                out.push_str(&format!("\\u{:04x}", u32::from(c)))
+            }
+            c if u32::from(c) < 0x20 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
 /// Appends [`go_json`] of `v`.
 fn write_go_json(v: &Value, out: &mut String) {
     match v {
@@ -126,26 +148,7 @@ fn write_go_json(v: &Value, out: &mut String) {
             let f = n.as_f64().unwrap_or(0.0);
             out.push_str(&go_float_with(f, |exp| !(-6..21).contains(&exp), false));
         }
-        Value::String(s) => {
-            out.push('"');
-            for c in s.chars() {
-                match c {
-                    '"' => out.push_str("\\\""),
-                    '\\' => out.push_str("\\\\"),
-                    '\n' => out.push_str("\\n"),
-                    '\r' => out.push_str("\\r"),
-                    '\t' => out.push_str("\\t"),
-                    '\u{8}' => out.push_str("\\b"),
-                    '\u{c}' => out.push_str("\\f"),
-                    '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
-                        out.push_str(&format!("\\u{:04x}", u32::from(c)))
-                    }
-                    c if u32::from(c) < 0x20 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
-                    c => out.push(c),
-                }
-            }
-            out.push('"');
-        }
+        Value::String(s) => write_go_string(s, out),
         Value::Array(list) => {
             out.push('[');
             for (i, x) in list.iter().enumerate() {

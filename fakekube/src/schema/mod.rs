@@ -63,7 +63,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 pub(crate) use field_error::FieldError;
-pub(crate) use go_format::go_quote;
+pub(crate) use go_format::{go_quote, write_go_string};
 
 /// Why a schema could not be loaded.
 #[derive(Debug, thiserror::Error)]

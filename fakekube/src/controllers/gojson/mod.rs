@@ -15,9 +15,9 @@
 //! canonical form, so `1024Mi` and `1Gi` hash alike there and differ here); a value of the
 //! wrong JSON type for its field (which Go's decoder would refuse) is written as given.
 
+use crate::schema::write_go_string;
 use serde_json::Value;
 use std::collections::HashMap;
-use std::fmt::Write as _;
 use std::sync::OnceLock;
 
 /// The Go type of `json.Marshal(template.Spec.PodTemplate)`.
@@ -148,7 +148,7 @@ fn encode(ty: &Ty, v: Option<&Value>, out: &mut String) {
                     if i > 0 {
                         out.push(',');
                     }
-                    string(k, out);
+                    write_go_string(k, out);
                     out.push(':');
                     encode(inner, m.get(k), out);
                 }
@@ -171,7 +171,7 @@ fn encode(ty: &Ty, v: Option<&Value>, out: &mut String) {
             None => out.push_str("false"),
         },
         Ty::Quantity => match v {
-            Some(Value::Number(n)) => string(&n.to_string(), out),
+            Some(Value::Number(n)) => write_go_string(&n.to_string(), out),
             Some(v) => raw(v, out),
             None => out.push_str("\"0\""),
         },
@@ -203,7 +203,7 @@ fn encode_struct(name: &str, v: Option<&Value>, out: &mut String) {
             out.push(',');
         }
         first = false;
-        string(f.name, out);
+        write_go_string(f.name, out);
         out.push(':');
         encode(&f.ty, value, out);
     }
@@ -232,7 +232,7 @@ fn is_empty(ty: &Ty, v: Option<&Value>) -> bool {
 /// `v` as Go writes an untyped value: map keys sorted, strings escaped as Go does.
 fn raw(v: &Value, out: &mut String) {
     match v {
-        Value::String(s) => string(s, out),
+        Value::String(s) => write_go_string(s, out),
         Value::Array(items) => {
             out.push('[');
             for (i, item) in items.iter().enumerate() {
@@ -251,7 +251,7 @@ fn raw(v: &Value, out: &mut String) {
                 if i > 0 {
                     out.push(',');
                 }
-                string(k, out);
+                write_go_string(k, out);
                 out.push(':');
                 raw(&m[k], out);
             }
@@ -259,30 +259,6 @@ fn raw(v: &Value, out: &mut String) {
         }
         other => out.push_str(&other.to_string()),
     }
-}
-
-/// A JSON string as `json.Marshal` writes it: HTML-safe, with Go's short escapes.
-fn string(s: &str, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
-                let _ = write!(out, "\\u{:04x}", u32::from(c));
-            }
-            c if u32::from(c) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", u32::from(c));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
 }
 
 #[cfg(test)]
