@@ -35,7 +35,6 @@ use crate::route::ResourcePath;
 use crate::server::PeerCertificate;
 use crate::state::Shared;
 use crate::status::ApiError;
-use crate::store::{Part, Store, WriteOptions};
 use crate::{exec, logs, portforward};
 use axum::Router;
 use axum::body::Body;
@@ -45,29 +44,6 @@ use http::request::Parts;
 use http::{HeaderValue, Method, StatusCode, Uri, header};
 use serde_json::{Value, json};
 use std::sync::Arc;
-
-/// Writes the port the kubelet's listener serves on into the Node's
-/// `status.daemonEndpoints.kubeletEndpoint.Port` (registered as 10250, a cluster's port).
-pub(crate) fn advertise_port(store: &Store, port: u16) {
-    let Some(rt) = store.registry().find("", "v1", "nodes") else {
-        return;
-    };
-    let Some(node) = store.get_opt(&rt, "", NODE_NAME) else {
-        return;
-    };
-    let mut next = Value::clone(&node);
-    next["status"]["daemonEndpoints"] = json!({ "kubeletEndpoint": { "Port": port } });
-    if let Err(e) = store.update(
-        &rt,
-        "",
-        NODE_NAME,
-        next,
-        Part::Status,
-        WriteOptions::default(),
-    ) {
-        tracing::warn!(error = %e.message, "writing the node's kubelet port");
-    }
-}
 
 /// The router of the kubelet's listener: every path reaches [`handle`].
 pub(crate) fn router(shared: Arc<Shared>) -> Router {

@@ -618,10 +618,11 @@ impl Builder {
             },
         ));
         if self.kubelet {
-            kubelet::register_node(store.clone(), self.minor, shutdown.clone());
-            if let Some((_, bound)) = &kubelet_listener {
-                kubelet_api::advertise_port(&store, bound.port());
-            }
+            // A cluster's kubelets serve on 10250; the listener, when on, says its own port.
+            let kubelet_port = kubelet_listener
+                .as_ref()
+                .map_or(10250, |(_, bound)| bound.port());
+            kubelet::register_node(store.clone(), self.minor, kubelet_port, shutdown.clone());
             kubelet.spawn(shutdown.clone());
         }
         kube_controllers::spawn(

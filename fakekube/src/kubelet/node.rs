@@ -25,7 +25,7 @@ const LEASE_DURATION_SECS: u64 = 40;
 const RENEW_EVERY: Duration = Duration::from_secs(10);
 
 /// The Node object of a kubelet reporting Kubernetes `1.<minor>`, its conditions stamped `now`.
-fn node(minor: u32, now: &str) -> Value {
+fn node(minor: u32, now: &str, kubelet_port: u16) -> Value {
     let resources = json!({
         "cpu": "8",
         "ephemeral-storage": "102626232Ki",
@@ -78,7 +78,7 @@ fn node(minor: u32, now: &str) -> Value {
                 { "type": "InternalIP", "address": HOST_IP },
                 { "type": "Hostname", "address": NODE_NAME },
             ],
-            "daemonEndpoints": { "kubeletEndpoint": { "Port": 10250 } },
+            "daemonEndpoints": { "kubeletEndpoint": { "Port": kubelet_port } },
             "nodeInfo": {
                 "machineID": "8c4d7a1f6f1c4a5e9a0e7b2d3c4f5a6b",
                 "systemUUID": "8c4d7a1f-6f1c-4a5e-9a0e-7b2d3c4f5a6b",
@@ -96,12 +96,13 @@ fn node(minor: u32, now: &str) -> Value {
     })
 }
 
-/// Registers the Node (once: a Node that exists is kept, cordoned or not) with its status.
-pub(crate) fn register(store: &Store, minor: u32) {
+/// Registers the Node (once: a Node that exists is kept, cordoned or not) with its status, which
+/// advertises `kubelet_port` as the kubelet's.
+pub(crate) fn register(store: &Store, minor: u32, kubelet_port: u16) {
     let Some(rt) = store.registry().find("", "v1", "nodes") else {
         return;
     };
-    let wanted = node(minor, &store.clock().now_rfc3339());
+    let wanted = node(minor, &store.clock().now_rfc3339(), kubelet_port);
     let created = match store.create(&rt, "", wanted.clone(), WriteOptions::default()) {
         Ok((created, _)) => created,
         Err(e) => {
@@ -190,9 +191,15 @@ fn create_lease(store: &Store, leases: &Arc<ResourceType>, node_uid: &str) {
     }
 }
 
-/// Registers the Node, creates its Lease, and renews the Lease until `shutdown`.
-pub(crate) fn spawn(store: Arc<Store>, minor: u32, shutdown: CancellationToken) -> JoinHandle<()> {
-    register(&store, minor);
+/// Registers the Node (advertising `kubelet_port`), creates its Lease, and renews the Lease
+/// until `shutdown`.
+pub(crate) fn spawn(
+    store: Arc<Store>,
+    minor: u32,
+    kubelet_port: u16,
+    shutdown: CancellationToken,
+) -> JoinHandle<()> {
+    register(&store, minor, kubelet_port);
     renew_lease(&store);
     tokio::spawn(async move {
         let mut every = tokio::time::interval(RENEW_EVERY);
@@ -224,7 +231,7 @@ mod tests {
             WriteOptions::default(),
         )
         .expect("namespace");
-        register(&s, 33);
+        register(&s, 33, 10250);
         renew_lease(&s);
         let nodes = s.registry().find("", "v1", "nodes").expect("served");
         let n = s.get(&nodes, "", NODE_NAME).expect("registered");
