@@ -52,7 +52,9 @@ pub(crate) fn warm_fixtures(base: Fixtures) -> Fixtures {
 /// Fixtures sized for fakekube: it starts pods in milliseconds, so waits are short. The TTL
 /// backstop is given 1.8 s past the 1 s TTL: `shutdownTime` has one-second precision and, as
 /// upstream's controller does, fakekube looks at an unexpired Sandbox again after
-/// max(remaining, 2 s), so a 1 s TTL set just now is acted on about 2 s later.
+/// max(remaining, 2 s), so a 1 s TTL set just now is acted on about 2 s later. The embedded
+/// run adds fakekube's clock, which the TTL trials move by those 2.8 s instead of waiting
+/// (a fakekube process reached through a kubeconfig is waited for in real time).
 pub(crate) fn fast_fixtures() -> Fixtures {
     Fixtures {
         op_timeout: Duration::from_secs(20),
