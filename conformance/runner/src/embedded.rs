@@ -24,7 +24,7 @@ use crate::error::RunError;
 use crate::options::Options;
 use crate::pools::{
     CLUSTER_OBJECTS, DIRECT_POOL, MISSING_IMAGE, NAMESPACE, WARM_POOL, WARM_POOL_CONFIG,
-    WARM_TEMPLATE, direct_fixtures, fast_fixtures, warm_fixtures,
+    WARM_TEMPLATE, direct_fixtures, fast_fixtures, on_fakekube_clock, warm_fixtures,
 };
 use crate::record::Recording;
 use crate::sigterm;
@@ -104,10 +104,15 @@ pub(crate) fn run(
     let clock = recording
         .is_none()
         .then(|| Arc::new(FakeClock(kube.clone())) as Arc<dyn ClusterClock>);
-    let with_faults = || Fixtures {
-        faults: Some(Arc::new(FakeFaults(kube.clone())) as Arc<dyn Faults>),
-        clock: clock.clone(),
-        ..fast_fixtures()
+    let with_faults = || {
+        let fixtures = Fixtures {
+            faults: Some(Arc::new(FakeFaults(kube.clone())) as Arc<dyn Faults>),
+            ..fast_fixtures()
+        };
+        match &clock {
+            Some(clock) => on_fakekube_clock(fixtures, clock.clone()),
+            None => fixtures,
+        }
     };
     let report = suite_with_reports(options)
         .pool("direct", direct.clone(), direct_fixtures(with_faults()))
