@@ -52,7 +52,8 @@ pub struct Fixtures {
     ///
     /// [`Limits`]: sandbox_contract::Limits
     pub max_limit_probe: u64,
-    /// A short TTL for the TTL backstop trials.
+    /// A short TTL for the TTL backstop trials (with a [`clock`](Fixtures::clock) it may be
+    /// long: the clock is moved past it).
     pub ttl: Duration,
     /// How long after its TTL the backstop may take to remove a sandbox; `None` skips the
     /// trials that wait for it. With a [`clock`](Fixtures::clock), the clock is moved by the
