@@ -551,6 +551,15 @@ pub(crate) struct Streamed {
 }
 
 impl Streamed {
+    /// Describes the terminal item for a failure message: `exit N`, or the error as its
+    /// Display quotes it (`unavailable: ...`), so that the code can be read from the message.
+    pub(crate) fn terminal_text(&self) -> String {
+        match &self.terminal {
+            Ok(code) => format!("exit {code}"),
+            Err(error) => format!("error {error}"),
+        }
+    }
+
     /// Returns all stdout bytes.
     pub(crate) fn stdout(&self) -> Vec<u8> {
         self.chunks
@@ -895,6 +904,21 @@ mod tests {
         );
         assert!(first.as_str().ends_with("-t3-1"), "{first}");
         assert_ne!(first, source.for_trial(4).next().unwrap());
+    }
+
+    #[test]
+    fn a_terminal_error_is_described_by_its_code_and_message() {
+        let streamed = |terminal| Streamed {
+            chunks: Vec::new(),
+            terminal,
+            terminal_at: Instant::now(),
+        };
+        assert_eq!(streamed(Ok(3)).terminal_text(), "exit 3");
+        let error = Error::unavailable("the exec connection broke");
+        assert_eq!(
+            streamed(Err(error)).terminal_text(),
+            "error unavailable: the exec connection broke"
+        );
     }
 
     #[test]
