@@ -271,9 +271,7 @@ impl Verdicts {
     pub fn failed(&mut self, name: &str, message: &str) {
         match explaining_code(message) {
             Some(code) => *self.explained.entry(code.to_string()).or_default() += 1,
-            None => self
-                .unexplained
-                .push((name.to_owned(), message.to_owned())),
+            None => self.unexplained.push((name.to_owned(), message.to_owned())),
         }
     }
 
@@ -321,10 +319,7 @@ pub fn explaining_code(message: &str) -> Option<ErrorCode> {
 /// Deletes every sandbox `providers` still list (the cleanups chaos defeated), each until its
 /// delete holds. Returns how many it deleted; the error names a sandbox the run never asked
 /// for, or one whose delete kept failing.
-pub async fn reconcile(
-    providers: &[Arc<dyn Provider>],
-    tally: &Tally,
-) -> Result<usize, String> {
+pub async fn reconcile(providers: &[Arc<dyn Provider>], tally: &Tally) -> Result<usize, String> {
     let mut deleted = 0;
     let mut problems = Vec::new();
     for provider in providers {
