@@ -294,13 +294,19 @@ impl Verdicts {
 }
 
 /// The first contract error a failure message quotes (`create failed: unavailable: ...`,
-/// `exec answered rate_limited: ...`), when a fault explains its code.
+/// `exec answered rate_limited: ...`, or an error's Debug form, `Err(Error { code:
+/// Unavailable, ... })`), when a fault explains its code.
 pub fn explaining_code(message: &str) -> Option<ErrorCode> {
-    // A provider error is quoted by its Display, `code: message`.
+    // A provider error is quoted by its Display, `code: message`, or by its Debug form.
     EXPLAINED
         .iter()
-        .filter_map(|code| {
-            let quoted = format!("{code}: ");
+        .flat_map(|code| {
+            [
+                (format!("{code}: "), *code),
+                (format!("code: {code:?},"), *code),
+            ]
+        })
+        .filter_map(|(quoted, code)| {
             message
                 .match_indices(&quoted)
                 .find(|(at, _)| {
@@ -310,7 +316,7 @@ pub fn explaining_code(message: &str) -> Option<ErrorCode> {
                         .next_back()
                         .is_none_or(|c| !c.is_ascii_alphanumeric() && c != '_')
                 })
-                .map(|(at, _)| (at, *code))
+                .map(|(at, _)| (at, code))
         })
         .min_by_key(|(at, _)| *at)
         .map(|(_, code)| code)
@@ -378,6 +384,23 @@ mod tests {
             explaining_code("cleanup could not delete d-3 (internal: injected)"),
             Some(ErrorCode::Internal)
         );
+    }
+
+    #[test]
+    fn a_failure_quoting_an_error_by_its_debug_form_is_explained_by_its_code() {
+        let message = format!(
+            "terminal item {:?}",
+            Err::<(), _>(Error::new(
+                ErrorCode::Unavailable,
+                "the exec connection broke"
+            ))
+        );
+        assert_eq!(explaining_code(&message), Some(ErrorCode::Unavailable));
+        let other = format!(
+            "terminal item {:?}",
+            Err::<(), _>(Error::new(ErrorCode::InvalidRequest, "bad"))
+        );
+        assert_eq!(explaining_code(&other), None);
     }
 
     #[test]
