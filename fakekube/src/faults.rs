@@ -1,7 +1,8 @@
 //! Faults a test can switch on while the server runs: throttling, slow responses, failing list
 //! pages, exec without v5, exec connections dropped mid-output; and [`Chaos`], a seeded random
 //! mix of all of them (and connection resets, 500s, 503s, watch 410s, pods deleted under
-//! running execs), for soak runs.
+//! running execs), for soak runs. Chaos can be scoped to the users under test
+//! ([`Faults::chaos_only_for`]) and paused while a setup runs ([`Faults::chaos_paused`]).
 
 use crate::status::ApiError;
 use http::StatusCode;
