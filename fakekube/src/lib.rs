@@ -671,10 +671,6 @@ impl Builder {
             shutdown.clone(),
             self.shutdown_grace,
             self.limits,
-            {
-                let faults = faults.clone();
-                Arc::new(move || faults.chaos_reset())
-            },
         ));
         let kubelet_addr = kubelet_listener.as_ref().map(|(_, bound)| *bound);
         let kubelet_task = kubelet_listener.map(|(listener, _)| {
@@ -685,7 +681,6 @@ impl Builder {
                 shutdown.clone(),
                 self.shutdown_grace,
                 self.limits,
-                Arc::new(|| false),
             ))
         });
         Ok(FakeKube {
