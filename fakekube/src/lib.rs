@@ -411,6 +411,13 @@ impl Builder {
         self
     }
 
+    /// How long an Event lives after its last write (1 hour by default, as the API server's
+    /// `--event-ttl`): then it is deleted, and watchers see it go.
+    pub fn event_ttl(mut self, ttl: Duration) -> Self {
+        self.store.event_ttl = ttl;
+        self
+    }
+
     /// How often an idle watch that allows bookmarks gets one (1 s by default).
     pub fn bookmark_interval(mut self, every: Duration) -> Self {
         self.bookmark_interval = every;
@@ -650,6 +657,7 @@ impl Builder {
         let router = api::router(shared);
         let acceptor = tokio_rustls::TlsAcceptor::from(material.server_config.clone());
         finalizer::spawn(store.clone(), self.crd_cleanup_delay, shutdown.clone());
+        events::spawn_expiry(store.clone(), shutdown.clone());
         if self.controllers {
             conversion::register(store.registry());
             controllers::spawn(

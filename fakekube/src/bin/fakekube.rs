@@ -86,6 +86,9 @@ struct Args {
     /// Seconds a list's continue token stays valid.
     #[arg(long, default_value_t = 300)]
     compaction_window_secs: u64,
+    /// Seconds an Event lives after its last write, as the API server's --event-ttl (1 hour).
+    #[arg(long, default_value_t = 3600)]
+    event_ttl_secs: u64,
     /// Answer requests past this many at once with 429 and Retry-After (0: no limit), as the
     /// API server's flag of the same name.
     #[arg(long, default_value_t = 0)]
@@ -162,6 +165,7 @@ async fn serve(args: Args) -> ExitCode {
         .bind(SocketAddr::new(args.address, args.port))
         .kubernetes_minor(args.kubernetes_minor)
         .compaction_window(std::time::Duration::from_secs(args.compaction_window_secs))
+        .event_ttl(std::time::Duration::from_secs(args.event_ttl_secs))
         .controllers(!args.api_only)
         .kubelet(!args.api_only)
         .agent_sandbox_crds(!args.bare)
