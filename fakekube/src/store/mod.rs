@@ -25,6 +25,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::watch;
 
+mod compact;
 mod crds;
 mod deletion;
 mod expiry;
@@ -227,6 +228,12 @@ struct Inner {
     references: references::References,
     /// The Events' leases (the Event TTL).
     event_leases: expiry::EventLeases,
+}
+
+/// A new stored revision: fitted to its size ([`compact::fit`]), then shared.
+fn revision(mut obj: Value) -> Arc<Value> {
+    compact::fit(&mut obj);
+    Arc::new(obj)
 }
 
 fn target<'a>(rt: &'a ResourceType, name: &'a str) -> Target<'a> {
@@ -992,7 +999,7 @@ impl Inner {
         if let Some(md) = meta::metadata_mut(&mut obj) {
             md.insert("resourceVersion".into(), json!(rv.to_string()));
         }
-        let obj = Arc::new(obj);
+        let obj = revision(obj);
         self.put(rt, ns, &name, obj.clone());
         self.record(rt, EventType::Added, obj.clone(), None);
         if rt.group.is_empty() && rt.plural == "namespaces" {
@@ -1186,7 +1193,7 @@ impl Inner {
         if let Some(md) = meta::metadata_mut(&mut obj) {
             md.insert("resourceVersion".into(), json!(rv.to_string()));
         }
-        let obj = Arc::new(obj);
+        let obj = revision(obj);
         if deleting && deletion::ready_to_remove(&obj) {
             self.remove(rt, ns, name);
             self.record(rt, EventType::Deleted, obj.clone(), Some(stored));
