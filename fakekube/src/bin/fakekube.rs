@@ -7,6 +7,11 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// mimalloc rather than glibc's allocator: the store holds millions of small JSON nodes that
+/// are replaced on every write, and glibc keeps far more memory for them.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// A TLS fake Kubernetes API server with the agent-sandbox CRDs installed, for tests.
 ///
 /// Without a subcommand, serves: prints `fakekube listening on https://127.0.0.1:PORT` as its
