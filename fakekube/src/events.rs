@@ -456,11 +456,7 @@ mod tests {
     }
 
     fn store_with(settings: StoreSettings) -> Store {
-        let store = Store::with_clock(
-            settings,
-            Arc::default(),
-            Clock::new(ClockMode::Manual),
-        );
+        let store = Store::with_clock(settings, Arc::default(), Clock::new(ClockMode::Manual));
         let ns = store
             .registry()
             .find("", "v1", "namespaces")
@@ -610,7 +606,11 @@ mod tests {
         // The repeat is a write of the same Event: its TTL starts again.
         pulled(&store);
         store.clock().advance(Duration::from_secs(40));
-        assert_eq!(store.expire_events(), 0, "the repeat renewed the Event's TTL");
+        assert_eq!(
+            store.expire_events(),
+            0,
+            "the repeat renewed the Event's TTL"
+        );
         assert_eq!(events(&store).len(), 1);
         store.clock().advance(Duration::from_secs(20));
         let rv = store.resource_version();
@@ -644,7 +644,11 @@ mod tests {
             .create(&rt, "default", ev("Second"), WriteOptions::default())
             .expect("created again");
         store.clock().advance(Duration::from_secs(40));
-        assert_eq!(store.expire_events(), 0, "the first lease was the old Event's");
+        assert_eq!(
+            store.expire_events(),
+            0,
+            "the first lease was the old Event's"
+        );
         assert_eq!(events(&store).len(), 1);
         store.clock().advance(Duration::from_secs(20));
         assert_eq!(store.expire_events(), 1);
