@@ -7,6 +7,10 @@
 //! Reads share: a stored revision is an immutable `Arc`, a LIST returns a [`Page`] of them (no
 //! item is copied), and [`WireCache`] keeps each listed revision's JSON so that the next LIST
 //! of unchanged objects writes bytes it already has.
+//!
+//! Memory: each new revision is fitted to its size before it is shared (`compact`); the event
+//! log keeps `event_log_capacity` changes (older resourceVersions get 410 Expired); Events are
+//! deleted `event_ttl` after their last write (`expiry`), as the API server's `--event-ttl`.
 
 use crate::clock::Clock;
 use crate::managed_fields;
