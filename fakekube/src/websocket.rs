@@ -478,6 +478,38 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn messages_larger_than_the_read_room_arrive_whole_through_small_reads() {
+        let key = [7, 1, 7, 1];
+        let big: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+        let mut bytes = client_frame(true, OP_BINARY, &big, key);
+        bytes.extend(client_frame(true, OP_BINARY, b"small", key));
+        bytes.extend(client_frame(
+            true,
+            OP_BINARY,
+            &big[..READ_ROOM * 3 + 1],
+            key,
+        ));
+        // A pipe of 97 bytes: every read gets at most that many.
+        let (mut client, server) = tokio::io::duplex(97);
+        let writer = tokio::spawn(async move { client.write_all(&bytes).await });
+        let mut r = Reader::new(server);
+        assert_eq!(
+            r.next().await.ok(),
+            Some(Some(Message::Binary(big.clone())))
+        );
+        assert_eq!(
+            r.next().await.ok(),
+            Some(Some(Message::Binary(b"small".to_vec())))
+        );
+        assert_eq!(
+            r.next().await.ok(),
+            Some(Some(Message::Binary(big[..READ_ROOM * 3 + 1].to_vec())))
+        );
+        assert!(matches!(writer.await, Ok(Ok(()))));
+        assert_eq!(r.next().await.ok(), Some(None));
+    }
+
+    #[tokio::test]
     async fn a_stray_continuation_is_a_framing_error() {
         let bytes = client_frame(true, OP_CONTINUATION, b"x", [9, 9, 9, 9]);
         let mut r = Reader::new(bytes.as_slice());
