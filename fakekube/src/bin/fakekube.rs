@@ -7,6 +7,11 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// mimalloc rather than glibc's allocator: the store holds millions of small JSON nodes that
+/// are replaced on every write, and glibc keeps far more memory for them.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// A TLS fake Kubernetes API server with the agent-sandbox CRDs installed, for tests.
 ///
 /// Without a subcommand, serves: prints `fakekube listening on https://127.0.0.1:PORT` as its
@@ -86,6 +91,9 @@ struct Args {
     /// Seconds a list's continue token stays valid.
     #[arg(long, default_value_t = 300)]
     compaction_window_secs: u64,
+    /// Seconds an Event lives after its last write, as the API server's --event-ttl (1 hour).
+    #[arg(long, default_value_t = 3600)]
+    event_ttl_secs: u64,
     /// Answer requests past this many at once with 429 and Retry-After (0: no limit), as the
     /// API server's flag of the same name.
     #[arg(long, default_value_t = 0)]
@@ -184,6 +192,7 @@ async fn serve(args: Args) -> ExitCode {
         .bind(SocketAddr::new(args.address, args.port))
         .kubernetes_minor(args.kubernetes_minor)
         .compaction_window(std::time::Duration::from_secs(args.compaction_window_secs))
+        .event_ttl(std::time::Duration::from_secs(args.event_ttl_secs))
         .controllers(!args.api_only)
         .kubelet(!args.api_only)
         .agent_sandbox_crds(!args.bare)
