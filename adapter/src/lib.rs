@@ -30,6 +30,8 @@
 //! - `manifest`: the objects sent and the rules reading the objects back.
 //! - `exec`, `files`: the exec WebSocket protocol, and files on top of it.
 //! - `provider`: [`AgentSandbox`], the [`Provider`](sandbox_contract::Provider).
+//! - `clock`: [`Clock`], the time `shutdownTime` is computed from (the system's, or a fake
+//!   cluster's that tests move).
 //! - `preflight`: [`AgentSandbox::preflight`], whether a pool's cluster is ready for it.
 //! - `fuzzing` (the `fuzzing` feature, for `fuzz/` only; not an API): the decoders of `exec`,
 //!   `client`, `manifest`, `kubeconfig` and `config` as fuzz targets.
@@ -59,6 +61,7 @@
 #![deny(missing_docs)]
 
 mod client;
+mod clock;
 pub mod config;
 mod credentials;
 mod exec;
@@ -74,6 +77,7 @@ mod provider;
 mod retry;
 
 // The public interface is:
+pub use clock::Clock;
 pub use config::{AdapterConfig, ConfigError, CredentialSource, Isolation, PoolConfig, Trust};
 pub use credentials::{CredentialError, EnvLookup, SecretResolver};
 pub use files::MAX_READ_BYTES;

@@ -4,7 +4,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use sandbox_contract::{
@@ -16,6 +16,7 @@ use secrecy::ExposeSecret;
 use serde_json::json;
 
 use crate::client::{KubeClient, KubeError, UpgradeConnection, tls_config};
+use crate::clock::Clock;
 use crate::config::{ADAPTER_NAME, CredentialSource, DEFAULT_NAMESPACE, PoolConfig};
 use crate::credentials::{Credentials, EnvLookup, ExecPlugin, SecretResolver, TokenSource};
 use crate::exec::{self, OpenError, Protocol, StdinPlan, Target};
@@ -79,6 +80,8 @@ pub struct ConnectOptions {
     ready_timeout: Duration,
     /// How many objects a list asks for per page.
     page_size: u32,
+    /// What `shutdownTime` is computed from.
+    clock: Clock,
 }
 
 impl std::fmt::Debug for ConnectOptions {
@@ -90,6 +93,7 @@ impl std::fmt::Debug for ConnectOptions {
             )
             .field("service_account_dir", &self.service_account_dir)
             .field("ready_timeout", &self.ready_timeout)
+            .field("clock", &self.clock)
             .finish_non_exhaustive()
     }
 }
@@ -104,6 +108,7 @@ impl Default for ConnectOptions {
             service_account_dir: PathBuf::from(SERVICE_ACCOUNT_DIR),
             ready_timeout: DEFAULT_READY_TIMEOUT,
             page_size: PAGE_SIZE,
+            clock: Clock::system(),
         }
     }
 }
@@ -169,6 +174,14 @@ impl ConnectOptions {
     /// Lists `size` objects per page (100 by default; at least 1).
     pub fn with_page_size(mut self, size: u32) -> Self {
         self.page_size = size.max(1);
+        self
+    }
+
+    /// Computes `shutdownTime` from `clock` instead of the system clock: for tests against a
+    /// fake API server whose clock they move (see [`Clock`]). On a real cluster keep the
+    /// default.
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
         self
     }
 }
@@ -417,6 +430,8 @@ struct Inner {
     ready_timeout: Duration,
     /// Objects per list page.
     page_size: u32,
+    /// What `shutdownTime` is computed from.
+    clock: Clock,
 }
 
 impl AgentSandbox {
@@ -459,6 +474,7 @@ impl AgentSandbox {
                 targets: Mutex::new(HashMap::new()),
                 ready_timeout: options.ready_timeout,
                 page_size: options.page_size,
+                clock: options.clock,
             }),
         })
     }
@@ -841,7 +857,7 @@ impl AgentSandbox {
         if !self.inner.capabilities.contains(Capability::Ttl) {
             return None;
         }
-        ttl.and_then(|ttl| manifest::shutdown_time(SystemTime::now(), ttl))
+        ttl.and_then(|ttl| manifest::shutdown_time(self.inner.clock.now(), ttl))
     }
 
     /// Creates (or adopts) a Sandbox in direct mode and waits for it.
@@ -1586,7 +1602,7 @@ impl Provider for AgentSandbox {
         }
         let shutdown = match ttl {
             Some(ttl) => Some(
-                manifest::shutdown_time(SystemTime::now(), ttl)
+                manifest::shutdown_time(self.inner.clock.now(), ttl)
                     .ok_or_else(|| Error::invalid_request("ttl is too large"))?,
             ),
             None => None,

@@ -5,9 +5,9 @@
 mod support;
 
 use std::collections::BTreeSet;
-use std::time::Duration;
+use std::time::{Duration, UNIX_EPOCH};
 
-use agentsandbox::{CreatedKind, POOL_LABEL};
+use agentsandbox::{AgentSandbox, Clock, CreatedKind, POOL_LABEL, PoolConfig};
 use bytes::Bytes;
 use fakekube::FakeKube;
 use k8s_openapi::api::core::v1::Pod;
@@ -845,6 +845,53 @@ async fn expose_port_gives_the_service_name_and_set_ttl_moves_the_shutdown() {
         .await
         .expect("the TTL backstop deletes the sandbox");
     assert!(p.get(&sb).await.unwrap_err().is_not_found());
+}
+
+#[tokio::test]
+async fn shutdown_time_is_computed_from_the_clock_the_options_give() {
+    let kube = fake().await;
+    warm_pool(&kube, 1).await;
+    // 2030-03-17T17:46:40Z, far from the system clock: only the given clock can yield it.
+    let at = UNIX_EPOCH + Duration::from_secs(1_900_000_000);
+    let connect = |name: &str, lines: &[&str], token: &str| {
+        let pool = PoolConfig::from_yaml(&pool_yaml(name, lines)).expect("pool config");
+        let options = options(&kube, token).with_clock(Clock::from_fn(move || at));
+        AgentSandbox::connect(pool, options)
+    };
+    let token = role_token(&kube, "role-token-clock");
+    let p = connect("direct", &["features: exec,ttl"], &token)
+        .await
+        .unwrap();
+    let sb = id("sb-clock");
+    let created = p
+        .create(CreateRequest::new(sb.clone()).with_ttl(Duration::from_secs(90)))
+        .await
+        .unwrap();
+    assert_eq!(created.expires_at, Some(at + Duration::from_secs(90)));
+    let spec = &stored(&kube, "sandboxes", "sb-clock").await["spec"];
+    assert_eq!(spec["shutdownTime"], "2030-03-17T17:48:10Z");
+    let moved = p
+        .set_ttl(&sb, Some(Duration::from_secs(600)))
+        .await
+        .unwrap();
+    assert_eq!(moved.expires_at, Some(at + Duration::from_secs(600)));
+    let spec = &stored(&kube, "sandboxes", "sb-clock").await["spec"];
+    assert_eq!(spec["shutdownTime"], "2030-03-17T17:56:40Z");
+    let w = connect(
+        "warm",
+        &["warmPool: python-warm", "features: exec,ttl"],
+        &token,
+    )
+    .await
+    .unwrap();
+    w.create(CreateRequest::new(id("claim-clock")).with_ttl(Duration::from_secs(90)))
+        .await
+        .unwrap();
+    let claim = stored(&kube, "sandboxclaims", "claim-clock").await;
+    assert_eq!(
+        claim["spec"]["lifecycle"]["shutdownTime"],
+        "2030-03-17T17:48:10Z"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

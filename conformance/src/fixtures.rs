@@ -1,5 +1,5 @@
 //! What a provider tells the suite about itself beyond [`ProviderInfo`]: names, timeouts, sizes,
-//! paths, and the faults it can inject.
+//! paths, the faults it can inject, and the clock it lets the suite move.
 //!
 //! [`ProviderInfo`]: sandbox_contract::ProviderInfo
 
@@ -52,10 +52,12 @@ pub struct Fixtures {
     ///
     /// [`Limits`]: sandbox_contract::Limits
     pub max_limit_probe: u64,
-    /// A short TTL for the TTL backstop trials.
+    /// A short TTL for the TTL backstop trials (with a [`clock`](Fixtures::clock) it may be
+    /// long: the clock is moved past it).
     pub ttl: Duration,
     /// How long after its TTL the backstop may take to remove a sandbox; `None` skips the
-    /// trials that wait for it.
+    /// trials that wait for it. With a [`clock`](Fixtures::clock), the clock is moved by the
+    /// TTL and this wait instead.
     pub ttl_backstop_wait: Option<Duration>,
     /// How long a deleted sandbox may still be reported `Deleting` before `get` must answer
     /// `not_found`.
@@ -80,6 +82,11 @@ pub struct Fixtures {
     /// The faults the provider's backend can inject, for the trials that break connections
     /// and list pages; `None` skips them.
     pub faults: Option<Arc<dyn Faults>>,
+    /// The backend's clock, when the suite may move it (a fake cluster's); `None` (a real
+    /// cluster) makes the TTL backstop trials wait in real time. With it they run after the
+    /// others, one at a time with nothing else in flight, and move the clock instead of
+    /// waiting.
+    pub clock: Option<Arc<dyn ClusterClock>>,
     /// The prefix of every sandbox id the suite makes (a lowercase letter first).
     pub id_prefix: String,
 }
@@ -111,6 +118,7 @@ impl Default for Fixtures {
             },
             opt_in: Capabilities::new(),
             faults: None,
+            clock: None,
             id_prefix: "cf".to_owned(),
         }
     }
@@ -123,6 +131,7 @@ impl std::fmt::Debug for Fixtures {
             .field("op_timeout", &self.op_timeout)
             .field("volume_path", &self.volume_path)
             .field("faults", &self.faults.is_some())
+            .field("clock", &self.clock.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -167,4 +176,17 @@ pub trait Faults: Send + Sync {
 
     /// Switches `fault` off.
     async fn clear(&self, fault: Fault) -> Result<(), Error>;
+}
+
+/// The clock of a provider's backend (a fake API server, an in-memory store), which the suite
+/// may move forward instead of waiting for the provider's timers (the TTL backstop).
+///
+/// Moving it moves every timer of the backend and the time the provider itself computes
+/// expiries from (an adapter whose backend is a fake cluster must read the fake's clock, or a
+/// TTL set after a move would expire early by the jump). The suite moves it only while no
+/// other trial of any pool runs: another trial's timers would jump with it.
+#[async_trait]
+pub trait ClusterClock: Send + Sync {
+    /// Moves the clock forward by `by`: every timer whose deadline is then passed fires.
+    async fn advance(&self, by: Duration) -> Result<(), Error>;
 }

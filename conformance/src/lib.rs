@@ -39,7 +39,8 @@
 //! - `trials`: the rules, one async function per trial grouped by capability ([`Group`],
 //!   [`TrialKind`]), each running in a `TrialScope` (the provider, its declarations, the
 //!   fixtures, and the sandboxes to delete afterwards).
-//! - `fixtures`: [`Fixtures`] and [`Faults`], what a provider tells the suite beyond its info.
+//! - `fixtures`: [`Fixtures`], [`Faults`] and [`ClusterClock`], what a provider tells the suite
+//!   beyond its info.
 //! - `report`: [`Report`], with the capability table, text, JSON and JUnit.
 //! - `reference`: [`ReferenceProvider`], an in-memory provider that passes every trial, and its
 //!   mutants ([`Bug`]), each failing the trial named for its bug.
@@ -77,7 +78,7 @@ mod trials;
 pub struct ReadmeDoctests;
 
 // The public interface is:
-pub use fixtures::{Fault, Faults, Fixtures};
+pub use fixtures::{ClusterClock, Fault, Faults, Fixtures};
 pub use libtest_mimic::{Arguments, Conclusion, Trial};
 pub use reference::{Bug, ReferenceProvider, VOLUME_PATH};
 pub use report::{Counts, Outcome, PoolSummary, Report, TrialRecord};

@@ -141,7 +141,8 @@ impl Suite {
     /// Runs every trial without printing anything and returns the report.
     ///
     /// Trials run concurrently on the suite's runtime; a trial that injects a fault or lists
-    /// the pool still runs alone. For tests of providers and of the suite itself.
+    /// the pool still runs alone, and those that move the backend's clock run after all the
+    /// others. For tests of providers and of the suite itself.
     pub fn run_quietly(self) -> Report {
         let started = Instant::now();
         let prepared = self.prepare();
@@ -149,35 +150,13 @@ impl Suite {
         match &prepared.runtime {
             Some(runtime) => {
                 records = runtime.block_on(async {
-                    let mut tasks = tokio::task::JoinSet::new();
-                    for (index, case) in prepared.cases.iter().enumerate() {
-                        if let Some(reason) = &case.skip {
-                            records.push((
-                                index,
-                                case.record(
-                                    Outcome::Skipped {
-                                        reason: reason.clone(),
-                                    },
-                                    Duration::ZERO,
-                                ),
-                            ));
-                            continue;
-                        }
-                        let body = case.body.clone();
-                        let pool = prepared.pool_rt(case.pool);
-                        let number = case.number;
-                        tasks.spawn(async move {
-                            let started = Instant::now();
-                            let outcome = execute(pool, body, number).await;
-                            (index, outcome, started.elapsed())
-                        });
-                    }
-                    while let Some(joined) = tasks.join_next().await {
-                        if let Ok((index, outcome, took)) = joined
-                            && let Some(case) = prepared.cases.get(index)
-                        {
-                            records.push((index, case.record(outcome, took)));
-                        }
+                    let mut records = Vec::new();
+                    for clock_phase in [false, true] {
+                        let batch =
+                            prepared.cases.iter().enumerate().filter(|(_, case)| {
+                                (case.start() == Start::MovesClock) == clock_phase
+                            });
+                        records.extend(run_batch(&prepared, batch).await);
                     }
                     records.sort_by_key(|(index, _)| *index);
                     records
@@ -260,6 +239,7 @@ impl Suite {
                     for rule in catalog() {
                         let mut rows = vec![rule.group];
                         rows.extend(rule.also.iter().copied().map(Group::Capability));
+                        let moves_clock = rule.waits && spec.fixtures.clock.is_some();
                         cases.push(Case {
                             number: 0,
                             name: format!("{pool_prefix}{}", rule.full_name()),
@@ -270,7 +250,12 @@ impl Suite {
                             rows,
                             skip: rule.skip_reason(&info, &spec.fixtures),
                             waits: rule.waits,
-                            body: Body::Rule(rule.run, rule.fault, rule.runs_alone()),
+                            moves_clock,
+                            body: Body::Rule(
+                                rule.run,
+                                rule.fault,
+                                rule.runs_alone() || moves_clock,
+                            ),
                         });
                     }
                     pools.push(PoolRt {
@@ -293,6 +278,7 @@ impl Suite {
                         rows: vec![Group::Core],
                         skip: None,
                         waits: false,
+                        moves_clock: false,
                         body: Body::Broken(format!(
                             "info failed, so no other trial can run: {error}"
                         )),
@@ -308,11 +294,8 @@ impl Suite {
                 }
             }
         }
-        // Trials that inject a fault or list the pool run alone; started first, they wait for
-        // nobody, instead of each waiting mid-run for every running trial to finish. Trials
-        // that wait out the provider's timers come next, so that their waits overlap the rest
-        // rather than end the run (a stable sort keeps the catalogue order otherwise).
-        cases.sort_by_key(Case::start_rank);
+        // See `Start` for the order (a stable sort keeps the catalogue order within each).
+        cases.sort_by_key(Case::start);
         for (number, case) in cases.iter_mut().enumerate() {
             case.number = number;
         }
@@ -370,18 +353,37 @@ struct Case {
     skip: Option<String>,
     /// Whether it mostly waits out the provider's timers (`Rule::waits`).
     waits: bool,
+    /// Whether it moves the backend's clock instead of waiting (it waits, and its pool's
+    /// fixtures give a clock); it then runs alone.
+    moves_clock: bool,
     /// What it runs.
     body: Body,
 }
 
+/// When a case starts among the others: the variants in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Start {
+    /// It runs alone (it injects a fault or lists the pool): started first, it waits for
+    /// nobody, instead of waiting mid-run for every running trial to finish.
+    Alone,
+    /// It waits out the provider's timers in real time: started early, its wait overlaps the
+    /// rest rather than ends the run.
+    Early,
+    /// Everything else.
+    Middle,
+    /// It moves the backend's clock: after everything else, alone (one at a time, nothing else
+    /// in flight), since another trial's timers would jump with the clock.
+    MovesClock,
+}
+
 impl Case {
-    /// Where it starts among the trials: those that run alone, then those that mostly wait,
-    /// then the rest.
-    fn start_rank(&self) -> u8 {
-        match (&self.body, self.waits) {
-            (Body::Rule(_, _, true), _) => 0,
-            (_, true) => 1,
-            _ => 2,
+    /// Where it starts among the trials (see [`Start`]).
+    fn start(&self) -> Start {
+        match (&self.body, self.waits, self.moves_clock) {
+            (_, _, true) => Start::MovesClock,
+            (Body::Rule(_, _, true), _, _) => Start::Alone,
+            (_, true, _) => Start::Early,
+            _ => Start::Middle,
         }
     }
 
@@ -490,6 +492,41 @@ impl Prepared {
             duration,
         }
     }
+}
+
+/// Runs `cases` (with their indexes) concurrently and returns their records by index; a
+/// skipped case gets its record at once.
+async fn run_batch<'a>(
+    prepared: &'a Prepared,
+    cases: impl Iterator<Item = (usize, &'a Case)>,
+) -> Vec<(usize, TrialRecord)> {
+    let mut records = Vec::new();
+    let mut tasks = tokio::task::JoinSet::new();
+    for (index, case) in cases {
+        if let Some(reason) = &case.skip {
+            let outcome = Outcome::Skipped {
+                reason: reason.clone(),
+            };
+            records.push((index, case.record(outcome, Duration::ZERO)));
+            continue;
+        }
+        let body = case.body.clone();
+        let pool = prepared.pool_rt(case.pool);
+        let number = case.number;
+        tasks.spawn(async move {
+            let started = Instant::now();
+            let outcome = execute(pool, body, number).await;
+            (index, outcome, started.elapsed())
+        });
+    }
+    while let Some(joined) = tasks.join_next().await {
+        if let Ok((index, outcome, took)) = joined
+            && let Some(case) = prepared.cases.get(index)
+        {
+            records.push((index, case.record(outcome, took)));
+        }
+    }
+    records
 }
 
 /// Runs case `number` against its pool: the body within the trial timeout, then the fault
@@ -602,6 +639,10 @@ mod tests {
     }
 
     fn case(name: &str, alone: bool, waits: bool) -> Case {
+        clock_case(name, alone, waits, false)
+    }
+
+    fn clock_case(name: &str, alone: bool, waits: bool, moves_clock: bool) -> Case {
         Case {
             number: 0,
             name: name.to_owned(),
@@ -612,7 +653,8 @@ mod tests {
             rows: Vec::new(),
             skip: None,
             waits,
-            body: Body::Rule(passes, None, alone),
+            moves_clock,
+            body: Body::Rule(passes, None, alone || moves_clock),
         }
     }
 
@@ -626,9 +668,68 @@ mod tests {
             case("wait2", false, true),
             case("alone2", true, true),
         ];
-        cases.sort_by_key(Case::start_rank);
+        cases.sort_by_key(Case::start);
         let names: Vec<&str> = cases.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["alone1", "alone2", "wait1", "wait2", "a", "b"]);
+    }
+
+    #[test]
+    fn trials_that_move_the_clock_start_after_all_the_others() {
+        let mut cases = [
+            clock_case("clock1", false, true, true),
+            case("a", false, false),
+            case("alone1", true, false),
+            clock_case("clock2", false, true, true),
+            case("wait1", false, true),
+            case("b", false, false),
+        ];
+        cases.sort_by_key(Case::start);
+        let names: Vec<&str> = cases.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["alone1", "wait1", "a", "b", "clock1", "clock2"]);
+    }
+
+    struct StillClock;
+
+    #[sandbox_contract::async_trait]
+    impl crate::fixtures::ClusterClock for StillClock {
+        async fn advance(&self, _by: Duration) -> Result<(), sandbox_contract::Error> {
+            Ok(())
+        }
+    }
+
+    /// The names of the prepared cases that wait, each with whether it runs alone, and
+    /// whether they are the last cases.
+    fn waiting_cases(fixtures: Fixtures) -> (Vec<(String, bool)>, bool) {
+        let provider = crate::ReferenceProvider::new();
+        let prepared = Suite::new()
+            .pool("reference", Arc::new(provider), fixtures)
+            .prepare();
+        let waiting: Vec<(String, bool)> = prepared
+            .cases
+            .iter()
+            .filter(|c| c.waits)
+            .map(|c| (c.name.clone(), matches!(c.body, Body::Rule(_, _, true))))
+            .collect();
+        let count = waiting.len();
+        let last = prepared.cases.iter().rev().take(count).all(|c| c.waits);
+        (waiting, last)
+    }
+
+    #[test]
+    fn waiting_trials_move_the_clock_alone_and_last_only_when_the_fixtures_give_a_clock() {
+        let fixtures = crate::ReferenceProvider::new().fixtures();
+        let (waiting, last) = waiting_cases(fixtures.clone());
+        assert_eq!(waiting.len(), 2, "{waiting:?}");
+        assert!(waiting.iter().all(|(_, alone)| !alone), "{waiting:?}");
+        assert!(!last, "without a clock the waiting trials start early");
+        let with_clock = Fixtures {
+            clock: Some(Arc::new(StillClock)),
+            ..fixtures
+        };
+        let (waiting, last) = waiting_cases(with_clock);
+        assert_eq!(waiting.len(), 2, "{waiting:?}");
+        assert!(waiting.iter().all(|(_, alone)| *alone), "{waiting:?}");
+        assert!(last, "with a clock the waiting trials start last");
     }
 
     #[test]

@@ -3,8 +3,11 @@
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use sandbox_conformance::{Arguments, Bug, Outcome, ReferenceProvider, Report, Suite, TrialKind};
+use sandbox_conformance::{
+    Arguments, Bug, Fixtures, Outcome, ReferenceProvider, Report, Suite, TrialKind,
+};
 use sandbox_contract::{Capabilities, Capability};
 
 /// Runs the whole suite, quietly, against `provider` as the only pool.
@@ -144,6 +147,45 @@ fn every_mutant_fails_the_trial_named_for_its_bug() {
         "mutants the suite missed:\n{}",
         misses.join("\n")
     );
+}
+
+/// Runs the whole suite, quietly, against `provider` with its clock in the fixtures: the TTL
+/// backstop trials move it instead of waiting. The TTL is a minute, longer than any trial may
+/// take: those trials pass only by moving the clock.
+fn run_on_its_clock(provider: ReferenceProvider) -> Report {
+    let fixtures = Fixtures {
+        clock: Some(provider.clock()),
+        ttl: Duration::from_secs(60),
+        ttl_backstop_wait: Some(Duration::from_secs(60)),
+        ..provider.fixtures()
+    };
+    Suite::new()
+        .pool("reference", Arc::new(provider), fixtures)
+        .run_quietly()
+}
+
+#[test]
+fn on_a_clock_the_suite_moves_the_reference_passes_and_the_ttl_mutants_fail_their_trials() {
+    let provider = ReferenceProvider::new();
+    let report = run_on_its_clock(provider.clone());
+    assert!(!report.has_failed(), "{}", failures(&report));
+    for name in [
+        "ttl::backstop_removes_the_sandbox",
+        "ttl::moved_expiry_is_what_the_backstop_uses",
+    ] {
+        let outcome = report.trial(name).map(|t| &t.outcome);
+        assert_eq!(outcome, Some(&Outcome::Passed), "{name}");
+    }
+    assert_eq!(provider.sandbox_count(), 0, "the run left sandboxes behind");
+    for bug in [Bug::BackstopNeverFires, Bug::TtlNotMoved] {
+        let report = run_on_its_clock(ReferenceProvider::mutant(bug));
+        let expected = bug.caught_by();
+        assert!(
+            report.failures().iter().any(|t| t.name == expected),
+            "{bug:?}: {expected} was {:?}",
+            report.trial(&expected).map(|t| &t.outcome)
+        );
+    }
 }
 
 #[test]

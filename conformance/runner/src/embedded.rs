@@ -1,16 +1,22 @@
 //! The run against an in-process fakekube: start it with the warm pool a cluster operator would
-//! make, connect the adapter as two pools, run the suite with fakekube's fault switches (and,
-//! with `--chaos-seed`, under chaos: see `chaos`; with `--pods-ignore-sigterm`, with pods
-//! that ignore SIGTERM: see `sigterm`), then check that nothing is left.
+//! make, connect the adapter as two pools, run the suite with fakekube's fault switches and
+//! clock (and, with `--chaos-seed`, under chaos: see `chaos`; with `--pods-ignore-sigterm`,
+//! with pods that ignore SIGTERM: see `sigterm`), then check that nothing is left.
+//!
+//! The adapter reads fakekube's clock for the `shutdownTime` it writes, and the suite moves
+//! that clock instead of waiting out the TTL backstop (its TTL trials then run last, alone).
+//! Under `--record` the suite is not given the clock: the cassette is replayed through a
+//! kubeconfig, where the suite cannot move a clock and waits in real time, so the recording
+//! waits too.
 
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agentsandbox::{AgentSandbox, ConnectOptions, PoolConfig};
+use agentsandbox::{AgentSandbox, Clock, ConnectOptions, PoolConfig};
 use fakekube::{Chaos, FakeKube};
 use sandbox_conformance::explained::{Counted, Tally};
-use sandbox_conformance::{Arguments, Fault, Faults, Fixtures};
+use sandbox_conformance::{Arguments, ClusterClock, Fault, Faults, Fixtures};
 use sandbox_contract::{Error, Provider, async_trait};
 use serde_json::json;
 
@@ -19,7 +25,7 @@ use crate::error::RunError;
 use crate::options::Options;
 use crate::pools::{
     CLUSTER_OBJECTS, DIRECT_POOL, MISSING_IMAGE, NAMESPACE, WARM_POOL, WARM_POOL_CONFIG,
-    WARM_TEMPLATE, direct_fixtures, fast_fixtures, warm_fixtures,
+    WARM_TEMPLATE, direct_fixtures, fast_fixtures, on_fakekube_clock, warm_fixtures,
 };
 use crate::record::Recording;
 use crate::sigterm;
@@ -41,7 +47,7 @@ pub(crate) fn run(
         if options.pods_ignore_sigterm {
             builder = builder.auto_advance_clock(sigterm::QUIET);
         }
-        let kube = builder.start().await.map_err(RunError::StartFakekube)?;
+        let kube = Arc::new(builder.start().await.map_err(RunError::StartFakekube)?);
         // Before the warm pool, so that its pods too ignore SIGTERM.
         let rewritten = options
             .pods_ignore_sigterm
@@ -60,9 +66,14 @@ pub(crate) fn run(
             Some(r) => r.connect_options(),
             None => ConnectOptions::from_env().with_kubeconfig_yaml(kube.kubeconfig()),
         };
+        let clock = {
+            let kube = kube.clone();
+            Clock::from_fn(move || kube.now())
+        };
+        let kubeconfig = kubeconfig.with_clock(clock);
         let direct = connect(kubeconfig.clone(), DIRECT_POOL).await?;
         let warm = connect(kubeconfig, WARM_POOL_CONFIG).await?;
-        Ok::<_, RunError>((Arc::new(kube), direct, warm, recording, rewritten))
+        Ok::<_, RunError>((kube, direct, warm, recording, rewritten))
     })?;
     let watched = rewritten.map(|created| {
         println!(
@@ -91,9 +102,18 @@ pub(crate) fn run(
         );
         kube.faults().chaos(Some(*c));
     }
-    let with_faults = || Fixtures {
-        faults: Some(Arc::new(FakeFaults(kube.clone())) as Arc<dyn Faults>),
-        ..fast_fixtures()
+    let clock = recording
+        .is_none()
+        .then(|| Arc::new(FakeClock(kube.clone())) as Arc<dyn ClusterClock>);
+    let with_faults = || {
+        let fixtures = Fixtures {
+            faults: Some(Arc::new(FakeFaults(kube.clone())) as Arc<dyn Faults>),
+            ..fast_fixtures()
+        };
+        match &clock {
+            Some(clock) => on_fakekube_clock(fixtures, clock.clone()),
+            None => fixtures,
+        }
     };
     let report = suite_with_reports(options)
         .pool("direct", direct.clone(), direct_fixtures(with_faults()))
@@ -195,6 +215,18 @@ impl Faults for FakeFaults {
             Fault::BreakExecConnections => self.0.faults().drop_exec_after_bytes(None),
             Fault::FailListPages => self.0.faults().fail_continued_lists(false),
         }
+        Ok(())
+    }
+}
+
+/// The suite's clock hook, over fakekube's clock (which the adapter reads too, so a TTL set
+/// after a move is counted from the moved time).
+struct FakeClock(Arc<FakeKube>);
+
+#[async_trait]
+impl ClusterClock for FakeClock {
+    async fn advance(&self, by: Duration) -> Result<(), Error> {
+        self.0.advance_clock(by);
         Ok(())
     }
 }

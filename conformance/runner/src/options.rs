@@ -43,7 +43,7 @@ OPTIONS
                       with the embedded fakekube: a stand-in for a mutating admission
                       webhook rewrites each pod's command to a loop that ignores SIGTERM, so
                       every stop waits out the pod's grace period (the fake's clock skips it;
-                      as it jumps, the ttl:: trials that time an expiry fail: filter them out)
+                      the adapter reads that clock, so expiries keep their meaning)
   -h, --help          this text, then libtest's options
 
 Before any trial against a cluster, a preflight checks each pool's namespace, warm pool and

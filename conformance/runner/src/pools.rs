@@ -2,10 +2,11 @@
 //! job, the live tests and `ci/kind-up.sh` agree on names) and the fixtures each gets.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use agentsandbox::PoolConfig;
-use sandbox_conformance::Fixtures;
+use sandbox_conformance::{ClusterClock, Fixtures};
 use sandbox_contract::{Capabilities, Capability};
 use serde_json::Value;
 
@@ -52,7 +53,9 @@ pub(crate) fn warm_fixtures(base: Fixtures) -> Fixtures {
 /// Fixtures sized for fakekube: it starts pods in milliseconds, so waits are short. The TTL
 /// backstop is given 1.8 s past the 1 s TTL: `shutdownTime` has one-second precision and, as
 /// upstream's controller does, fakekube looks at an unexpired Sandbox again after
-/// max(remaining, 2 s), so a 1 s TTL set just now is acted on about 2 s later.
+/// max(remaining, 2 s), so a 1 s TTL set just now is acted on about 2 s later. (The embedded
+/// run moves fakekube's clock instead: see [`on_fakekube_clock`]; a fakekube process reached
+/// through a kubeconfig is waited for in real time.)
 pub(crate) fn fast_fixtures() -> Fixtures {
     Fixtures {
         op_timeout: Duration::from_secs(20),
@@ -64,6 +67,20 @@ pub(crate) fn fast_fixtures() -> Fixtures {
         delete_wait: Duration::from_secs(10),
         list_count: 7,
         ..Fixtures::default()
+    }
+}
+
+/// The TTL of the backstop trials on fakekube's clock: a minute, longer than any of their real
+/// waits (`delete_wait`), so that they pass only by moving the clock past it.
+const TTL_ON_A_MOVED_CLOCK: Duration = Duration::from_secs(60);
+
+/// `base` with fakekube's `clock`, which the TTL backstop trials move past the TTL and the
+/// backstop's wait instead of waiting them out (the adapter reads the same clock).
+pub(crate) fn on_fakekube_clock(base: Fixtures, clock: Arc<dyn ClusterClock>) -> Fixtures {
+    Fixtures {
+        clock: Some(clock),
+        ttl: TTL_ON_A_MOVED_CLOCK,
+        ..base
     }
 }
 

@@ -29,7 +29,7 @@ use tokio::task::AbortHandle;
 
 pub use bugs::Bug;
 
-use crate::fixtures::{Fault, Faults, Fixtures};
+use crate::fixtures::{ClusterClock, Fault, Faults, Fixtures};
 use fs::{Fs, PathError};
 use shell::{Input, Output, SandboxFs, Shell};
 
@@ -81,6 +81,9 @@ struct Inner {
     info_calls: AtomicU64,
     /// Stdin senders the stdin mutants keep alive, so that end of input never comes.
     leaked: Mutex<Vec<mpsc::UnboundedSender<Bytes>>>,
+    /// How far its clock was moved ahead of the host's, in nanoseconds (see
+    /// [`ReferenceProvider::clock`]).
+    moved_nanos: AtomicU64,
 }
 
 /// Everything that changes.
@@ -181,6 +184,7 @@ impl ReferenceProvider {
                 fail_list_pages: AtomicBool::new(false),
                 info_calls: AtomicU64::new(0),
                 leaked: Mutex::new(Vec::new()),
+                moved_nanos: AtomicU64::new(0),
             }),
         }
     }
@@ -188,6 +192,28 @@ impl ReferenceProvider {
     /// Returns the fault switches of this provider.
     pub fn faults(&self) -> Arc<dyn Faults> {
         Arc::new(ReferenceFaults(self.inner.clone()))
+    }
+
+    /// Returns its clock, which the suite may move: its TTLs and expiries read it. The
+    /// [`fixtures`](ReferenceProvider::fixtures) do not give it; add it to run the TTL
+    /// backstop trials on a moved clock.
+    pub fn clock(&self) -> Arc<dyn ClusterClock> {
+        Arc::new(ReferenceClock(self.inner.clone()))
+    }
+
+    /// How far its clock is ahead of the host's.
+    fn moved(&self) -> Duration {
+        Duration::from_nanos(self.inner.moved_nanos.load(Ordering::SeqCst))
+    }
+
+    /// Its clock's monotonic time now (for the TTL backstop).
+    fn instant_now(&self) -> Instant {
+        Instant::now() + self.moved()
+    }
+
+    /// Its clock's calendar time now (for expiries and creation times).
+    fn system_now(&self) -> SystemTime {
+        SystemTime::now() + self.moved()
     }
 
     /// Returns fixtures for this provider: short timeouts, its volume path and its faults.
@@ -231,7 +257,7 @@ impl ReferenceProvider {
     fn swept(&self) -> Result<MutexGuard<'_, State>, Error> {
         let mut state = self.state()?;
         if !self.has(Bug::BackstopNeverFires) {
-            let now = Instant::now();
+            let now = self.instant_now();
             let expired: Vec<SandboxId> = state
                 .sandboxes
                 .iter()
@@ -318,8 +344,8 @@ impl ReferenceProvider {
                 id: request.id.clone(),
                 state: SandboxState::Running,
                 template,
-                created_at: Some(SystemTime::now()),
-                expires_at: ttl.map(|ttl| SystemTime::now() + ttl),
+                created_at: Some(self.system_now()),
+                expires_at: ttl.map(|ttl| self.system_now() + ttl),
                 provider_ref,
                 labels,
                 reason: None,
@@ -328,7 +354,7 @@ impl ReferenceProvider {
             shadow: fs.clone(),
             fs,
             link: None,
-            backstop: ttl.map(|ttl| Instant::now() + ttl),
+            backstop: ttl.map(|ttl| self.instant_now() + ttl),
             tasks: Vec::new(),
             latest: Arc::new(Mutex::new(None)),
         })
@@ -740,6 +766,19 @@ impl SandboxFs for FsHandle {
 
 /// The fault switches of a reference provider.
 struct ReferenceFaults(Arc<Inner>);
+
+/// The reference provider's clock, for the suite to move.
+struct ReferenceClock(Arc<Inner>);
+
+#[async_trait]
+impl ClusterClock for ReferenceClock {
+    async fn advance(&self, by: Duration) -> Result<(), Error> {
+        let nanos = u64::try_from(by.as_nanos())
+            .map_err(|_| Error::invalid_request("cannot move the clock that far"))?;
+        self.0.moved_nanos.fetch_add(nanos, Ordering::SeqCst);
+        Ok(())
+    }
+}
 
 #[async_trait]
 impl Faults for ReferenceFaults {
@@ -1314,8 +1353,8 @@ impl Provider for ReferenceProvider {
         }
         let mut state = self.swept()?;
         let sb = state.sandboxes.get_mut(id).ok_or_else(|| not_found(id))?;
-        let expires_at = ttl.map(|ttl| SystemTime::now() + ttl);
-        let backstop = ttl.map(|ttl| Instant::now() + ttl);
+        let expires_at = ttl.map(|ttl| self.system_now() + ttl);
+        let backstop = ttl.map(|ttl| self.instant_now() + ttl);
         if self.has(Bug::SetTtlNotSaved) {
             let mut record = sb.record.clone();
             record.expires_at = expires_at;

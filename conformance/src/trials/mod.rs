@@ -138,8 +138,10 @@ pub(crate) struct Rule {
     /// run to run, and a recorded run could not be replayed.
     pub(crate) alone: bool,
     /// Whether it spends most of its time waiting out the provider's timers (the TTL
-    /// backstop), so that it is started early: its wait then overlaps the other trials
-    /// instead of trailing after them.
+    /// backstop). When the fixtures give a [`clock`](Fixtures::clock) it moves that clock
+    /// instead, and so runs alone after every other trial (a move would make other trials'
+    /// timers jump); otherwise it is started early, so that its wait overlaps the other
+    /// trials instead of trailing after them.
     pub(crate) waits: bool,
     /// Other conditions on the provider and fixtures.
     pub(crate) gate: Gate,
@@ -549,6 +551,15 @@ pub(crate) struct Streamed {
 }
 
 impl Streamed {
+    /// Describes the terminal item for a failure message: `exit N`, or the error as its
+    /// Display quotes it (`unavailable: ...`), so that the code can be read from the message.
+    pub(crate) fn terminal_text(&self) -> String {
+        match &self.terminal {
+            Ok(code) => format!("exit {code}"),
+            Err(error) => format!("error {error}"),
+        }
+    }
+
     /// Returns all stdout bytes.
     pub(crate) fn stdout(&self) -> Vec<u8> {
         self.chunks
@@ -777,9 +788,19 @@ impl TrialScope {
         format!("{}/{name}", self.fx.scratch_dir.trim_end_matches('/'))
     }
 
+    /// Moves the backend's clock (the fixtures' [`clock`](Fixtures::clock)) forward by `by`.
+    /// Only a trial that runs alone may: other trials' timers would jump too.
+    pub(crate) async fn advance_clock(&self, by: Duration) -> TrialResult {
+        let Some(clock) = &self.fx.clock else {
+            fail!("the fixtures give no clock to move");
+        };
+        self.ok("moving the clock", clock.advance(by)).await
+    }
+
     /// Waits until `get` answers `not_found` for `id`, allowing `Deleting` meanwhile.
     pub(crate) async fn wait_gone(&self, id: &SandboxId, within: Duration) -> TrialResult {
         let deadline = Instant::now() + within;
+        let mut pause = FIRST_POLL;
         loop {
             match self.call("get", self.p.get(id)).await? {
                 Err(error) if error.is_not_found() => return Ok(()),
@@ -794,12 +815,17 @@ impl TrialScope {
                     }
                 }
             }
-            tokio::time::sleep(poll_interval(within)).await;
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(poll_interval(within));
         }
     }
 }
 
-/// How often to poll while waiting `within`.
+/// The first pause between polls: a provider that acts at once is seen at once.
+const FIRST_POLL: Duration = Duration::from_millis(5);
+
+/// How often to poll while waiting `within`, at most (polls start at [`FIRST_POLL`] and
+/// double up to this).
 pub(crate) fn poll_interval(within: Duration) -> Duration {
     (within / 50).clamp(Duration::from_millis(5), Duration::from_millis(500))
 }
@@ -878,6 +904,21 @@ mod tests {
         );
         assert!(first.as_str().ends_with("-t3-1"), "{first}");
         assert_ne!(first, source.for_trial(4).next().unwrap());
+    }
+
+    #[test]
+    fn a_terminal_error_is_described_by_its_code_and_message() {
+        let streamed = |terminal| Streamed {
+            chunks: Vec::new(),
+            terminal,
+            terminal_at: Instant::now(),
+        };
+        assert_eq!(streamed(Ok(3)).terminal_text(), "exit 3");
+        let error = Error::unavailable("the exec connection broke");
+        assert_eq!(
+            streamed(Err(error)).terminal_text(),
+            "error unavailable: the exec connection broke"
+        );
     }
 
     #[test]

@@ -162,17 +162,36 @@ pub(super) async fn zero_ttl_is_invalid_request(scope: TrialScope) -> TrialResul
     Ok(())
 }
 
+/// How long the backstop trials wait (or move the backend's clock) after setting the TTL: the
+/// TTL and the time the backstop may take past it.
+fn backstop_wait(scope: &TrialScope) -> Duration {
+    scope.fx.ttl + scope.fx.ttl_backstop_wait.unwrap_or_default()
+}
+
 /// Once its TTL passes, the provider removes the sandbox on its own.
+///
+/// With the fixtures' clock, the clock is moved past the TTL and the backstop's wait, and the
+/// sandbox must then be gone within `delete_wait`.
 pub(super) async fn backstop_removes_the_sandbox(scope: TrialScope) -> TrialResult {
     let sandbox = scope.create().await?;
     scope
         .ok("set_ttl", scope.p.set_ttl(&sandbox.id, Some(scope.fx.ttl)))
         .await?;
-    let wait = scope.fx.ttl + scope.fx.ttl_backstop_wait.unwrap_or_default();
-    scope.wait_gone(&sandbox.id, wait).await
+    let wait = backstop_wait(&scope);
+    if scope.fx.clock.is_some() {
+        scope.advance_clock(wait).await?;
+        scope.wait_gone(&sandbox.id, scope.fx.delete_wait).await
+    } else {
+        scope.wait_gone(&sandbox.id, wait).await
+    }
 }
 
 /// A TTL moved later is the one the backstop honours.
+///
+/// With the fixtures' clock, the clock is moved past the original expiry and the backstop's
+/// wait; a second sandbox keeping the short TTL, made after the first's was moved (so its
+/// expiry is no earlier than the first's original one), must then be gone within
+/// `delete_wait`: the backstop has acted by then, and the first must still be there.
 pub(super) async fn moved_expiry_is_what_the_backstop_uses(scope: TrialScope) -> TrialResult {
     let id = scope.new_id()?;
     scope
@@ -184,7 +203,24 @@ pub(super) async fn moved_expiry_is_what_the_backstop_uses(scope: TrialScope) ->
             scope.p.set_ttl(&id, Some(Duration::from_secs(3600))),
         )
         .await?;
-    tokio::time::sleep(scope.fx.ttl + scope.fx.ttl_backstop_wait.unwrap_or_default()).await;
+    if scope.fx.clock.is_some() {
+        let unmoved = scope.new_id()?;
+        scope
+            .create_with(scope.request(unmoved.clone()).with_ttl(scope.fx.ttl))
+            .await?;
+        scope.advance_clock(backstop_wait(&scope)).await?;
+        scope
+            .wait_gone(&unmoved, scope.fx.delete_wait)
+            .await
+            .map_err(|failure| {
+                super::Failure::new(format!(
+                    "the backstop did not act on a sandbox whose TTL was not moved: {}",
+                    failure.0
+                ))
+            })?;
+    } else {
+        tokio::time::sleep(backstop_wait(&scope)).await;
+    }
     match scope.call("get", scope.p.get(&id)).await? {
         Ok(sandbox) => ensure!(
             sandbox.state != sandbox_contract::SandboxState::Deleting,

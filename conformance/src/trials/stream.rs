@@ -21,8 +21,8 @@ pub(super) async fn stdout_and_stderr_come_as_separate_events(scope: TrialScope)
     let streamed = run(&scope, "echo out; echo err >&2").await?;
     ensure!(
         streamed.terminal.as_ref().ok() == Some(&0),
-        "terminal item {:?}",
-        streamed.terminal
+        "terminal item {}",
+        streamed.terminal_text()
     );
     ensure!(
         streamed.stdout() == b"out\n",
@@ -47,8 +47,8 @@ pub(super) async fn output_arrives_while_the_command_runs(scope: TrialScope) -> 
     .await?;
     ensure!(
         streamed.terminal.as_ref().ok() == Some(&0),
-        "terminal item {:?}",
-        streamed.terminal
+        "terminal item {}",
+        streamed.terminal_text()
     );
     let Some((first_at, _)) = streamed.chunks.first() else {
         fail!("no output event arrived");
@@ -78,8 +78,8 @@ pub(super) async fn order_is_kept_within_and_across_streams(scope: TrialScope) -
     let streamed = run(&scope, &script).await?;
     ensure!(
         streamed.terminal.as_ref().ok() == Some(&0),
-        "terminal item {:?}",
-        streamed.terminal
+        "terminal item {}",
+        streamed.terminal_text()
     );
     let mut runs: Vec<(bool, Vec<u8>)> = Vec::new();
     for (_, event) in &streamed.chunks {
@@ -126,8 +126,8 @@ pub(super) async fn exactly_one_exit_after_all_output(scope: TrialScope) -> Tria
     let streamed = scope.drain(&mut session).await?;
     ensure!(
         streamed.terminal.as_ref().ok() == Some(&3),
-        "terminal item {:?}; expected exit 3",
-        streamed.terminal
+        "terminal item {}; expected exit 3",
+        streamed.terminal_text()
     );
     ensure!(
         streamed.stdout() == b"onethree" && streamed.stderr() == b"two",
@@ -191,8 +191,8 @@ pub(super) async fn large_output_arrives_complete(scope: TrialScope) -> TrialRes
     let streamed = run(&scope, &format!("head -c {size} /dev/zero; echo end >&2")).await?;
     ensure!(
         streamed.terminal.as_ref().ok() == Some(&0),
-        "terminal item {:?}",
-        streamed.terminal
+        "terminal item {}",
+        streamed.terminal_text()
     );
     let stdout = streamed.stdout();
     ensure!(stdout.len() == size, "got {} of {size} bytes", stdout.len());
