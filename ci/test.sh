@@ -30,7 +30,7 @@ bash ci/python-venv.sh
 echo "== cargo test"
 cargo test --workspace --locked 2>&1 | tee "$scan/cargo-test.log"
 
-echo "== the fault soak: the main job and the adapter under chaos, seed 1, under a minute (ci/soak.sh)"
+echo "== the fault soak: the main job, the adapter, the live tests and conformance --kubeconfig under chaos, seed 1 (ci/soak.sh)"
 bash ci/soak.sh --seed 1 --seconds 10 2>&1 | tee "$scan/soak.log"
 
 echo "== shellcheck ci/*.sh"

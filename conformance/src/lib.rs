@@ -43,6 +43,10 @@
 //! - `report`: [`Report`], with the capability table, text, JSON and JUnit.
 //! - `reference`: [`ReferenceProvider`], an in-memory provider that passes every trial, and its
 //!   mutants ([`Bug`]), each failing the trial named for its bug.
+//! - `explained` (public): failures under faults the run does not control told apart from
+//!   real ones: provider calls counted, failures explained by the contract code they quote, the
+//!   reconcile after a run (the `conformance` binary's `--chaos-seed`/`--chaos`, the live
+//!   tests' `LIVE_CHAOS`).
 //!
 //! The library depends on the contract and what the suite itself needs (libtest-mimic, tokio,
 //! serde_json), never on an adapter or a fake backend. This workspace's main job, the suite
@@ -60,6 +64,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod explained;
 mod fixtures;
 mod reference;
 mod report;

@@ -19,12 +19,13 @@
 
 use crate::authn::Credentials;
 use crate::authz::Caller;
+use crate::faults::ChaosTarget;
 use crate::negotiation::{self, Endpoint};
 use crate::rbac::{Action, Attributes, NonResource, non_resource_verb};
 use crate::request::Query;
 use crate::response::{json_response, with_warnings};
 use crate::route::{ResourcePath, Route, route};
-use crate::server::PeerCertificate;
+use crate::server::{PeerCertificate, ResetConnection};
 use crate::state::Shared;
 use crate::status::ApiError;
 use crate::store::Part;
@@ -48,7 +49,7 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
 
 /// The single entry point for every request.
 async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
-    let (parts, body) = req.into_parts();
+    let (mut parts, body) = req.into_parts();
     let path = parts.uri.path().to_string();
     let query = Query::parse(parts.uri.query());
     let route = route(&path);
@@ -57,6 +58,16 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
         Ok(c) => c,
         Err(e) => return e.into_response(),
     };
+    // Chaos strikes only the callers it is scoped to (so an admin's setup runs untouched).
+    let chaotic = shared.faults.chaos_targets(&caller.user().name);
+    if chaotic {
+        if shared.faults.chaos_reset() {
+            let mut reset = Response::new(Body::empty());
+            reset.extensions_mut().insert(ResetConnection);
+            return reset;
+        }
+        parts.extensions.insert(ChaosTarget);
+    }
     let long_running = query.flag("watch")
         || matches!(&route, Route::NodeProxy { .. })
         || matches!(&route, Route::Resource(rp)
@@ -67,7 +78,7 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     };
     // After admission: a slow answer holds its place among the requests in flight.
     if matches!(route, Route::Resource(_))
-        && let Some(e) = shared.faults.before_resource_request().await
+        && let Some(e) = shared.faults.before_resource_request(chaotic).await
     {
         return e.into_response();
     }
@@ -393,7 +404,12 @@ async fn resource(
         };
         return match (verb, sub) {
             ("list", "") => objects::list(shared, &req),
-            ("watch", "") => match shared.faults.chaos_watch() {
+            ("watch", "") => match shared
+                .faults
+                .chaos_targets(&caller.user().name)
+                .then(|| shared.faults.chaos_watch())
+                .flatten()
+            {
                 Some(gone) => Ok(watch::expired(&gone)),
                 None => watch::serve(shared.clone(), rt.clone(), ns, name, query, req.repr),
             },

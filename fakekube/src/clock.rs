@@ -149,8 +149,15 @@ impl Clock {
     /// Waits until the clock reaches `deadline` (at once when it has): on real time, or when
     /// an advance passes it.
     pub(crate) async fn sleep_until(&self, deadline: SystemTime) {
-        let mut advanced = self.0.advanced.subscribe();
         let _sleeper = Sleeper::register(self, deadline);
+        self.sleep_until_unlisted(deadline).await;
+    }
+
+    /// Waits as [`Clock::sleep_until`] does, for housekeeping that no work waits on (the Event
+    /// TTL): the deadline is not listed among the sleepers', so an auto-advancing clock never
+    /// jumps to it.
+    pub(crate) async fn sleep_until_unlisted(&self, deadline: SystemTime) {
+        let mut advanced = self.0.advanced.subscribe();
         loop {
             let now = self.now();
             let Ok(left) = deadline.duration_since(now) else {

@@ -25,6 +25,8 @@ use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 /// The type of an Event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -283,6 +285,31 @@ impl Emitter {
     }
 }
 
+/// Starts the Event TTL as one task that runs until `shutdown`: it waits on the cluster's clock
+/// for the next Event's TTL to run out and deletes what did ([`Store::expire_events`]); with
+/// no Event stored, it waits for a write. Its waits are not timers the auto-advancing clock
+/// jumps to: expiry is housekeeping, not work the cluster waits on.
+pub(crate) fn spawn_expiry(store: Arc<Store>, shutdown: CancellationToken) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut changes = store.subscribe();
+        loop {
+            changes.borrow_and_update();
+            match store.next_event_expiry() {
+                Some(at) => tokio::select! {
+                    () = shutdown.cancelled() => return,
+                    () = store.clock().sleep_until_unlisted(at) => {
+                        store.expire_events();
+                    }
+                },
+                None => tokio::select! {
+                    () = shutdown.cancelled() => return,
+                    r = changes.changed() => if r.is_err() { return },
+                },
+            }
+        }
+    })
+}
+
 fn events_kind(store: &Store) -> Option<Arc<ResourceType>> {
     store.registry().find("", "v1", "events")
 }
@@ -425,11 +452,11 @@ mod tests {
     use crate::store::StoreSettings;
 
     fn store() -> Store {
-        let store = Store::with_clock(
-            StoreSettings::default(),
-            Arc::default(),
-            Clock::new(ClockMode::Manual),
-        );
+        store_with(StoreSettings::default())
+    }
+
+    fn store_with(settings: StoreSettings) -> Store {
+        let store = Store::with_clock(settings, Arc::default(), Clock::new(ClockMode::Manual));
         let ns = store
             .registry()
             .find("", "v1", "namespaces")
@@ -557,5 +584,106 @@ mod tests {
         assert_eq!(ev["reportingInstance"], "sandbox-controller-pod-0");
         assert_eq!(ev["source"], json!({}));
         assert!(ev["eventTime"].as_str().is_some_and(|t| t.contains('.')));
+    }
+
+    fn short_ttl() -> StoreSettings {
+        StoreSettings {
+            event_ttl: Duration::from_secs(60),
+            ..StoreSettings::default()
+        }
+    }
+
+    #[test]
+    fn an_event_expires_its_ttl_after_its_last_write_on_the_clusters_clock() {
+        let store = store_with(short_ttl());
+        let kubelet = Recorder::new("kubelet", "n");
+        let pulled = |store: &Store| {
+            kubelet.record(store, &pod(), None, EventType::Normal, "Pulled", "pulled");
+        };
+        pulled(&store);
+        store.clock().advance(Duration::from_secs(40));
+        assert_eq!(store.expire_events(), 0);
+        // The repeat is a write of the same Event: its TTL starts again.
+        pulled(&store);
+        store.clock().advance(Duration::from_secs(40));
+        assert_eq!(
+            store.expire_events(),
+            0,
+            "the repeat renewed the Event's TTL"
+        );
+        assert_eq!(events(&store).len(), 1);
+        store.clock().advance(Duration::from_secs(20));
+        let rv = store.resource_version();
+        assert_eq!(store.expire_events(), 1);
+        assert!(events(&store).is_empty());
+        let log = store.events_since(rv).expect("the log reaches back");
+        assert_eq!(log.len(), 1);
+        assert_eq!(log[0].kind, crate::store::EventType::Deleted);
+        assert_eq!(store.next_event_expiry(), None);
+    }
+
+    #[test]
+    fn an_event_deleted_and_written_again_under_its_name_lives_its_own_ttl() {
+        let store = store_with(short_ttl());
+        let rt = events_kind(&store).expect("events are served");
+        let ev = |reason: &str| {
+            json!({
+                "metadata": { "name": "e", "namespace": "default" },
+                "involvedObject": { "kind": "Pod", "name": "p", "namespace": "default" },
+                "reason": reason,
+            })
+        };
+        store
+            .create(&rt, "default", ev("First"), WriteOptions::default())
+            .expect("created");
+        store
+            .delete(&rt, "default", "e", &crate::store::DeleteOptions::default())
+            .expect("deleted");
+        store.clock().advance(Duration::from_secs(30));
+        store
+            .create(&rt, "default", ev("Second"), WriteOptions::default())
+            .expect("created again");
+        store.clock().advance(Duration::from_secs(40));
+        assert_eq!(
+            store.expire_events(),
+            0,
+            "the first lease was the old Event's"
+        );
+        assert_eq!(events(&store).len(), 1);
+        store.clock().advance(Duration::from_secs(20));
+        assert_eq!(store.expire_events(), 1);
+    }
+
+    #[tokio::test]
+    async fn the_expiry_task_deletes_an_event_once_the_clock_passes_its_ttl() {
+        let store = Arc::new(store_with(short_ttl()));
+        let shutdown = CancellationToken::new();
+        let task = spawn_expiry(store.clone(), shutdown.clone());
+        let mut changes = store.subscribe();
+        record(
+            &store,
+            &pod(),
+            EventType::Warning,
+            "Failed",
+            "no",
+            "some-controller",
+        );
+        assert_eq!(events(&store).len(), 1);
+        store.clock().advance(Duration::from_secs(61));
+        let gone = async {
+            while !events(&store).is_empty() {
+                changes.changed().await.expect("the store is alive");
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(60), gone)
+            .await
+            .expect("the expired Event is deleted");
+        assert_eq!(
+            store.clock().next_deadline(),
+            None,
+            "an Event's TTL is no timer the auto-advancing clock jumps to"
+        );
+        shutdown.cancel();
+        task.await.expect("the task ends");
     }
 }

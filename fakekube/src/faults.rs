@@ -1,7 +1,8 @@
 //! Faults a test can switch on while the server runs: throttling, slow responses, failing list
 //! pages, exec without v5, exec connections dropped mid-output; and [`Chaos`], a seeded random
 //! mix of all of them (and connection resets, 500s, 503s, watch 410s, pods deleted under
-//! running execs), for soak runs.
+//! running execs), for soak runs. Chaos can be scoped to the users under test
+//! ([`Faults::chaos_only_for`]) and paused while a setup runs ([`Faults::chaos_paused`]).
 
 use crate::status::ApiError;
 use http::StatusCode;
@@ -36,6 +37,37 @@ pub struct ChaosRates {
 }
 
 impl ChaosRates {
+    /// The faults' names, as [`Faults::chaos_injected`] counts them and
+    /// [`ChaosRates::with`] takes them.
+    pub const KINDS: [&'static str; 8] = [
+        "reset",
+        "throttle",
+        "internal",
+        "unavailable",
+        "slow",
+        "exec_drop",
+        "watch_gone",
+        "pod_delete",
+    ];
+
+    /// These rates with the fault `kind` (one of [`ChaosRates::KINDS`]) at `rate`; `None`
+    /// for a name that is not a fault's.
+    pub fn with(mut self, kind: &str, rate: f64) -> Option<Self> {
+        let slot = match kind {
+            "reset" => &mut self.reset,
+            "throttle" => &mut self.throttle,
+            "internal" => &mut self.internal,
+            "unavailable" => &mut self.unavailable,
+            "slow" => &mut self.slow,
+            "exec_drop" => &mut self.exec_drop,
+            "watch_gone" => &mut self.watch_gone,
+            "pod_delete" => &mut self.pod_delete,
+            _ => return None,
+        };
+        *slot = rate;
+        Some(self)
+    }
+
     /// Every fault at `rate`.
     pub fn uniform(rate: f64) -> Self {
         ChaosRates {
@@ -91,6 +123,11 @@ impl ChaosState {
     }
 }
 
+/// Put in a request's extensions once its caller is known to be one chaos strikes
+/// ([`Faults::chaos_only_for`]), for the handlers that draw their own faults (exec).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ChaosTarget;
+
 /// The faults of one server. Every fault is off at start.
 #[derive(Debug, Default)]
 pub struct Faults {
@@ -102,6 +139,10 @@ pub struct Faults {
     v4_only_exec: AtomicBool,
     drop_exec_after_bytes: Mutex<Option<usize>>,
     chaos: Mutex<Option<ChaosState>>,
+    /// The user names chaos strikes; empty: every caller.
+    chaos_users: Mutex<Vec<String>>,
+    /// Whether chaos is paused: nothing strikes, nothing is drawn, the counts are kept.
+    chaos_paused: AtomicBool,
 }
 
 impl Faults {
@@ -158,6 +199,29 @@ impl Faults {
         }
     }
 
+    /// Scopes chaos to the requests of these authenticated users (`system:serviceaccount:
+    /// <namespace>:<name>` for a service account's token; an impersonated user counts as
+    /// itself); an empty list (the default) lets it strike every caller. Scoped, an
+    /// operator's setup (kubectl as admin) and a test's own observer run untouched while the
+    /// client under test meets the faults.
+    pub fn chaos_only_for<S: Into<String>>(&self, users: impl IntoIterator<Item = S>) {
+        let mut slot = self.chaos_users.lock().unwrap_or_else(|p| p.into_inner());
+        *slot = users.into_iter().map(Into::into).collect();
+    }
+
+    /// Pauses chaos (`true`: no fault strikes and none is drawn; what it injected is kept) or
+    /// resumes it; a pause set before [`Faults::chaos`] starts it holds. A test's setup runs
+    /// paused, then the run under test meets the faults.
+    pub fn chaos_paused(&self, paused: bool) {
+        self.chaos_paused.store(paused, Ordering::SeqCst);
+    }
+
+    /// Whether chaos may strike a request of `user` (whether or not chaos is on).
+    pub(crate) fn chaos_targets(&self, user: &str) -> bool {
+        let users = self.chaos_users.lock().unwrap_or_else(|p| p.into_inner());
+        users.is_empty() || users.iter().any(|u| u == user)
+    }
+
     /// What chaos injected since it was started, by fault (`reset`, `throttle`, `internal`,
     /// `unavailable`, `slow`, `exec_drop`, `watch_gone`, `pod_delete`).
     pub fn chaos_injected(&self) -> BTreeMap<String, u64> {
@@ -174,8 +238,11 @@ impl Faults {
             .unwrap_or_default()
     }
 
-    /// Runs `f` on the chaos state when chaos is on.
+    /// Runs `f` on the chaos state when chaos is on and not paused.
     fn with_chaos<T>(&self, f: impl FnOnce(&mut ChaosState) -> Option<T>) -> Option<T> {
+        if self.chaos_paused.load(Ordering::SeqCst) {
+            return None;
+        }
         self.chaos
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -263,10 +330,15 @@ impl Faults {
             .unwrap_or(None)
     }
 
-    /// Applies the request-level faults to a resource request (slow responses, throttling);
-    /// `Some` is the error to answer instead.
-    pub(crate) async fn before_resource_request(&self) -> Option<ApiError> {
-        let (chaos_delay, chaos_error) = self.chaos_request();
+    /// Applies the request-level faults to a resource request (slow responses, throttling;
+    /// chaos's only when `chaotic`, the caller being one it strikes); `Some` is the error to
+    /// answer instead.
+    pub(crate) async fn before_resource_request(&self, chaotic: bool) -> Option<ApiError> {
+        let (chaos_delay, chaos_error) = if chaotic {
+            self.chaos_request()
+        } else {
+            (Duration::ZERO, None)
+        };
         let delay = self.delay.lock().map(|d| *d).unwrap_or_default() + chaos_delay;
         if !delay.is_zero() {
             tokio::time::sleep(delay).await;
@@ -319,5 +391,44 @@ mod tests {
         faults.chaos(None);
         assert!(!faults.chaos_reset());
         assert_eq!(faults.chaos_injected()["reset"], 1);
+    }
+
+    #[test]
+    fn chaos_scoped_to_users_targets_only_them_and_unscoped_targets_everyone() {
+        let faults = Faults::default();
+        assert!(faults.chaos_targets("kubernetes-admin"));
+        faults.chaos_only_for(["system:serviceaccount:sandboxes:live-runner"]);
+        assert!(faults.chaos_targets("system:serviceaccount:sandboxes:live-runner"));
+        assert!(!faults.chaos_targets("kubernetes-admin"));
+        assert!(!faults.chaos_targets("system:serviceaccount:sandboxes:live-observer"));
+        faults.chaos_only_for(Vec::<String>::new());
+        assert!(faults.chaos_targets("kubernetes-admin"));
+    }
+
+    #[test]
+    fn paused_chaos_strikes_nothing_and_keeps_its_counts_until_resumed() {
+        let faults = Faults::default();
+        faults.chaos_paused(true);
+        faults.chaos(Some(Chaos {
+            seed: 3,
+            rates: ChaosRates::uniform(1.0),
+        }));
+        assert!(!faults.chaos_reset());
+        assert!(faults.chaos_injected().is_empty());
+        faults.chaos_paused(false);
+        assert!(faults.chaos_reset());
+        faults.chaos_paused(true);
+        assert!(!faults.chaos_reset());
+        assert_eq!(faults.chaos_injected()["reset"], 1);
+    }
+
+    #[test]
+    fn rates_take_each_fault_by_its_name_and_refuse_other_names() {
+        let mut rates = ChaosRates::uniform(0.0);
+        for kind in ChaosRates::KINDS {
+            rates = rates.with(kind, 0.5).expect(kind);
+        }
+        assert_eq!(rates, ChaosRates::uniform(0.5));
+        assert_eq!(ChaosRates::uniform(0.0).with("pod-delete", 0.5), None);
     }
 }

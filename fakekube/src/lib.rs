@@ -85,8 +85,9 @@
 //!   objects by their controller reference or by a label, never by scanning a kind).
 //! - Store: `store` (objects, resourceVersions, the change log watches and controllers follow,
 //!   graceful deletion of pods, garbage collection, LIST pages that share the stored revisions
-//!   and their JSON; admission calls into the registry), `events`
-//!   (the Event recorders of the kubelet and the controllers), `clock` (the cluster's time, which
+//!   and their JSON, revisions fitted to their size, the Events' TTL; admission calls into the
+//!   registry), `events` (the Event recorders of the kubelet and the controllers, and the task
+//!   that deletes Events past their TTL), `clock` (the cluster's time, which
 //!   tests may advance), `inspect` (the handle's in-process
 //!   reads: one object, waiting for a state, the leak check), `selector` (label and field
 //!   selectors), `patch` (merge, JSON, strategic merge and apply patches), `managed_fields`
@@ -414,6 +415,13 @@ impl Builder {
         self
     }
 
+    /// How long an Event lives after its last write (1 hour by default, as the API server's
+    /// `--event-ttl`): then it is deleted, and watchers see it go.
+    pub fn event_ttl(mut self, ttl: Duration) -> Self {
+        self.store.event_ttl = ttl;
+        self
+    }
+
     /// How often an idle watch that allows bookmarks gets one (1 s by default).
     pub fn bookmark_interval(mut self, every: Duration) -> Self {
         self.bookmark_interval = every;
@@ -653,6 +661,7 @@ impl Builder {
         let router = api::router(shared);
         let acceptor = tokio_rustls::TlsAcceptor::from(material.server_config.clone());
         finalizer::spawn(store.clone(), self.crd_cleanup_delay, shutdown.clone());
+        events::spawn_expiry(store.clone(), shutdown.clone());
         let controllers = if self.controllers {
             conversion::register(store.registry());
             let thread = controllers::spawn(
@@ -678,10 +687,6 @@ impl Builder {
             shutdown.clone(),
             self.shutdown_grace,
             self.limits,
-            {
-                let faults = faults.clone();
-                Arc::new(move || faults.chaos_reset())
-            },
         ));
         let kubelet_addr = kubelet_listener.as_ref().map(|(_, bound)| *bound);
         let kubelet_task = kubelet_listener.map(|(listener, _)| {
@@ -692,7 +697,6 @@ impl Builder {
                 shutdown.clone(),
                 self.shutdown_grace,
                 self.limits,
-                Arc::new(|| false),
             ))
         });
         Ok(FakeKube {

@@ -32,8 +32,10 @@ use tower::ServiceExt;
 #[derive(Debug, Clone)]
 pub(crate) struct PeerCertificate(pub(crate) Arc<CertificateDer<'static>>);
 
-/// Says whether to reset the connection of a request now arriving (a fault).
-pub(crate) type ResetHook = Arc<dyn Fn() -> bool + Send + Sync>;
+/// Put in a response's extensions by the router: drop the request's connection (HTTP/1.1) or
+/// stream (HTTP/2) instead of answering (an injected fault, decided once the caller is known).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ResetConnection;
 
 /// The error that makes hyper drop a request's connection (or stream) without an answer.
 #[derive(Debug, thiserror::Error)]
@@ -87,7 +89,6 @@ pub(crate) async fn serve(
     shutdown: CancellationToken,
     grace: Duration,
     limits: Limits,
-    reset: ResetHook,
 ) {
     let graceful = GracefulShutdown::new();
     loop {
@@ -107,7 +108,6 @@ pub(crate) async fn serve(
         }
         let acceptor = acceptor.clone();
         let router = router.clone();
-        let reset = reset.clone();
         let watcher = graceful.watcher();
         tokio::spawn(async move {
             let tls =
@@ -146,17 +146,16 @@ pub(crate) async fn serve(
                 if let Some(c) = &peer_certificate {
                     req.extensions_mut().insert(c.clone());
                 }
-                let reset = reset();
                 async move {
-                    if reset {
-                        // hyper closes an HTTP/1.1 connection, or resets an HTTP/2 stream,
-                        // whose service fails.
-                        return Err(ResetByFault);
-                    }
                     if let Some(refused) = uri_too_long(req.uri()) {
                         return Ok(refused);
                     }
                     let response = router.oneshot(req).await.map_err(|e| match e {})?;
+                    if response.extensions().get::<ResetConnection>().is_some() {
+                        // hyper closes an HTTP/1.1 connection, or resets an HTTP/2 stream,
+                        // whose service fails.
+                        return Err(ResetByFault);
+                    }
                     Ok::<_, ResetByFault>(response.map(|body| {
                         Body::new(Held {
                             inner: body,

@@ -22,6 +22,9 @@ pub(crate) const OP_PING: u8 = 0x9;
 /// Pong frame.
 pub(crate) const OP_PONG: u8 = 0xA;
 
+/// How much room a read makes in a [`Reader`]'s buffer when it is nearly full.
+const READ_ROOM: usize = 4 * 1024;
+
 /// The largest message the server accepts from a client (stdin frames are 32 KiB in practice).
 pub(crate) const MAX_MESSAGE: usize = 16 * 1024 * 1024;
 
@@ -182,17 +185,19 @@ impl<R: AsyncRead + Unpin> Reader<R> {
     pub(crate) fn new(io: R) -> Self {
         Reader {
             io,
-            buf: Vec::with_capacity(8 * 1024),
+            buf: Vec::new(),
             partial: None,
         }
     }
 
-    /// Reads more bytes into the buffer; `false` at end of stream.
+    /// Reads more bytes into the buffer; `false` at end of stream. Reads straight into the
+    /// buffer's spare room: no chunk on the stack, which would live in every pending read's
+    /// future (one per exec connection), and no buffer before the first byte.
     async fn fill(&mut self) -> Result<bool, std::io::Error> {
-        let mut chunk = [0u8; 16 * 1024];
-        let n = self.io.read(&mut chunk).await?;
-        self.buf
-            .extend_from_slice(chunk.get(..n).unwrap_or_default());
+        if self.buf.capacity() - self.buf.len() < READ_ROOM / 4 {
+            self.buf.reserve(READ_ROOM);
+        }
+        let n = self.io.read_buf(&mut self.buf).await?;
         Ok(n > 0)
     }
 
@@ -469,6 +474,38 @@ mod tests {
             Some(Some(Message::Text(b"hello".to_vec())))
         );
         assert_eq!(r.next().await.ok(), Some(Some(Message::Close(Some(1000)))));
+        assert_eq!(r.next().await.ok(), Some(None));
+    }
+
+    #[tokio::test]
+    async fn messages_larger_than_the_read_room_arrive_whole_through_small_reads() {
+        let key = [7, 1, 7, 1];
+        let big: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+        let mut bytes = client_frame(true, OP_BINARY, &big, key);
+        bytes.extend(client_frame(true, OP_BINARY, b"small", key));
+        bytes.extend(client_frame(
+            true,
+            OP_BINARY,
+            &big[..READ_ROOM * 3 + 1],
+            key,
+        ));
+        // A pipe of 97 bytes: every read gets at most that many.
+        let (mut client, server) = tokio::io::duplex(97);
+        let writer = tokio::spawn(async move { client.write_all(&bytes).await });
+        let mut r = Reader::new(server);
+        assert_eq!(
+            r.next().await.ok(),
+            Some(Some(Message::Binary(big.clone())))
+        );
+        assert_eq!(
+            r.next().await.ok(),
+            Some(Some(Message::Binary(b"small".to_vec())))
+        );
+        assert_eq!(
+            r.next().await.ok(),
+            Some(Some(Message::Binary(big[..READ_ROOM * 3 + 1].to_vec())))
+        );
+        assert!(matches!(writer.await, Ok(Ok(()))));
         assert_eq!(r.next().await.ok(), Some(None));
     }
 

@@ -83,6 +83,11 @@ fn fakekube_help_documents_every_flag() {
         "--kubernetes-minor",
         "--namespace",
         "--compaction-window-secs",
+        "--chaos-seed",
+        "--chaos-rate",
+        "--chaos-user",
+        "--chaos-faults",
+        "--chaos-paused",
     ] {
         assert!(text.contains(flag), "--help lacks {flag}:\n{text}");
     }

@@ -33,6 +33,9 @@
 //!   in it during the run, other than the warm pool's members, counts as left behind.
 //! - Against fakekube, the missing-image check needs the process to mark the image missing
 //!   (`LIVE_MISSING_IMAGE_MARKED=1`), and cluster DNS is not checked.
+//! - Under `LIVE_CHAOS=1` (the cluster's own faults) a failure is tied to a fault by the
+//!   contract code its message quotes, not to the fault itself, which the run cannot see; the
+//!   observer must be an identity the faults spare.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use agentsandbox::{AgentSandbox, ConnectOptions, PoolConfig};
 use libtest_mimic::Arguments;
+use sandbox_conformance::explained::{Counted, Tally, Verdicts};
 use sandbox_conformance::{Fixtures, Suite};
 use sandbox_contract::{Capabilities, Capability, Provider};
 
@@ -88,6 +89,14 @@ pub fn run(args: &Arguments) -> ExitCode {
     if !args.list {
         print_header(&live);
     }
+    if testbed.chaos.is_some() && !args.list {
+        println!(
+            "live: LIVE_CHAOS=1: the cluster injects faults this run neither controls nor sees \
+             (a fakekube process started with --chaos-seed prints them when it stops); a trial or \
+             check may fail only with a code a fault explains, and nothing may be left after the \
+             reconcile"
+        );
+    }
 
     let started = Instant::now();
     let mut suite_args = args.clone();
@@ -131,11 +140,46 @@ pub fn run(args: &Arguments) -> ExitCode {
             started.elapsed().as_secs_f64()
         );
     }
-    if report.has_failed() || conclusion.has_failed() || !written || !recorded {
+    // Under chaos a suite trial may fail with a code a fault explains (the checks' trials
+    // sort theirs themselves).
+    let suite_failed = match &testbed.chaos {
+        Some(tally) if !args.list => !chaos_summary(&report, &timings, tally),
+        _ => report.has_failed(),
+    };
+    if suite_failed || conclusion.has_failed() || !written || !recorded {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// Under `LIVE_CHAOS=1`: prints the pools' calls by operation and outcome, the suite's trials
+/// and the live checks by verdict. Returns whether every failed suite trial is explained.
+fn chaos_summary(report: &sandbox_conformance::Report, timings: &Timings, tally: &Tally) -> bool {
+    println!(
+        "live: chaos: {} pool calls, by operation and outcome:",
+        tally.total()
+    );
+    for line in tally.lines() {
+        println!("  {line}");
+    }
+    let suite = Verdicts::of(report);
+    println!("live: chaos: suite trials: {}", suite.summary());
+    for (name, message) in &suite.unexplained {
+        println!("  UNEXPLAINED {name}: {message}");
+    }
+    let mut checks = Verdicts::default();
+    for row in timings.rows() {
+        match &row.outcome {
+            timings::Outcome::Passed => checks.passed += 1,
+            timings::Outcome::Explained(message) | timings::Outcome::Failed(message) => {
+                checks.failed(&row.name, message);
+            }
+            timings::Outcome::Skipped(_) => {}
+        }
+    }
+    println!("live: chaos: live checks: {}", checks.summary());
+    suite.unexplained.is_empty()
 }
 
 /// Writes the live checks' outcomes to `LIVE_CHECKS_JSON`, if set; false when that fails.
@@ -254,8 +298,9 @@ async fn prepare(settings: &Settings) -> Result<Live, Stop> {
         .await
         .map_err(|e| Stop::Broken(e.report()))?;
     let backend = Backend::from_git_commit(&version.git_commit);
-    let direct = connect(direct_pool(settings)?, &kubeconfig, backend).await?;
-    let warm = connect(warm_pool(settings)?, &kubeconfig, backend).await?;
+    let chaos = settings.chaos.then(Tally::default);
+    let direct = connect(direct_pool(settings)?, &kubeconfig, backend, chaos.as_ref()).await?;
+    let warm = connect(warm_pool(settings)?, &kubeconfig, backend, chaos.as_ref()).await?;
     let baseline = Observed::list(&observer)
         .await
         .map_err(|e| {
@@ -276,6 +321,7 @@ async fn prepare(settings: &Settings) -> Result<Live, Stop> {
         run_token: run_token(),
         baseline: baseline.into_iter().collect::<BTreeSet<_>>(),
         state: Mutex::new(State::default()),
+        chaos,
     };
     Ok(Live {
         testbed: Arc::new(testbed),
@@ -302,12 +348,17 @@ fn warm_pool(settings: &Settings) -> Result<PoolConfig, Stop> {
     Ok(pool)
 }
 
+/// How many times a run under `LIVE_CHAOS=1` asks a pool's health before it takes a failure
+/// as the answer: each fault strikes a request only now and then.
+const CHAOS_TRIES: usize = 10;
+
 /// Sets up a pool's provider from `kubeconfig` (`KUBECONFIG`'s, or the recording proxy's) and
-/// checks that it is healthy.
+/// checks that it is healthy; under chaos (`tally`), its calls are counted there.
 async fn connect(
     pool: PoolConfig,
     kubeconfig: &std::path::Path,
     backend: Backend,
+    tally: Option<&Tally>,
 ) -> Result<Arc<dyn Provider>, Stop> {
     let name = pool.name.clone();
     let options = ConnectOptions::from_env()
@@ -316,17 +367,26 @@ async fn connect(
     let provider = AgentSandbox::connect(pool, options)
         .await
         .map_err(|e| Stop::Broken(format!("pool {name}: {e}")))?;
-    let health = provider
-        .health()
-        .await
-        .map_err(|e| Stop::Broken(format!("pool {name}: health: {e}")))?;
+    let provider: Arc<dyn Provider> = match tally {
+        Some(tally) => Arc::new(Counted::new(provider, tally.clone())),
+        None => Arc::new(provider),
+    };
+    let tries = if tally.is_some() { CHAOS_TRIES } else { 1 };
+    let mut health = provider.health().await;
+    for _ in 1..tries {
+        if health.as_ref().is_ok_and(|h| h.is_healthy()) {
+            break;
+        }
+        health = provider.health().await;
+    }
+    let health = health.map_err(|e| Stop::Broken(format!("pool {name}: health: {e}")))?;
     if !health.is_healthy() {
         return Err(Stop::Broken(format!(
             "pool {name} is not healthy: {} (did ci/kind-up.sh, or ci/live.sh's fixtures, run?)",
             health.message.unwrap_or_default()
         )));
     }
-    Ok(Arc::new(provider))
+    Ok(provider)
 }
 
 /// The suite's fixtures for the direct pool.

@@ -41,6 +41,10 @@ pub struct Settings {
     pub record: Option<PathBuf>,
     /// Where to write the live checks' outcomes as JSON (`LIVE_CHECKS_JSON`).
     pub checks_json: Option<PathBuf>,
+    /// Whether the cluster injects faults the run does not control (`LIVE_CHAOS=1`): a
+    /// failure that quotes a code a fault explains is counted, not failed; nothing may be
+    /// left after the reconcile.
+    pub chaos: bool,
 }
 
 impl Settings {
@@ -77,6 +81,7 @@ impl Settings {
             missing_image_marked: flag("LIVE_MISSING_IMAGE_MARKED"),
             record: path("LIVE_RECORD"),
             checks_json: path("LIVE_CHECKS_JSON"),
+            chaos: flag("LIVE_CHAOS"),
         }
     }
 
@@ -199,6 +204,13 @@ mod tests {
         assert_eq!(s.missing_image, "registry.invalid/does-not-exist:0");
         assert_eq!(s.record, None);
         assert_eq!(s.checks_json, None);
+        assert!(!s.chaos);
+    }
+
+    #[test]
+    fn live_chaos_is_a_yes_or_no_flag() {
+        assert!(from(&[("LIVE_CHAOS", "1")]).chaos);
+        assert!(!from(&[("LIVE_CHAOS", "0")]).chaos);
     }
 
     #[test]

@@ -13,6 +13,9 @@ pub enum Outcome {
     Failed(String),
     /// It did not run, with the reason.
     Skipped(String),
+    /// Under `LIVE_CHAOS=1`: it failed with a message quoting a contract code a fault
+    /// explains (the message).
+    Explained(String),
 }
 
 impl Outcome {
@@ -22,6 +25,7 @@ impl Outcome {
             Outcome::Passed => "passed",
             Outcome::Failed(_) => "FAILED",
             Outcome::Skipped(_) => "skipped",
+            Outcome::Explained(_) => "explained",
         }
     }
 }
@@ -89,7 +93,10 @@ pub fn table(rows: &[Timing]) -> String {
     for row in rows {
         total += row.took;
         let note = match (&row.outcome, &row.note) {
-            (Outcome::Failed(message) | Outcome::Skipped(message), _) => Some(message.as_str()),
+            (
+                Outcome::Failed(message) | Outcome::Skipped(message) | Outcome::Explained(message),
+                _,
+            ) => Some(message.as_str()),
             (Outcome::Passed, note) => note.as_deref(),
         };
         let note: String = note
@@ -108,14 +115,20 @@ pub fn table(rows: &[Timing]) -> String {
         ));
     }
     let count = |f: fn(&Outcome) -> bool| rows.iter().filter(|r| f(&r.outcome)).count();
+    let explained = count(|o| matches!(o, Outcome::Explained(_)));
     out.push_str(&format!(
-        "{:<width$} | {:<7} | {:>8.3} | {} passed, {} failed, {} skipped\n",
+        "{:<width$} | {:<7} | {:>8.3} | {} passed, {} failed, {} skipped{}\n",
         "total",
         "",
         total.as_secs_f64(),
         count(|o| matches!(o, Outcome::Passed)),
         count(|o| matches!(o, Outcome::Failed(_))),
         count(|o| matches!(o, Outcome::Skipped(_))),
+        if explained > 0 {
+            format!(", {explained} failed with a code a fault explains")
+        } else {
+            String::new()
+        },
     ));
     out
 }
@@ -130,13 +143,17 @@ pub fn to_json(rows: &[Timing]) -> serde_json::Value {
                 "name": row.name,
                 "outcome": match row.outcome {
                     Outcome::Passed => "passed",
-                    Outcome::Failed(_) => "failed",
+                    Outcome::Failed(_) | Outcome::Explained(_) => "failed",
                     Outcome::Skipped(_) => "skipped",
                 },
                 "duration_ms": row.took.as_secs_f64() * 1000.0,
             });
             match &row.outcome {
                 Outcome::Failed(message) => trial["message"] = message.as_str().into(),
+                Outcome::Explained(message) => {
+                    trial["message"] = message.as_str().into();
+                    trial["explained"] = true.into();
+                }
                 Outcome::Skipped(reason) => trial["reason"] = reason.as_str().into(),
                 Outcome::Passed => {}
             }
@@ -213,6 +230,30 @@ mod tests {
         assert_eq!(json["trials"][0]["note"], "took 5 ms");
         assert_eq!(json["trials"][1]["message"], "boom");
         assert_eq!(json["trials"][2]["reason"], "no DNS");
+    }
+
+    #[test]
+    fn an_explained_failure_is_counted_apart_and_kept_as_a_failure_in_json() {
+        let rows = [
+            row(0, "live::a", Outcome::Passed, 5, None),
+            row(
+                1,
+                "live::b",
+                Outcome::Explained("exec: unavailable: reset".into()),
+                1,
+                None,
+            ),
+        ];
+        let text = table(&rows);
+        assert!(
+            text.contains("1 passed, 0 failed, 0 skipped, 1 failed with a code a fault explains"),
+            "{text}"
+        );
+        assert!(text.contains("| explained |"), "{text}");
+        let json = to_json(&rows);
+        assert_eq!(json["trials"][1]["outcome"], "failed");
+        assert_eq!(json["trials"][1]["explained"], true);
+        assert_eq!(json["trials"][1]["message"], "exec: unavailable: reset");
     }
 
     #[test]

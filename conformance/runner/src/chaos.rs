@@ -1,33 +1,16 @@
-//! `--chaos-seed`: the main job under a storm of faults. The embedded fakekube injects a seeded
-//! random mix of faults ([`fakekube::Chaos`], all but pods deleted under execs: see [`rates`])
-//! while the suite runs; every provider call is
-//! counted by operation and outcome ([`Counted`]); a trial may then fail only with one of the
-//! contract's codes a fault explains ([`EXPLAINED`]); after chaos stops a reconcile deletes
-//! what cleanups could not, every sandbox it finds must be one the run created, and the leak
-//! check must find nothing left.
+//! `--chaos-seed` and `--chaos`: the main job under a storm of faults, the embedded
+//! fakekube's (a seeded random mix, [`fakekube::Chaos`], all but pods deleted under execs: see
+//! [`rates`]) or a cluster's (which the runner cannot see). Every provider call is counted
+//! ([`sandbox_conformance::explained`]); a trial may then fail only with one of the contract's
+//! codes a fault explains; after the suite a reconcile deletes what cleanups could not, every
+//! sandbox it finds must be one the run created, and the leak check must find nothing left.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 
 use fakekube::ChaosRates;
-use sandbox_conformance::{Outcome, Report};
-use sandbox_contract::{
-    Bytes, CreateRequest, Error, ErrorCode, ExecOutput, ExecRequest, ExecSession, FileInfo, Health,
-    Provider, ProviderInfo, Sandbox, SandboxId, Snapshot, SnapshotKind, async_trait,
-};
-
-/// The contract's codes a fault explains: the server unavailable (a reset, a 503, a dropped
-/// exec stream), throttled past the retries, failing (a 500), a sandbox whose pod went, an
-/// object gone meanwhile (a file in a pod chaos deleted), a create that raced its own retry.
-pub(crate) const EXPLAINED: [ErrorCode; 6] = [
-    ErrorCode::Unavailable,
-    ErrorCode::RateLimited,
-    ErrorCode::Internal,
-    ErrorCode::SandboxFailed,
-    ErrorCode::NotFound,
-    ErrorCode::Conflict,
-];
+use sandbox_conformance::Report;
+use sandbox_conformance::explained::{self, Tally, Verdicts};
+use sandbox_contract::Provider;
 
 /// The default `--chaos-rate`: each fault's probability per occasion.
 pub(crate) const DEFAULT_RATE: f64 = 0.02;
@@ -43,343 +26,34 @@ pub(crate) fn rates(rate: f64) -> ChaosRates {
     }
 }
 
-/// How many times the reconcile tries each delete.
-const RECONCILE_TRIES: usize = 20;
-
-/// What the provider calls of a run did, by operation and outcome (`ok` or an error code).
-#[derive(Debug, Default, Clone)]
-pub(crate) struct Tally {
-    /// Outcomes by operation, then by `ok` or code.
-    calls: Arc<Mutex<BTreeMap<&'static str, BTreeMap<String, u64>>>>,
-    /// Every id a create or fork asked for.
-    created: Arc<Mutex<BTreeSet<String>>>,
-}
-
-impl Tally {
-    /// Counts one call of `op`.
-    fn record<T>(&self, op: &'static str, result: &Result<T, Error>) {
-        let outcome = match result {
-            Ok(_) => "ok".to_owned(),
-            Err(e) => e.code().to_string(),
-        };
-        if let Ok(mut calls) = self.calls.lock() {
-            *calls.entry(op).or_default().entry(outcome).or_default() += 1;
-        }
-    }
-
-    /// Notes an id the run asked to create.
-    fn created(&self, id: &SandboxId) {
-        if let Ok(mut created) = self.created.lock() {
-            created.insert(id.as_str().to_owned());
-        }
-    }
-
-    /// Whether the run asked to create `id`.
-    fn made(&self, id: &SandboxId) -> bool {
-        self.created
-            .lock()
-            .is_ok_and(|created| created.contains(id.as_str()))
-    }
-
-    /// The counts, one line per operation: `exec: ok 120, unavailable 3`.
-    pub(crate) fn lines(&self) -> Vec<String> {
-        let calls = self.calls.lock().map(|c| c.clone()).unwrap_or_default();
-        calls
-            .iter()
-            .map(|(op, outcomes)| {
-                let parts: Vec<String> = outcomes.iter().map(|(o, n)| format!("{o} {n}")).collect();
-                format!("{op}: {}", parts.join(", "))
-            })
-            .collect()
-    }
-
-    /// Every call counted.
-    pub(crate) fn total(&self) -> u64 {
-        self.calls
-            .lock()
-            .map(|c| c.values().flat_map(BTreeMap::values).sum())
-            .unwrap_or(0)
-    }
-}
-
-/// A provider whose every call is counted in a [`Tally`].
-pub(crate) struct Counted<P> {
-    /// The provider.
-    inner: P,
-    /// Where its calls are counted.
-    tally: Tally,
-}
-
-impl<P> Counted<P> {
-    /// Counts `inner`'s calls in `tally`.
-    pub(crate) fn new(inner: P, tally: Tally) -> Self {
-        Counted { inner, tally }
-    }
-}
-
-#[async_trait]
-impl<P: Provider> Provider for Counted<P> {
-    async fn info(&self) -> Result<ProviderInfo, Error> {
-        let r = self.inner.info().await;
-        self.tally.record("info", &r);
-        r
-    }
-
-    async fn health(&self) -> Result<Health, Error> {
-        let r = self.inner.health().await;
-        self.tally.record("health", &r);
-        r
-    }
-
-    async fn create(&self, request: CreateRequest) -> Result<Sandbox, Error> {
-        self.tally.created(&request.id);
-        let r = self.inner.create(request).await;
-        self.tally.record("create", &r);
-        r
-    }
-
-    async fn get(&self, id: &SandboxId) -> Result<Sandbox, Error> {
-        let r = self.inner.get(id).await;
-        self.tally.record("get", &r);
-        r
-    }
-
-    async fn list(&self) -> Result<Vec<Sandbox>, Error> {
-        let r = self.inner.list().await;
-        self.tally.record("list", &r);
-        r
-    }
-
-    async fn delete(&self, id: &SandboxId) -> Result<(), Error> {
-        let r = self.inner.delete(id).await;
-        self.tally.record("delete", &r);
-        r
-    }
-
-    async fn exec(&self, id: &SandboxId, request: ExecRequest) -> Result<ExecOutput, Error> {
-        let r = self.inner.exec(id, request).await;
-        self.tally.record("exec", &r);
-        r
-    }
-
-    async fn exec_stream(
-        &self,
-        id: &SandboxId,
-        request: ExecRequest,
-    ) -> Result<ExecSession, Error> {
-        let r = self.inner.exec_stream(id, request).await;
-        self.tally.record("exec_stream", &r);
-        r
-    }
-
-    async fn write_file(&self, id: &SandboxId, path: &str, data: Bytes) -> Result<(), Error> {
-        let r = self.inner.write_file(id, path, data).await;
-        self.tally.record("write_file", &r);
-        r
-    }
-
-    async fn read_file(&self, id: &SandboxId, path: &str, max_bytes: u64) -> Result<Bytes, Error> {
-        let r = self.inner.read_file(id, path, max_bytes).await;
-        self.tally.record("read_file", &r);
-        r
-    }
-
-    async fn list_dir(&self, id: &SandboxId, path: &str) -> Result<Vec<FileInfo>, Error> {
-        let r = self.inner.list_dir(id, path).await;
-        self.tally.record("list_dir", &r);
-        r
-    }
-
-    async fn stat(&self, id: &SandboxId, path: &str) -> Result<FileInfo, Error> {
-        let r = self.inner.stat(id, path).await;
-        self.tally.record("stat", &r);
-        r
-    }
-
-    async fn mkdir(&self, id: &SandboxId, path: &str) -> Result<(), Error> {
-        let r = self.inner.mkdir(id, path).await;
-        self.tally.record("mkdir", &r);
-        r
-    }
-
-    async fn stop(&self, id: &SandboxId) -> Result<Sandbox, Error> {
-        let r = self.inner.stop(id).await;
-        self.tally.record("stop", &r);
-        r
-    }
-
-    async fn start(&self, id: &SandboxId) -> Result<Sandbox, Error> {
-        let r = self.inner.start(id).await;
-        self.tally.record("start", &r);
-        r
-    }
-
-    async fn pause(&self, id: &SandboxId) -> Result<Sandbox, Error> {
-        let r = self.inner.pause(id).await;
-        self.tally.record("pause", &r);
-        r
-    }
-
-    async fn resume(&self, id: &SandboxId) -> Result<Sandbox, Error> {
-        let r = self.inner.resume(id).await;
-        self.tally.record("resume", &r);
-        r
-    }
-
-    async fn snapshot(&self, id: &SandboxId, kind: SnapshotKind) -> Result<Snapshot, Error> {
-        let r = self.inner.snapshot(id, kind).await;
-        self.tally.record("snapshot", &r);
-        r
-    }
-
-    async fn fork(&self, source: &SandboxId, id: SandboxId) -> Result<Sandbox, Error> {
-        self.tally.created(&id);
-        let r = self.inner.fork(source, id).await;
-        self.tally.record("fork", &r);
-        r
-    }
-
-    async fn expose_port(&self, id: &SandboxId, port: u16) -> Result<String, Error> {
-        let r = self.inner.expose_port(id, port).await;
-        self.tally.record("expose_port", &r);
-        r
-    }
-
-    async fn set_ttl(&self, id: &SandboxId, ttl: Option<Duration>) -> Result<Sandbox, Error> {
-        let r = self.inner.set_ttl(id, ttl).await;
-        self.tally.record("set_ttl", &r);
-        r
-    }
-}
-
-/// The trials of a run under chaos: passed, failed with a code a fault explains (by code),
-/// and failed otherwise (by name, with the message).
-#[derive(Debug, Default, PartialEq, Eq)]
-pub(crate) struct Verdicts {
-    /// Trials that passed.
-    pub(crate) passed: usize,
-    /// Failed trials a fault explains, by the first code their message names.
-    pub(crate) explained: BTreeMap<String, usize>,
-    /// Failed trials no fault explains: name and message.
-    pub(crate) unexplained: Vec<(String, String)>,
-}
-
-impl Verdicts {
-    /// Sorts the trials of `report`.
-    pub(crate) fn of(report: &Report) -> Verdicts {
-        let mut v = Verdicts::default();
-        for trial in &report.trials {
-            match &trial.outcome {
-                Outcome::Passed => v.passed += 1,
-                Outcome::Skipped { .. } => {}
-                Outcome::Failed { message } => match explaining_code(message) {
-                    Some(code) => *v.explained.entry(code.to_string()).or_default() += 1,
-                    None => v.unexplained.push((trial.name.clone(), message.clone())),
-                },
-            }
-        }
-        v
-    }
-}
-
-/// The first contract error a failure message quotes (`create failed: unavailable: ...`,
-/// `exec answered rate_limited: ...`), when a fault explains its code.
-fn explaining_code(message: &str) -> Option<ErrorCode> {
-    // A provider error is quoted by its Display, `code: message`.
-    EXPLAINED
-        .iter()
-        .filter_map(|code| {
-            let quoted = format!("{code}: ");
-            message
-                .match_indices(&quoted)
-                .find(|(at, _)| {
-                    // The code is a whole word: not the tail of a longer identifier.
-                    message[..*at]
-                        .chars()
-                        .next_back()
-                        .is_none_or(|c| !c.is_ascii_alphanumeric() && c != '_')
-                })
-                .map(|(at, _)| (at, *code))
-        })
-        .min_by_key(|(at, _)| *at)
-        .map(|(_, code)| code)
-}
-
-/// Deletes every sandbox `providers` still list (the cleanups chaos defeated), each until its
-/// delete holds. Returns how many it deleted; the error names a sandbox the run never asked
-/// for, or one whose delete kept failing.
-pub(crate) async fn reconcile(
-    providers: &[Arc<dyn Provider>],
+/// After a run under faults (stopped by now, or not the runner's to stop): prints the provider
+/// calls by operation and outcome and the trials by verdict, and reconciles what cleanups
+/// left. Returns whether every failure is explained and the reconcile found only the run's
+/// own.
+pub(crate) fn summary(
+    runtime: &tokio::runtime::Runtime,
+    report: &Report,
     tally: &Tally,
-) -> Result<usize, String> {
-    let mut deleted = 0;
-    let mut problems = Vec::new();
-    for provider in providers {
-        let mut listed = None;
-        for _ in 0..RECONCILE_TRIES {
-            if let Ok(l) = provider.list().await {
-                listed = Some(l);
-                break;
-            }
-        }
-        let Some(listed) = listed else {
-            problems.push("a pool's list kept failing".to_owned());
-            continue;
-        };
-        for sandbox in listed {
-            if !tally.made(&sandbox.id) {
-                problems.push(format!("{} (not created by this run)", sandbox.id));
-                continue;
-            }
-            let mut done = false;
-            for _ in 0..RECONCILE_TRIES {
-                if provider.delete(&sandbox.id).await.is_ok() {
-                    done = true;
-                    break;
-                }
-            }
-            if done {
-                deleted += 1;
-            } else {
-                problems.push(format!("{} (its delete kept failing)", sandbox.id));
-            }
-        }
+    providers: &[Arc<dyn Provider>],
+) -> bool {
+    println!(
+        "chaos: {} provider calls, by operation and outcome:",
+        tally.total()
+    );
+    for line in tally.lines() {
+        println!("  {line}");
     }
-    if problems.is_empty() {
-        Ok(deleted)
-    } else {
-        Err(problems.join(", "))
+    let verdicts = Verdicts::of(report);
+    println!("chaos: trials: {}", verdicts.summary());
+    for (name, message) in &verdicts.unexplained {
+        println!("  UNEXPLAINED {name}: {message}");
     }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_failure_is_explained_by_the_first_fault_code_it_quotes() {
-        assert_eq!(
-            explaining_code("create failed: unavailable: connection reset; then internal: x"),
-            Some(ErrorCode::Unavailable)
-        );
-        assert_eq!(
-            explaining_code("exec answered rate_limited: slow down; expected invalid_request"),
-            Some(ErrorCode::RateLimited)
-        );
-        assert_eq!(
-            explaining_code("cleanup could not delete d-3 (internal: injected)"),
-            Some(ErrorCode::Internal)
-        );
+    let reconciled = runtime.block_on(explained::reconcile(providers, tally));
+    match &reconciled {
+        Ok(n) => println!(
+            "chaos: the reconcile deleted {n} sandboxes the cleanups left, all the run's own"
+        ),
+        Err(e) => println!("chaos: reconcile FAILED: {e}"),
     }
-
-    #[test]
-    fn a_failure_that_quotes_no_fault_code_is_unexplained() {
-        assert_eq!(explaining_code("stdout was \"a\", expected \"b\""), None);
-        assert_eq!(
-            explaining_code("write_file failed: invalid_request: relative path"),
-            None
-        );
-        assert_eq!(explaining_code("exec took longer than 20s"), None);
-        assert_eq!(explaining_code("the xnot_found: word is not a code"), None);
-    }
+    verdicts.unexplained.is_empty() && reconciled.is_ok()
 }

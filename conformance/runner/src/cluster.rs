@@ -1,5 +1,6 @@
 //! The run against a cluster: the fixtures' two pools (which `ci/kind-up.sh` makes) or the
-//! `--pools` file's, each checked by a preflight before any trial.
+//! `--pools` file's, each checked by a preflight before any trial; with `--chaos`, under the
+//! cluster's faults (see `chaos`).
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -7,9 +8,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use agentsandbox::{AgentSandbox, ConnectOptions, PoolConfig};
+use sandbox_conformance::explained::{Counted, Tally};
 use sandbox_conformance::{Arguments, Fixtures};
 use sandbox_contract::Provider;
 
+use crate::chaos;
 use crate::error::RunError;
 use crate::options::Options;
 use crate::pools::{
@@ -76,25 +79,45 @@ pub(crate) fn run(
         }
         Ok::<_, RunError>(providers)
     })?;
-    if !args.list {
-        preflight(runtime, &providers)?;
-    }
-    let mut suite = suite_with_reports(options);
-    for ((pool, fixtures), provider) in pools.into_iter().zip(&providers) {
-        suite = suite.pool(
-            &pool.name,
-            Arc::new(provider.clone()) as Arc<dyn Provider>,
-            fixtures,
+    if options.chaos && !args.list {
+        println!(
+            "chaos: the cluster injects faults this run neither controls nor sees (a fakekube \
+             process started with --chaos-seed prints them when it stops); a trial may fail only \
+             with a code a fault explains"
         );
+    }
+    if !args.list {
+        preflight(runtime, &providers, options.chaos)?;
+    }
+    let tally = Tally::default();
+    let counted: Vec<Arc<dyn Provider>> = providers
+        .iter()
+        .map(|p| Arc::new(Counted::new(p.clone(), tally.clone())) as Arc<dyn Provider>)
+        .collect();
+    let mut suite = suite_with_reports(options);
+    for ((pool, fixtures), provider) in pools.into_iter().zip(&counted) {
+        suite = suite.pool(&pool.name, provider.clone(), fixtures);
     }
     let report = suite.run(args);
     if args.list {
         return Ok(ExitCode::SUCCESS);
     }
+    let explained = options
+        .chaos
+        .then(|| chaos::summary(runtime, &report, &tally, &counted));
+    // Under chaos a list may fail with an explained code: it is asked again.
+    let tries = if options.chaos { CHAOS_TRIES } else { 1 };
     let left = runtime.block_on(async {
         let mut left = Vec::new();
         for p in &providers {
-            match p.list_created().await {
+            let mut listed = p.list_created().await;
+            for _ in 1..tries {
+                if listed.is_ok() {
+                    break;
+                }
+                listed = p.list_created().await;
+            }
+            match listed {
                 Ok(objects) => left.extend(
                     objects
                         .into_iter()
@@ -114,19 +137,39 @@ pub(crate) fn run(
     } else {
         println!("leak check FAILED: still present: {}", left.join(", "));
     }
-    finish(&report, options, left.is_empty())
+    let code = finish(&report, options, left.is_empty())?;
+    Ok(match explained {
+        // Under chaos a trial may fail with a code a fault explains; nothing else may.
+        Some(clean) if clean && left.is_empty() => ExitCode::SUCCESS,
+        Some(_) => ExitCode::FAILURE,
+        None => code,
+    })
 }
 
+/// How many times a run under `--chaos` asks the preflight, and the leak check's list, before
+/// it takes a failure as the answer: each fault strikes a request only now and then.
+const CHAOS_TRIES: usize = 10;
+
 /// Checks every pool before any trial; prints each problem with its fix and fails when there
-/// is any.
+/// is any. Under `chaos` a pool's preflight is asked again (up to [`CHAOS_TRIES`] times) while
+/// it fails or finds a problem, since a fault may be the cause.
 fn preflight(
     runtime: &tokio::runtime::Runtime,
     providers: &[AgentSandbox],
+    chaos: bool,
 ) -> Result<(), RunError> {
+    let tries = if chaos { CHAOS_TRIES } else { 1 };
     let problems = runtime.block_on(async {
         let mut problems = Vec::new();
         for provider in providers {
-            problems.extend(provider.preflight().await.map_err(RunError::Preflight)?);
+            let mut found = provider.preflight().await;
+            for _ in 1..tries {
+                if found.as_ref().is_ok_and(Vec::is_empty) {
+                    break;
+                }
+                found = provider.preflight().await;
+            }
+            problems.extend(found.map_err(RunError::Preflight)?);
         }
         Ok::<_, RunError>(problems)
     })?;

@@ -9,11 +9,12 @@ use std::time::{Duration, Instant};
 
 use agentsandbox::{AgentSandbox, ConnectOptions, PoolConfig};
 use fakekube::{Chaos, FakeKube};
+use sandbox_conformance::explained::{Counted, Tally};
 use sandbox_conformance::{Arguments, Fault, Faults, Fixtures};
 use sandbox_contract::{Error, Provider, async_trait};
 use serde_json::json;
 
-use crate::chaos::{self, Counted, Tally, Verdicts};
+use crate::chaos;
 use crate::error::RunError;
 use crate::options::Options;
 use crate::pools::{
@@ -137,9 +138,9 @@ pub(crate) fn run(
     })
 }
 
-/// After a run under chaos (stopped by now): prints the faults injected by kind, the provider
-/// calls by operation and outcome, and the trials by verdict; reconciles what cleanups left.
-/// Returns whether every failure is explained and the reconcile found only the run's own.
+/// After a run under chaos (stopped by now): prints the faults injected by kind, then the
+/// calls, trials and reconcile ([`chaos::summary`]). Returns whether every failure is
+/// explained and the reconcile found only the run's own.
 fn chaos_summary(
     runtime: &tokio::runtime::Runtime,
     kube: &FakeKube,
@@ -154,37 +155,7 @@ fn chaos_summary(
         injected.values().sum::<u64>(),
         faults.join(", ")
     );
-    println!(
-        "chaos: {} provider calls, by operation and outcome:",
-        tally.total()
-    );
-    for line in tally.lines() {
-        println!("  {line}");
-    }
-    let verdicts = Verdicts::of(report);
-    let explained: Vec<String> = verdicts
-        .explained
-        .iter()
-        .map(|(code, n)| format!("{code} {n}"))
-        .collect();
-    println!(
-        "chaos: trials: {} passed, {} failed with a code a fault explains ({}), {} unexplained",
-        verdicts.passed,
-        verdicts.explained.values().sum::<usize>(),
-        explained.join(", "),
-        verdicts.unexplained.len()
-    );
-    for (name, message) in &verdicts.unexplained {
-        println!("  UNEXPLAINED {name}: {message}");
-    }
-    let reconciled = runtime.block_on(chaos::reconcile(providers, tally));
-    match &reconciled {
-        Ok(n) => println!(
-            "chaos: the reconcile deleted {n} sandboxes the cleanups left, all the run's own"
-        ),
-        Err(e) => println!("chaos: reconcile FAILED: {e}"),
-    }
-    verdicts.unexplained.is_empty() && reconciled.is_ok()
+    chaos::summary(runtime, report, tally, providers)
 }
 
 /// Connects the adapter with `options` (fakekube's kubeconfig, or the recording proxy's) as

@@ -8,6 +8,7 @@
 //! cargo run --release -p conformance-runner -- --chaos-seed 7  # under a storm of faults
 //! cargo run --release -p conformance-runner -- --pods-ignore-sigterm lifecycle.stop-start
 //! cargo run --release -p conformance-runner -- --kubeconfig ~/.kube/config --context kind-kind
+//! cargo run --release -p conformance-runner -- --kubeconfig k.yaml --fast --chaos  # its faults
 //! cargo run --release -p conformance-runner -- --cluster --pools server-config.yaml
 //! cargo run --release -p conformance-runner -- --provider-cmd 'python3 provider.py'
 //! cargo run --release -p conformance-runner -- --provider-url ws://127.0.0.1:7000
@@ -40,8 +41,9 @@
 //! - `pools`: the fixtures' two pools (the live runs' `fixtures/live/` configs), a `--pools`
 //!   file's pools, and the fixtures each gets.
 //! - `embedded`: the run against an in-process fakekube, its fault switches and leak check.
-//! - `chaos`: `--chaos-seed`, the embedded run under a seeded storm of faults: provider calls
-//!   counted by operation and outcome, failures a fault explains, the reconcile after.
+//! - `chaos`: `--chaos-seed`, the embedded run under a seeded storm of faults, and `--chaos`,
+//!   a cluster's run under faults it injects: provider calls counted by operation and outcome,
+//!   failures a fault explains, the reconcile after.
 //! - `sigterm`: `--pods-ignore-sigterm`, the embedded run with pods whose main process
 //!   ignores SIGTERM (a stand-in for a mutating webhook rewrites their command), each pod
 //!   followed to count those that outlived their grace period.
@@ -57,9 +59,11 @@
 //!   be switched from here.
 //! - The leak check against a cluster sees only what the adapter lists as its own (Sandboxes
 //!   and SandboxClaims of the pools), not pods or services a controller failed to remove.
-//! - `--chaos-seed` runs on the embedded fakekube only, and a trial's failure is tied to a
-//!   fault by the contract code its message quotes; pods deleted under execs are left out
-//!   (their trials fail in ways a message cannot tie to the fault: `ci/soak.sh` covers them).
+//! - Under `--chaos-seed` (the embedded fakekube) or `--chaos` (a cluster's faults) a trial's
+//!   failure is tied to a fault by the contract code its message quotes, not to the fault
+//!   itself (with `--chaos` the runner cannot see the faults); pods deleted under execs are
+//!   left out (their trials fail in ways a message cannot tie to the fault: `ci/soak.sh`'s
+//!   adapter soak covers them).
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]

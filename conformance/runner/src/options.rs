@@ -33,6 +33,12 @@ OPTIONS
                       then fail only with a code a fault explains, a reconcile deletes what
                       cleanups could not, and the leak check must find nothing
   --chaos-rate R      with --chaos-seed: each fault's probability per occasion (default 0.02)
+  --chaos             with --kubeconfig or --cluster: the cluster injects faults this run
+                      neither controls nor sees (a fakekube process started with
+                      --chaos-seed prints them when it stops); as with --chaos-seed, calls
+                      are counted, a trial may fail only with a code a fault explains, a
+                      reconcile deletes what cleanups could not, and the leak check must
+                      find nothing
   --pods-ignore-sigterm
                       with the embedded fakekube: a stand-in for a mutating admission
                       webhook rewrites each pod's command to a loop that ignores SIGTERM, so
@@ -93,6 +99,8 @@ pub(crate) struct Options {
     pub(crate) chaos_seed: Option<u64>,
     /// `--chaos-rate`.
     pub(crate) chaos_rate: Option<f64>,
+    /// `--chaos`: the cluster injects faults the run does not control.
+    pub(crate) chaos: bool,
     /// `--pods-ignore-sigterm`: the embedded fakekube's pods ignore SIGTERM.
     pub(crate) pods_ignore_sigterm: bool,
     /// Everything else, in order, for libtest.
@@ -143,6 +151,7 @@ impl Options {
                     o.chaos_rate = Some(rate);
                 }
                 "--cluster" => o.cluster = true,
+                "--chaos" => o.chaos = true,
                 "--pods-ignore-sigterm" => o.pods_ignore_sigterm = true,
                 // The embedded fakekube is the default now; the flag stays for old scripts.
                 "--fake" => {}
@@ -190,6 +199,12 @@ impl Options {
         {
             return Err(
                 "--chaos-seed switches the embedded fakekube's faults: it needs no other target"
+                    .to_owned(),
+            );
+        }
+        if self.chaos && !cluster {
+            return Err(
+                "--chaos explains the faults of a cluster: it needs --kubeconfig or --cluster (the embedded fakekube takes --chaos-seed)"
                     .to_owned(),
             );
         }
@@ -343,6 +358,21 @@ mod tests {
                 .target()
                 .is_err()
         );
+    }
+
+    #[test]
+    fn chaos_without_a_seed_is_for_a_cluster_only() {
+        let o = parse(&["--kubeconfig", "/k", "--chaos"]).unwrap();
+        assert!(o.chaos);
+        assert!(o.target().is_ok());
+        assert!(parse(&["--cluster", "--chaos"]).unwrap().target().is_ok());
+        for args in [
+            &["--chaos"][..],
+            &["--chaos", "--provider-url", "ws://127.0.0.1:1"],
+            &["--chaos", "--chaos-seed", "1"],
+        ] {
+            assert!(parse(args).unwrap().target().is_err(), "{args:?}");
+        }
     }
 
     #[test]

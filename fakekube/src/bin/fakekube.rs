@@ -7,6 +7,11 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// mimalloc rather than glibc's allocator: the store holds millions of small JSON nodes that
+/// are replaced on every write, and glibc keeps far more memory for them.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// A TLS fake Kubernetes API server with the agent-sandbox CRDs installed, for tests.
 ///
 /// Without a subcommand, serves: prints `fakekube listening on https://127.0.0.1:PORT` as its
@@ -86,6 +91,9 @@ struct Args {
     /// Seconds a list's continue token stays valid.
     #[arg(long, default_value_t = 300)]
     compaction_window_secs: u64,
+    /// Seconds an Event lives after its last write, as the API server's --event-ttl (1 hour).
+    #[arg(long, default_value_t = 3600)]
+    event_ttl_secs: u64,
     /// Answer requests past this many at once with 429 and Retry-After (0: no limit), as the
     /// API server's flag of the same name.
     #[arg(long, default_value_t = 0)]
@@ -109,7 +117,9 @@ struct Args {
     #[arg(long, value_name = "PORT")]
     kubelet_port: Option<u16>,
     /// Inject a seeded random mix of faults (resets, 429, 500, 503, slow answers, dropped
-    /// execs, watch 410s) from the start; the seed is printed on stderr.
+    /// execs, watch 410s, pods deleted under execs) from the start; the seed is printed on
+    /// stderr, and on SIGINT or SIGTERM a line `fakekube chaos injected N faults: KIND=N ...`
+    /// on stdout counts them by kind.
     #[arg(long, value_name = "SEED")]
     chaos_seed: Option<u64>,
     /// With --chaos-seed: how often each fault strikes, from 0 to 1 per occasion.
@@ -117,9 +127,29 @@ struct Args {
         long,
         value_name = "RATE",
         default_value_t = 0.02,
-        requires = "chaos_seed"
+        requires = "chaos_seed",
+        value_parser = parse_rate
     )]
     chaos_rate: f64,
+    /// With --chaos-seed: strike only the requests of this authenticated user (e.g.
+    /// `system:serviceaccount:sandboxes:live-runner`), so that an admin's setup and other
+    /// clients run untouched; repeatable (default: every caller).
+    #[arg(long = "chaos-user", value_name = "NAME", requires = "chaos_seed")]
+    chaos_users: Vec<String>,
+    /// With --chaos-seed: start with chaos paused; each SIGUSR1 resumes or pauses it (and
+    /// says which on stderr: `fakekube: chaos resumed`), so that a setup runs untouched.
+    #[arg(long, requires = "chaos_seed")]
+    chaos_paused: bool,
+    /// With --chaos-seed: the faults to inject, comma-separated, from reset, throttle,
+    /// internal, unavailable, slow, exec_drop, watch_gone, pod_delete (default: all).
+    #[arg(
+        long,
+        value_name = "KINDS",
+        requires = "chaos_seed",
+        value_delimiter = ',',
+        value_parser = parse_fault_kind
+    )]
+    chaos_faults: Vec<String>,
     /// Make the admin token expire this many seconds after start (401 from then on).
     #[arg(long, value_name = "SECS")]
     token_expires_in: Option<u64>,
@@ -162,6 +192,7 @@ async fn serve(args: Args) -> ExitCode {
         .bind(SocketAddr::new(args.address, args.port))
         .kubernetes_minor(args.kubernetes_minor)
         .compaction_window(std::time::Duration::from_secs(args.compaction_window_secs))
+        .event_ttl(std::time::Duration::from_secs(args.event_ttl_secs))
         .controllers(!args.api_only)
         .kubelet(!args.api_only)
         .agent_sandbox_crds(!args.bare)
@@ -210,11 +241,34 @@ async fn serve(args: Args) -> ExitCode {
         role_secrets.push(secret);
     }
     if let Some(seed) = args.chaos_seed {
-        eprintln!("fakekube: chaos on, seed {seed}, rate {}", args.chaos_rate);
-        kube.faults().chaos(Some(fakekube::Chaos {
-            seed,
-            rates: fakekube::ChaosRates::uniform(args.chaos_rate.clamp(0.0, 1.0)),
-        }));
+        let kinds: Vec<&str> = if args.chaos_faults.is_empty() {
+            fakekube::ChaosRates::KINDS.to_vec()
+        } else {
+            args.chaos_faults.iter().map(String::as_str).collect()
+        };
+        let rates = kinds
+            .iter()
+            .try_fold(fakekube::ChaosRates::uniform(0.0), |rates, kind| {
+                rates.with(kind, args.chaos_rate)
+            })
+            .unwrap_or(fakekube::ChaosRates::uniform(0.0));
+        let whom = if args.chaos_users.is_empty() {
+            "every caller".to_owned()
+        } else {
+            args.chaos_users.join(", ")
+        };
+        eprintln!(
+            "fakekube: chaos on, seed {seed}, rate {}, faults {}, striking {whom}",
+            args.chaos_rate,
+            kinds.join(",")
+        );
+        kube.faults()
+            .chaos_only_for(args.chaos_users.iter().cloned());
+        kube.faults().chaos_paused(args.chaos_paused);
+        kube.faults().chaos(Some(fakekube::Chaos { seed, rates }));
+        if args.chaos_paused {
+            eprintln!("fakekube: chaos paused until SIGUSR1");
+        }
     }
     if let Some(secs) = args.token_expires_in {
         let at = std::time::SystemTime::now() + std::time::Duration::from_secs(secs);
@@ -260,15 +314,75 @@ async fn serve(args: Args) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let mut toggle =
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined1()) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("fakekube: installing signal handlers: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
     if let Some(addr) = kube.kubelet_addr() {
         eprintln!("fakekube: kubelet API on https://{addr}");
     }
     println!("fakekube listening on {}", kube.base_url());
     use std::io::Write;
     let _ = std::io::stdout().flush();
-    signals.recv().await;
+    let stop = signals.recv();
+    tokio::pin!(stop);
+    let mut paused = args.chaos_paused;
+    loop {
+        tokio::select! {
+            () = &mut stop => break,
+            Some(()) = toggle.recv() => {
+                if args.chaos_seed.is_some() {
+                    paused = !paused;
+                    kube.faults().chaos_paused(paused);
+                    eprintln!("fakekube: chaos {}", if paused { "paused" } else { "resumed" });
+                }
+            }
+        }
+    }
+    if args.chaos_seed.is_some() {
+        println!("{}", chaos_line(&kube.faults().chaos_injected()));
+        let _ = std::io::stdout().flush();
+    }
     kube.shutdown().await;
     ExitCode::SUCCESS
+}
+
+/// The line that counts what chaos injected, every kind named (0 when it never struck), for
+/// scripts: `fakekube chaos injected 5 faults: reset=2 throttle=0 ... pod_delete=0`.
+fn chaos_line(injected: &std::collections::BTreeMap<String, u64>) -> String {
+    let counts: Vec<String> = fakekube::ChaosRates::KINDS
+        .iter()
+        .map(|kind| format!("{kind}={}", injected.get(*kind).copied().unwrap_or(0)))
+        .collect();
+    format!(
+        "fakekube chaos injected {} faults: {}",
+        injected.values().sum::<u64>(),
+        counts.join(" ")
+    )
+}
+
+/// A `--chaos-rate`: a probability from 0 to 1.
+fn parse_rate(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(r) if (0.0..=1.0).contains(&r) => Ok(r),
+        _ => Err(format!("expected a probability from 0 to 1, not {s:?}")),
+    }
+}
+
+/// One of `--chaos-faults`' kinds.
+fn parse_fault_kind(s: &str) -> Result<String, String> {
+    if fakekube::ChaosRates::KINDS.contains(&s) {
+        Ok(s.to_owned())
+    } else {
+        Err(format!(
+            "not a fault: {s:?} (one of {})",
+            fakekube::ChaosRates::KINDS.join(", ")
+        ))
+    }
 }
 
 fn parse_role_token(s: &str) -> Result<(String, PathBuf), String> {

@@ -58,6 +58,7 @@ pub(crate) mod session;
 pub(crate) mod transport;
 
 use crate::authz::Caller;
+use crate::faults::ChaosTarget;
 use crate::rbac::Attributes;
 use crate::route::ResourcePath;
 use crate::state::Shared;
@@ -225,6 +226,7 @@ pub(crate) async fn serve_authorized(
     kind: Kind,
 ) -> Result<Response, ApiError> {
     let options = parse_options(parts.uri.query());
+    let chaotic = parts.extensions.get::<ChaosTarget>().is_some();
     let target = resolve(shared, rp, &options.container, kind)?;
     let spdy = parts.method == Method::POST && upgrade::is_spdy(&parts.headers);
     if !spdy && (parts.method != Method::GET || !upgrade::is_websocket(&parts.headers)) {
@@ -254,7 +256,7 @@ pub(crate) async fn serve_authorized(
         early_frame_delay: Duration::ZERO,
         drop_after_bytes: {
             let faults = shared.faults.clone();
-            let chaos = faults.chaos_exec_drop();
+            let chaos = chaotic.then(|| faults.chaos_exec_drop()).flatten();
             session::DropAfter(Arc::new(move || faults.exec_drop_after().or(chaos)))
         },
         close_wait: CLOSE_WAIT,
@@ -263,10 +265,11 @@ pub(crate) async fn serve_authorized(
     let shutdown = shared.shutdown.clone();
     let argv = options.command;
     let pod_delete = match kind {
-        Kind::Exec => shared
+        Kind::Exec if chaotic => shared
             .faults
             .chaos_pod_delete()
             .map(|after| PodDelete::new(shared, rp, after)),
+        Kind::Exec => None,
         Kind::Attach => None,
     };
     if spdy {

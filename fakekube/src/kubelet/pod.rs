@@ -408,8 +408,9 @@ pub(crate) struct PodRun {
     pub(crate) ns: String,
     /// Name.
     pub(crate) name: String,
-    /// The pod as admitted (its spec does not change while it runs).
-    pub(crate) pod: Value,
+    /// The pod as admitted (its spec does not change while it runs): the store's revision,
+    /// shared rather than copied.
+    pub(crate) pod: Arc<Value>,
     /// `spec.restartPolicy`.
     pub(crate) policy: RestartPolicy,
     /// The sandbox: fires when the pod stops; every run and exec ends with it.
@@ -441,7 +442,7 @@ pub(crate) struct PodRun {
 impl PodRun {
     /// A pod just admitted; its sandbox is created at `start_at`.
     pub(crate) fn new(
-        pod: &Value,
+        pod: &Arc<Value>,
         start_at: SystemTime,
         cancel: CancellationToken,
         now: &str,
@@ -466,7 +467,7 @@ impl PodRun {
             uid: md("uid"),
             ns: md("namespace"),
             name: md("name"),
-            pod: pod.clone(),
+            pod: Arc::clone(pod),
             policy: RestartPolicy::parse(
                 spec.and_then(|s| s.get("restartPolicy"))
                     .and_then(Value::as_str),

@@ -276,7 +276,7 @@ impl Kubelet {
     }
 
     /// Reacts to a pod's current state in the store.
-    fn sync_pod(&self, pass: &mut Pass<'_>, obj: &Value) {
+    fn sync_pod(&self, pass: &mut Pass<'_>, obj: &Arc<Value>) {
         let uid = meta_str(obj, "uid").unwrap_or("").to_string();
         let ns = meta_str(obj, "namespace").unwrap_or("").to_string();
         let name = meta_str(obj, "name").unwrap_or("").to_string();

@@ -137,6 +137,7 @@ mod tests {
     use super::super::pod::tests::term;
     use super::super::pod::{CState, PodRun, pod_ip};
     use serde_json::{Value, json};
+    use std::sync::Arc;
     use std::time::SystemTime;
     use tokio_util::sync::CancellationToken;
 
@@ -153,7 +154,12 @@ mod tests {
             "metadata": { "name": "p", "namespace": "n", "uid": "u" },
             "spec": { "containers": [ { "name": "c", "image": "busybox" } ] },
         });
-        let mut run = PodRun::new(&pod, SystemTime::UNIX_EPOCH, CancellationToken::new(), "t0");
+        let mut run = PodRun::new(
+            &Arc::new(pod),
+            SystemTime::UNIX_EPOCH,
+            CancellationToken::new(),
+            "t0",
+        );
         let s0 = run.status("t0");
         assert_eq!(s0["phase"], "Pending");
         assert_eq!(cond(&s0, "Ready")["status"], "False");
@@ -187,7 +193,12 @@ mod tests {
                 "containers": [ { "name": "c", "image": "busybox" } ],
             },
         });
-        let mut run = PodRun::new(&pod, SystemTime::UNIX_EPOCH, CancellationToken::new(), "t0");
+        let mut run = PodRun::new(
+            &Arc::new(pod),
+            SystemTime::UNIX_EPOCH,
+            CancellationToken::new(),
+            "t0",
+        );
         run.ip = Some(pod_ip(0));
         if let Some(a) = run.containers.first_mut() {
             a.state = CState::Terminated(term(0));

@@ -13,7 +13,8 @@
 
 use super::references::StoreKey;
 use super::{
-    DeleteOptions, Deleted, EventType, Inner, Propagation, TypeKey, crds, target, type_key,
+    DeleteOptions, Deleted, EventType, Inner, Propagation, TypeKey, crds, revision, target,
+    type_key,
 };
 use crate::clock::add_secs;
 use crate::meta::{self, finalizers, meta_str, owner_uids};
@@ -230,7 +231,7 @@ impl Inner {
             if let Some(md) = meta::metadata_mut(&mut marked) {
                 md.insert("resourceVersion".into(), json!(rv.to_string()));
             }
-            let marked = Arc::new(marked);
+            let marked = revision(marked);
             self.put(rt, ns, name, marked.clone());
             self.record(rt, EventType::Modified, marked.clone(), Some(obj));
             marked
@@ -273,7 +274,7 @@ impl Inner {
         if let Some(md) = meta::metadata_mut(&mut last) {
             md.insert("resourceVersion".into(), json!(rv.to_string()));
         }
-        let last = Arc::new(last);
+        let last = revision(last);
         self.record(rt, EventType::Deleted, last.clone(), Some(obj));
         if rt.group.is_empty() && rt.plural == "namespaces" {
             self.empty_namespace(name);
@@ -373,7 +374,7 @@ impl Inner {
         if let Some(md) = meta::metadata_mut(&mut obj) {
             md.insert("resourceVersion".into(), json!(rv.to_string()));
         }
-        let obj = Arc::new(obj);
+        let obj = revision(obj);
         self.put(rt, ns, name, obj.clone());
         self.record(rt, EventType::Modified, obj, Some(old));
     }
@@ -445,7 +446,7 @@ impl Inner {
                     }
                     let rv = self.next_rv();
                     md.insert("resourceVersion".into(), json!(rv.to_string()));
-                    let next = Arc::new(next);
+                    let next = revision(next);
                     self.put(rt, &ns, &name, next.clone());
                     self.record(rt, EventType::Modified, next, Some(obj));
                 }

@@ -7,6 +7,10 @@
 //! Reads share: a stored revision is an immutable `Arc`, a LIST returns a [`Page`] of them (no
 //! item is copied), and [`WireCache`] keeps each listed revision's JSON so that the next LIST
 //! of unchanged objects writes bytes it already has.
+//!
+//! Memory: each new revision is fitted to its size before it is shared (`compact`); the event
+//! log keeps `event_log_capacity` changes (older resourceVersions get 410 Expired); Events are
+//! deleted `event_ttl` after their last write (`expiry`), as the API server's `--event-ttl`.
 
 use crate::clock::Clock;
 use crate::managed_fields;
@@ -25,8 +29,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::watch;
 
+mod compact;
 mod crds;
 mod deletion;
+mod expiry;
 mod page;
 mod references;
 mod wire;
@@ -171,6 +177,8 @@ pub(crate) struct StoreSettings {
     pub(crate) event_log_capacity: usize,
     /// How long a continue token stays valid.
     pub(crate) compaction_window: Duration,
+    /// How long an Event lives after its last write (the API server's `--event-ttl`).
+    pub(crate) event_ttl: Duration,
 }
 
 impl Default for StoreSettings {
@@ -178,6 +186,7 @@ impl Default for StoreSettings {
         StoreSettings {
             event_log_capacity: 10_000,
             compaction_window: Duration::from_secs(300),
+            event_ttl: Duration::from_secs(3600),
         }
     }
 }
@@ -221,6 +230,14 @@ struct Inner {
     clock: Clock,
     /// Uids, owner references and foreground deletions, for garbage collection.
     references: references::References,
+    /// The Events' leases (the Event TTL).
+    event_leases: expiry::EventLeases,
+}
+
+/// A new stored revision: fitted to its size ([`compact::fit`]), then shared.
+fn revision(mut obj: Value) -> Arc<Value> {
+    compact::fit(&mut obj);
+    Arc::new(obj)
 }
 
 fn target<'a>(rt: &'a ResourceType, name: &'a str) -> Target<'a> {
@@ -302,6 +319,7 @@ impl Store {
                 log_floor: 0,
                 epoch: 0,
                 type_rv: HashMap::new(),
+                event_leases: expiry::EventLeases::new(settings.event_ttl),
                 settings,
                 references: references::References::default(),
             }),
@@ -527,6 +545,38 @@ impl Store {
         Ok(inner.log.range(first..).cloned().collect())
     }
 
+    /// When the next Event's TTL runs out on the cluster's clock, if any Event is stored.
+    pub(crate) fn next_event_expiry(&self) -> Option<SystemTime> {
+        self.lock().ok()?.event_leases.next_deadline()
+    }
+
+    /// Deletes the Events whose TTL ran out (their last write is `event_ttl` old on the
+    /// cluster's clock), as etcd drops a key whose lease expired: watchers see them DELETED.
+    /// Returns how many went.
+    pub(crate) fn expire_events(&self) -> usize {
+        let Ok(mut inner) = self.lock() else {
+            return 0;
+        };
+        let due = inner.event_leases.due(self.clock.now());
+        let Some(rt) = self.registry.find("", "v1", "events") else {
+            return 0;
+        };
+        let mut gone = 0;
+        for ((ns, name), rv) in due {
+            let Some(obj) = inner.get(&rt, &ns, &name) else {
+                continue;
+            };
+            if meta_str(&obj, "resourceVersion") == Some(rv.to_string().as_str()) {
+                inner.remove_now(&rt, &ns, &name, obj);
+                gone += 1;
+            }
+        }
+        if gone > 0 {
+            self.notify(&inner);
+        }
+        gone
+    }
+
     /// Creates an object in `ns` (empty for cluster-scoped kinds).
     pub(crate) fn create(
         &self,
@@ -710,7 +760,15 @@ impl Inner {
         prev: Option<Arc<Value>>,
     ) {
         let rv = self.rv;
-        self.type_rv.insert(type_key(rt), rv);
+        let type_key = type_key(rt);
+        if kind != EventType::Deleted && type_key == expiry::EVENTS {
+            let key = (
+                meta_str(&object, "namespace").unwrap_or("").to_string(),
+                meta_str(&object, "name").unwrap_or("").to_string(),
+            );
+            self.event_leases.written(key, rv, self.clock.now());
+        }
+        self.type_rv.insert(type_key, rv);
         self.log.push_back(Event {
             rv,
             rt: Arc::clone(rt),
@@ -955,7 +1013,7 @@ impl Inner {
         if let Some(md) = meta::metadata_mut(&mut obj) {
             md.insert("resourceVersion".into(), json!(rv.to_string()));
         }
-        let obj = Arc::new(obj);
+        let obj = revision(obj);
         Inner::admitted(rt, &obj);
         self.put(rt, ns, &name, obj.clone());
         self.record(rt, EventType::Added, obj.clone(), None);
@@ -1150,7 +1208,7 @@ impl Inner {
         if let Some(md) = meta::metadata_mut(&mut obj) {
             md.insert("resourceVersion".into(), json!(rv.to_string()));
         }
-        let obj = Arc::new(obj);
+        let obj = revision(obj);
         Inner::admitted(rt, &obj);
         if deleting && deletion::ready_to_remove(&obj) {
             self.remove(rt, ns, name);
