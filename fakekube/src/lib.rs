@@ -121,6 +121,10 @@
 //!   the strategic merge keys of built-in kinds, the list types of CRD schemas); field
 //!   ownership keys lists by one key only (see `managed_fields`).
 //! - Lists with `continue` are not snapshots: a page reflects the store when it is served.
+//! - Only the agent-sandbox controllers run on a thread of their own (as a controller manager
+//!   is its own process); the kubelet, the workload and endpoint controllers still run as
+//!   tasks on the runtime that started the server. [`FakeKube::controllers_settled`] covers
+//!   the agent-sandbox controllers only.
 //! - Core kinds are not validated beyond the fields their clients need.
 //! - Admission webhooks are not called over HTTP; a [`Mutator`] runs in process, before
 //!   defaulting (an API server defaults first), and no validating webhook is modelled.
