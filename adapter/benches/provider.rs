@@ -6,8 +6,9 @@
 //!
 //! `cargo bench -p agentsandbox --bench provider` (ci/bench.sh runs it, after building the
 //! release fakekube binary); `-- --quick` times 50 creates and 100 round trips instead of 200
-//! and 500 (the 1,000 sandboxes stay). Client and server share the 2 cores, so the figures are
-//! upper bounds for either side alone.
+//! and 500 (the 1,000 sandboxes stay); `-- --creates-only` stops after the create -> ready
+//! rows. Client and server share the 2 cores, so the figures are upper bounds for either side
+//! alone.
 
 #[path = "support/fakekube_process.rs"]
 mod fakekube_process;
@@ -113,6 +114,7 @@ fn row(what: &str, samples: &mut [Duration]) {
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
+    let creates_only = std::env::args().any(|a| a == "--creates-only");
     let (creates, round_trips) = if quick { (50, 100) } else { (200, 500) };
     let kube = FakeKube::builder()
         .namespace(NS)
@@ -144,6 +146,11 @@ async fn main() {
         "create -> ready, warm pool claim (adoption)",
         &mut create_to_ready(&warm, "bw", creates).await,
     );
+
+    if creates_only {
+        kube.shutdown().await;
+        return;
+    }
 
     let id = SandboxId::new("bexec").expect("id");
     direct

@@ -121,6 +121,10 @@
 //!   the strategic merge keys of built-in kinds, the list types of CRD schemas); field
 //!   ownership keys lists by one key only (see `managed_fields`).
 //! - Lists with `continue` are not snapshots: a page reflects the store when it is served.
+//! - Only the agent-sandbox controllers run on a thread of their own (as a controller manager
+//!   is its own process); the kubelet, the workload and endpoint controllers still run as
+//!   tasks on the runtime that started the server. [`FakeKube::controllers_settled`] covers
+//!   the agent-sandbox controllers only.
 //! - Core kinds are not validated beyond the fields their clients need.
 //! - Admission webhooks are not called over HTTP; a [`Mutator`] runs in process, before
 //!   defaulting (an API server defaults first), and no validating webhook is modelled.
@@ -294,6 +298,9 @@ pub enum Error {
     /// the system's random source failed).
     #[error("making the service-account token key: no random bytes from the system")]
     TokenKey,
+    /// The agent-sandbox controllers' thread (or its runtime) could not be started.
+    #[error("starting the agent-sandbox controllers' thread")]
+    Controllers(#[source] std::io::Error),
 }
 
 /// Configures a [`FakeKube`] before it starts. Its `Debug` shows no token.
@@ -659,20 +666,24 @@ impl Builder {
         let acceptor = tokio_rustls::TlsAcceptor::from(material.server_config.clone());
         finalizer::spawn(store.clone(), self.crd_cleanup_delay, shutdown.clone());
         events::spawn_expiry(store.clone(), shutdown.clone());
-        if self.controllers {
+        let controllers = if self.controllers {
             conversion::register(store.registry());
-            controllers::spawn(
+            let thread = controllers::spawn(
                 store.clone(),
                 controllers::Config::default(),
                 shutdown.clone(),
-            );
+            )
+            .map_err(Error::Controllers)?;
             endpoints::spawn(store.clone(), shutdown.clone());
             workloads::spawn(
                 store.clone(),
                 workloads::Config::default(),
                 shutdown.clone(),
             );
-        }
+            Some(thread)
+        } else {
+            None
+        };
         let task = tokio::spawn(server::serve(
             listener,
             acceptor,
@@ -705,6 +716,7 @@ impl Builder {
             kubelet,
             shutdown,
             task: Some(task),
+            controllers,
         })
     }
 }
@@ -749,6 +761,8 @@ pub struct FakeKube {
     kubelet: Arc<kubelet::Kubelet>,
     shutdown: CancellationToken,
     task: Option<tokio::task::JoinHandle<()>>,
+    /// The agent-sandbox controllers' thread, when they run.
+    controllers: Option<controllers::Thread>,
 }
 
 impl std::fmt::Debug for FakeKube {
@@ -930,6 +944,19 @@ impl FakeKube {
         self.kubelet.storage_used()
     }
 
+    /// Waits until the agent-sandbox controllers have looked at every change made before the
+    /// call and at every deadline the clock has passed, and have nothing left to do now;
+    /// `false` if `timeout` passes first (`true` at once when they do not run). They run
+    /// apart from the requests, as a controller manager does, so a test on a
+    /// [`Builder::manual_clock`] calls this before moving the clock when a reconcile still
+    /// due at the old time would change what it checks.
+    pub async fn controllers_settled(&self, timeout: Duration) -> bool {
+        match &self.controllers {
+            Some(thread) => thread.settled(&self.store, timeout).await,
+            None => true,
+        }
+    }
+
     /// The current cluster-wide resourceVersion.
     pub fn resource_version(&self) -> u64 {
         self.store.resource_version()
@@ -1061,11 +1088,18 @@ impl FakeKube {
         {
             tracing::warn!(error = %e, "kubelet API task");
         }
+        if let Some(mut thread) = self.controllers.take() {
+            // A batch under way finishes before the thread sees the cancel; wait off the runtime.
+            if let Err(e) = tokio::task::spawn_blocking(move || thread.stop()).await {
+                tracing::warn!(error = %e, "stopping the controllers' thread");
+            }
+        }
     }
 }
 
 impl Drop for FakeKube {
     fn drop(&mut self) {
         self.shutdown.cancel();
+        // Field drop then joins the controllers' thread, which ends at its next look.
     }
 }

@@ -206,6 +206,11 @@ async fn a_sandbox_written_at_either_version_is_listed_and_patched_at_the_other(
 async fn the_v1alpha1_scale_subresource_suspends_a_sandbox() {
     let (kube, c) = start().await;
     c.json(Method::POST, ALPHA, &alpha_sandbox("s", 1)).await;
+    // The Scale carries the resourceVersion: read it once the controllers' writes are in.
+    assert!(
+        kube.controllers_settled(std::time::Duration::from_secs(5))
+            .await
+    );
     let scale = c.get(&format!("{ALPHA}/s/scale")).await;
     assert_eq!(scale.status, StatusCode::OK, "{}", scale.json());
     let mut scale = scale.json();
@@ -252,6 +257,12 @@ async fn a_v1alpha1_watch_sees_objects_written_at_v1beta1_in_v1alpha1() {
 async fn a_status_written_at_v1alpha1_reaches_v1beta1_without_its_alpha_only_fields() {
     let (kube, c) = start().await;
     c.json(Method::POST, ALPHA, &alpha_sandbox("s", 0)).await;
+    // The controllers write the status apart from this test: read it once they have, so the
+    // update below carries the latest resourceVersion.
+    assert!(
+        kube.controllers_settled(std::time::Duration::from_secs(5))
+            .await
+    );
     let mut alpha = c.get(&format!("{ALPHA}/s")).await.json();
     alpha["status"]["serviceFQDN"] = json!("s.default.svc.cluster.local");
     alpha["status"]["replicas"] = json!(0);

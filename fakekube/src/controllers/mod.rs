@@ -1,7 +1,8 @@
 //! The kubernetes-sigs/agent-sandbox controllers, emulated: the core Sandbox controller and the
 //! extension controllers for SandboxTemplates, SandboxWarmPools and SandboxClaims.
 //!
-//! One task runs them all. It follows the store's change log (the same log watches read), maps
+//! One task runs them all, on a thread of its own ([`spawn`]), apart from the API server's
+//! request workers as a controller manager is apart from the API server. It follows the store's change log (the same log watches read), maps
 //! each change to the objects whose controller must look again, and reconciles those. It sleeps
 //! until the next change, the next time-based deadline (a `shutdownTime`, a claim's expiry, the
 //! end of a claim's wait for a warm member, a warm member's readiness grace) or shutdown; there is
@@ -42,7 +43,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
-use tokio::task::JoinHandle;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 /// The label that ties Pods, Services and PVCs to their Sandbox; also the Service selector.
@@ -307,19 +308,90 @@ impl Key {
 /// When a key wants another look without a change: a delay from now.
 pub(crate) type Requeue = Option<Duration>;
 
-/// Starts the controllers as one task that runs until `shutdown`.
+/// The controllers' own thread, as a real controller manager is its own process: the API
+/// server's request workers never run a reconcile, so a write is answered without waiting for
+/// the work it sets off, and a client may see any state between two of the controllers'
+/// writes. Joined by [`Thread::stop`] or on drop, after `shutdown` is cancelled.
+#[derive(Debug)]
+pub(crate) struct Thread {
+    /// The thread, until joined.
+    join: Option<std::thread::JoinHandle<()>>,
+    /// What the controllers had looked at when they last went idle.
+    idle: watch::Receiver<Idle>,
+}
+
+/// What the controllers had looked at when they last went idle: every change up to `rv`, and
+/// every deadline before `next` (none pending when `None`).
+#[derive(Debug, Clone, Copy, Default)]
+struct Idle {
+    /// The store's resourceVersion they had caught up with.
+    rv: u64,
+    /// Their earliest pending deadline, later than the clock was then.
+    next: Option<SystemTime>,
+}
+
+impl Thread {
+    /// Waits until the controllers have looked at every change made before the call and at
+    /// every deadline the clock has passed, and gone idle; `false` if `timeout` passes first.
+    /// For tests of a manual clock, which must not move it while a reconcile is still due at
+    /// the old time.
+    pub(crate) async fn settled(&self, store: &Store, timeout: Duration) -> bool {
+        let target = store.resource_version();
+        let clock = store.clock();
+        let mut idle = self.idle.clone();
+        let caught_up = idle.wait_for(|i| i.rv >= target && i.next.is_none_or(|t| t > clock.now()));
+        tokio::time::timeout(timeout, caught_up)
+            .await
+            .is_ok_and(|r| r.is_ok())
+    }
+
+    /// Waits for the thread to end (it ends at its next look once `shutdown` is cancelled; a
+    /// batch under way finishes first), reporting a panic as a warning.
+    pub(crate) fn stop(&mut self) {
+        if let Some(thread) = self.join.take()
+            && thread.join().is_err()
+        {
+            tracing::warn!("the agent-sandbox controllers' thread panicked");
+        }
+    }
+}
+
+impl Drop for Thread {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Starts the controllers on a thread of their own (a current-thread runtime with timers)
+/// that runs until `shutdown` is cancelled; `shutdown` must be cancelled before the returned
+/// [`Thread`] is dropped, or the drop waits for it.
 pub(crate) fn spawn(
     store: Arc<Store>,
     config: Config,
     shutdown: CancellationToken,
-) -> JoinHandle<()> {
-    tokio::spawn(run(store, config, shutdown))
+) -> std::io::Result<Thread> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()?;
+    let (idle_tx, idle) = watch::channel(Idle::default());
+    let thread = std::thread::Builder::new()
+        .name("fakekube-controllers".into())
+        .spawn(move || runtime.block_on(run(store, config, shutdown, idle_tx)))?;
+    Ok(Thread {
+        join: Some(thread),
+        idle,
+    })
 }
 
 /// The controllers' loop: idle until the Sandbox kind is established, then reconciling what
 /// each change touches; a change to the registry (a CRD installed, changed or removed) makes
 /// it look at everything again.
-async fn run(store: Arc<Store>, config: Config, shutdown: CancellationToken) {
+async fn run(
+    store: Arc<Store>,
+    config: Config,
+    shutdown: CancellationToken,
+    idle: watch::Sender<Idle>,
+) {
     let mut changes = store.subscribe();
     changes.borrow_and_update();
     let mut last = store.resource_version();
@@ -335,6 +407,8 @@ async fn run(store: Arc<Store>, config: Config, shutdown: CancellationToken) {
     let mut deadlines: BTreeMap<Key, SystemTime> = BTreeMap::new();
     loop {
         changes.borrow_and_update();
+        // Read before the log, so every change up to it is among the events read below.
+        let seen = store.resource_version();
         let now_generation = store.registry().generation();
         let mut resync = false;
         if now_generation != generation {
@@ -404,6 +478,12 @@ async fn run(store: Arc<Store>, config: Config, shutdown: CancellationToken) {
             continue;
         }
         let next = deadlines.values().min().copied();
+        if next.is_none_or(|t| t > clock.now()) {
+            idle.send_replace(Idle {
+                rv: seen.max(last),
+                next,
+            });
+        }
         tokio::select! {
             _ = shutdown.cancelled() => return,
             r = changes.changed() => {

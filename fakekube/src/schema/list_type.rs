@@ -9,18 +9,34 @@ use super::go_format::{go_json, go_v};
 use super::node::{Additional, additional, child, items, properties, str_of};
 
 /// The `x-kubernetes-list-type` `set` and `map` uniqueness walk, with `field.Path` paths.
-pub(super) fn list_types(data: &Value, s: &Value, path: &str, out: &mut Vec<FieldError>) {
+/// Properties equal to their value in `old` (which passed) are not walked again.
+pub(super) fn list_types(
+    data: &Value,
+    old: Option<&Value>,
+    s: &Value,
+    path: &str,
+    out: &mut Vec<FieldError>,
+) {
     match data {
         Value::Object(map) => {
+            let old_map = old.and_then(Value::as_object);
+            let old_of = |k: &str| old_map.and_then(|o| o.get(k));
+            // The root's metadata is the store's and changes after the checks.
+            let same =
+                |k: &str, v: &Value| !(path.is_empty() && k == "metadata") && old_of(k) == Some(v);
             if let Additional::Schema(a) = additional(s) {
                 for (k, v) in map {
-                    list_types(v, a, &format!("{path}[{k}]"), out);
+                    if !same(k, v) {
+                        list_types(v, old_of(k), a, &format!("{path}[{k}]"), out);
+                    }
                 }
             }
             if let Some(props) = properties(s) {
                 for (k, v) in map {
-                    if let Some(prop) = props.get(k) {
-                        list_types(v, prop, &child(path, k), out);
+                    if let Some(prop) = props.get(k)
+                        && !same(k, v)
+                    {
+                        list_types(v, old_of(k), prop, &child(path, k), out);
                     }
                 }
             }
@@ -43,7 +59,7 @@ pub(super) fn list_types(data: &Value, s: &Value, path: &str, out: &mut Vec<Fiel
             }
             if let Some(item) = items(s) {
                 for (i, v) in list.iter().enumerate() {
-                    list_types(v, item, &format!("{path}[{i}]"), out);
+                    list_types(v, None, item, &format!("{path}[{i}]"), out);
                 }
             }
         }

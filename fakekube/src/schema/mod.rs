@@ -7,6 +7,9 @@
 //! [`Schema::prune`] (unknown fields, then non-nullable nulls), [`Schema::apply_defaults`],
 //! [`Schema::validate`] (the structural checks, then the CEL rules, transition rules on
 //! update); on reads [`Schema::defaulted`] applies defaults added since the object was written.
+//! A field equal to its value in the old revision, when this schema validated that revision,
+//! is not checked again (it cannot fail a check that reads only the field; transition rules
+//! still run), and the rules are evaluated only where the schema has some.
 //!
 //! Sources of the behaviour (read for facts, not copied): apiextensions-apiserver's structural
 //! `schema` validation, its `pruning`, `defaulting`, `listtype` and `cel` packages and its
@@ -19,6 +22,8 @@
 //! - `node`: reading a schema node (`properties`, `additionalProperties`, `items`, keywords).
 //! - `structural`: the checks of a schema when its CRD is written.
 //! - `pruning`, `defaulting`: the first two steps of a write.
+//! - `revisions`: the stored revisions a schema has judged (complete with defaults, or
+//!   validated), so that reads and writes do not walk them again.
 //! - `validate`: kube-openapi's checks (types, compositions, bounds, lengths, `enum`,
 //!   `required`) and those of embedded resources.
 //! - `formats`, `pattern`: the string formats, and `pattern`s compiled as Go compiles them.
@@ -51,6 +56,7 @@ mod list_type;
 mod node;
 mod pattern;
 mod pruning;
+mod revisions;
 mod rules;
 mod structural;
 mod validate;
@@ -58,8 +64,9 @@ mod validate;
 #[cfg(test)]
 mod tests;
 
+use revisions::Revisions;
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
 
 pub(crate) use field_error::FieldError;
@@ -74,15 +81,26 @@ pub(crate) enum SchemaError {
 }
 
 /// One CRD `openAPIV3Schema`, ready to prune, default and validate objects of its kind.
-#[derive(Debug, Clone)]
+///
+/// It remembers the stored revisions it has judged (see `revisions`): those a read found
+/// with every default, and those a write stored after they passed its validation. A new
+/// schema (a CRD changed) starts with neither, so nothing judged by the old one is trusted.
+#[derive(Debug)]
 pub(crate) struct Schema {
-    /// The schema itself.
-    root: Value,
+    /// The schema itself, boxed so that the addresses of its nodes stay put.
+    root: Box<Value>,
     /// Whether any node carries `x-kubernetes-validations` (the API server then has a CEL
     /// validator, which is what makes it report skipped rules).
     has_rules: bool,
     /// Whether any node carries a `default` (reads then look for missing defaults).
     has_defaults: bool,
+    /// The nodes (by address) that carry `x-kubernetes-validations` or have one below them:
+    /// the rules' walk goes only there.
+    ruled: HashSet<usize>,
+    /// Stored revisions that lack none of the schema's defaults.
+    complete: Revisions,
+    /// Stored revisions that passed this schema's validation when they were written.
+    validated: Revisions,
 }
 
 /// Loading, and the four steps the store runs on every write.
@@ -92,12 +110,17 @@ impl Schema {
         if !root.is_object() {
             return Err(SchemaError::NotAnObject);
         }
-        let has_rules = node::any_rules(&root);
+        let root = Box::new(root);
+        let mut ruled = HashSet::new();
+        let has_rules = node::collect_ruled(&root, &mut ruled);
         let has_defaults = node::any_defaults(&root);
         Ok(Self {
             root,
             has_rules,
             has_defaults,
+            ruled,
+            complete: Revisions::default(),
+            validated: Revisions::default(),
         })
     }
 
@@ -132,16 +155,31 @@ impl Schema {
     /// lengths, `pattern`, `format`, list-type uniqueness, embedded resources, then the CEL
     /// rules (the transition rules only on update, given `old`). Adds the API server's "rules
     /// not checked" note when schema errors keep the rules from running.
+    ///
+    /// When `old` is a stored revision that passed this schema (see [`Schema::record_validated`]),
+    /// a field equal to its old value cannot fail a check that reads only the field, so those
+    /// checks are not made again; transition rules, which read `oldSelf`, always run.
     pub(crate) fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        let mut errs = self.structural(obj);
+        let clean = old.filter(|o| self.validated.contains(o));
+        let mut errs = self.structural(obj, clean);
         if self.has_rules {
             if errs.iter().any(FieldError::blocks_rules) {
                 errs.push(rules::not_checked());
             } else {
-                rules::rules_node(obj, old, &self.root, "", true, &mut errs);
+                let walk = rules::Walk {
+                    ruled: &self.ruled,
+                    old_passed: clean.is_some(),
+                };
+                walk.rules_node(obj, old, &self.root, "", true, &mut errs);
             }
         }
         dedup(errs)
+    }
+
+    /// Records that `stored` is a revision written after it passed [`Schema::validate`] as
+    /// it is (its `metadata` aside, which the store fills in after validation).
+    pub(crate) fn record_validated(&self, stored: &Arc<Value>) {
+        self.validated.insert(stored);
     }
 
     /// `obj` with the defaults it lacks, when it lacks any: the API server defaults objects
@@ -155,13 +193,27 @@ impl Schema {
         (out != *obj).then_some(out)
     }
 
+    /// [`Schema::defaulted`] of a stored revision, remembering a revision that lacks nothing
+    /// so that it is not walked again on the next read.
+    pub(crate) fn defaulted_revision(&self, stored: &Arc<Value>) -> Option<Value> {
+        if !self.has_defaults || self.complete.contains(stored) {
+            return None;
+        }
+        let out = self.defaulted(stored);
+        if out.is_none() {
+            self.complete.insert(stored);
+        }
+        out
+    }
+
     /// The structural errors of `obj`: kube-openapi's checks, list-type uniqueness, then the
     /// checks of embedded resources.
-    fn structural(&self, obj: &Value) -> Vec<FieldError> {
+    /// `old`, when given, passed these checks: fields equal to it are not checked again.
+    fn structural(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
         let mut errs = Vec::new();
-        validate::validate_node(obj, &self.root, "", &mut errs);
-        list_type::list_types(obj, &self.root, "", &mut errs);
-        validate::embedded_resources(obj, &self.root, "", &mut errs);
+        validate::validate_with(obj, old, &self.root, "", &mut errs);
+        list_type::list_types(obj, old, &self.root, "", &mut errs);
+        validate::embedded_resources(obj, old, &self.root, "", &mut errs);
         errs
     }
 }

@@ -2,6 +2,7 @@
 //! building `field.Path`-style paths.
 
 use serde_json::{Map, Value};
+use std::collections::HashSet;
 
 /// `additionalProperties` of a schema node.
 pub(super) enum Additional<'a> {
@@ -42,17 +43,33 @@ pub(super) fn str_of<'a>(s: &'a Value, key: &str) -> Option<&'a str> {
     s.get(key).and_then(Value::as_str)
 }
 
-/// Whether this node or one below it carries `x-kubernetes-validations`.
-pub(super) fn any_rules(s: &Value) -> bool {
-    if s.get("x-kubernetes-validations")
+/// Whether this node or one below it carries `x-kubernetes-validations`; adds the address of
+/// every such node (this one included) to `ruled`.
+pub(super) fn collect_ruled(s: &Value, ruled: &mut HashSet<usize>) -> bool {
+    let mut any = s
+        .get("x-kubernetes-validations")
         .and_then(Value::as_array)
-        .is_some_and(|r| !r.is_empty())
-    {
-        return true;
+        .is_some_and(|r| !r.is_empty());
+    if let Some(props) = properties(s) {
+        for p in props.values() {
+            any |= collect_ruled(p, ruled);
+        }
     }
-    let in_props = properties(s).is_some_and(|p| p.values().any(any_rules));
-    let in_additional = matches!(additional(s), Additional::Schema(a) if any_rules(a));
-    in_props || in_additional || items(s).is_some_and(any_rules)
+    if let Additional::Schema(a) = additional(s) {
+        any |= collect_ruled(a, ruled);
+    }
+    if let Some(item) = items(s) {
+        any |= collect_ruled(item, ruled);
+    }
+    if any {
+        ruled.insert(address(s));
+    }
+    any
+}
+
+/// The address of a schema node, as [`collect_ruled`] records it.
+pub(super) fn address(s: &Value) -> usize {
+    std::ptr::from_ref(s) as usize
 }
 
 /// Whether this node or one below it carries a `default`.

@@ -5,6 +5,7 @@
 //! `failed rule: <rule>`), at its node or its `fieldPath`, with its `reason`.
 
 use serde_json::Value;
+use std::collections::HashSet;
 
 use super::cel::{self, OldSelf, to_cel};
 use super::field_error::{
@@ -12,7 +13,7 @@ use super::field_error::{
     FieldError,
 };
 use super::go_format::go_quote;
-use super::node::{Additional, additional, child, flag, items, properties, str_of};
+use super::node::{Additional, additional, address, child, flag, items, properties, str_of};
 use super::validate::schema_types;
 
 /// The detail the API server adds when schema errors kept it from running the CEL rules.
@@ -92,13 +93,15 @@ fn rule_field(path: &str, rule: &Value) -> String {
     }
 }
 
-/// Evaluates the rules of one node.
+/// Evaluates the rules of one node; when the value is `unchanged` from an old value that
+/// passed them, only the transition rules (which read `oldSelf`).
 fn node_rules(
     new: &Value,
     old: Option<&Value>,
     s: &Value,
     path: &str,
     root: bool,
+    unchanged: bool,
     out: &mut Vec<FieldError>,
 ) {
     let Some(rules) = s.get("x-kubernetes-validations").and_then(Value::as_array) else {
@@ -115,6 +118,9 @@ fn node_rules(
             // Refused when the CRD was created: a stored CRD only has rules that compile.
             continue;
         };
+        if unchanged && !compiled.uses_old_self {
+            continue;
+        }
         let optional_old = flag(rule, "optionalOldSelf");
         if compiled.uses_old_self && old.is_none() && !optional_old {
             continue;
@@ -182,55 +188,90 @@ fn node_rules(
     }
 }
 
-/// Evaluates the rules of this node and those below it, with the old value correlated by key
-/// (and by map keys in `map` lists). `root` is set at the root and at embedded resources,
-/// whose `metadata` rules see only in part.
-pub(super) fn rules_node(
-    new: &Value,
-    old: Option<&Value>,
-    s: &Value,
-    path: &str,
-    root: bool,
-    out: &mut Vec<FieldError>,
-) {
-    node_rules(new, old, s, path, root, out);
-    match new {
-        Value::Object(map) => {
-            for (k, v) in map {
-                if root && k == "metadata" {
-                    continue;
-                }
-                let old_v = old.and_then(|o| o.get(k));
-                if let Some(prop) = properties(s).and_then(|p| p.get(k)) {
-                    let embedded = flag(prop, "x-kubernetes-embedded-resource");
-                    rules_node(v, old_v, prop, &child(path, k), embedded, out);
-                } else if let Additional::Schema(a) = additional(s) {
-                    let embedded = flag(a, "x-kubernetes-embedded-resource");
-                    rules_node(v, old_v, a, &format!("{path}[{k}]"), embedded, out);
+/// The rules' walk over one object.
+pub(super) struct Walk<'a> {
+    /// The schema nodes with a rule at or below them (see `node::collect_ruled`).
+    pub(super) ruled: &'a HashSet<usize>,
+    /// Whether the old object passed these rules when it was written: a value equal to its
+    /// old value then passes every rule that does not read `oldSelf`.
+    pub(super) old_passed: bool,
+}
+
+impl Walk<'_> {
+    /// Evaluates the rules of this node and those below it, with the old value correlated by
+    /// key (and by map keys in `map` lists). `root` is set at the root and at embedded
+    /// resources, whose `metadata` rules see only in part. Subtrees whose schema has no rules
+    /// are not walked.
+    pub(super) fn rules_node(
+        &self,
+        new: &Value,
+        old: Option<&Value>,
+        s: &Value,
+        path: &str,
+        root: bool,
+        out: &mut Vec<FieldError>,
+    ) {
+        self.walk(new, old, s, path, root, false, out);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn walk(
+        &self,
+        new: &Value,
+        old: Option<&Value>,
+        s: &Value,
+        path: &str,
+        root: bool,
+        unchanged_above: bool,
+        out: &mut Vec<FieldError>,
+    ) {
+        if !self.ruled.contains(&address(s)) {
+            return;
+        }
+        let unchanged = unchanged_above || (self.old_passed && old == Some(new));
+        node_rules(new, old, s, path, root, unchanged, out);
+        match new {
+            Value::Object(map) => {
+                for (k, v) in map {
+                    if root && k == "metadata" {
+                        continue;
+                    }
+                    let old_v = old.and_then(|o| o.get(k));
+                    if let Some(prop) = properties(s).and_then(|p| p.get(k)) {
+                        let embedded = flag(prop, "x-kubernetes-embedded-resource");
+                        self.walk(v, old_v, prop, &child(path, k), embedded, unchanged, out);
+                    } else if let Additional::Schema(a) = additional(s) {
+                        let embedded = flag(a, "x-kubernetes-embedded-resource");
+                        let at = format!("{path}[{k}]");
+                        self.walk(v, old_v, a, &at, embedded, unchanged, out);
+                    }
                 }
             }
-        }
-        Value::Array(list) => {
-            if let Some(item) = items(s) {
-                let map_keys = (str_of(s, "x-kubernetes-list-type") == Some("map"))
-                    .then(|| {
-                        s.get("x-kubernetes-list-map-keys")
-                            .and_then(Value::as_array)
-                    })
-                    .flatten();
-                let embedded = flag(item, "x-kubernetes-embedded-resource");
-                for (i, v) in list.iter().enumerate() {
-                    let old_v = map_keys.and_then(|keys| {
-                        old.and_then(Value::as_array)?.iter().find(|o| {
-                            keys.iter()
-                                .filter_map(Value::as_str)
-                                .all(|k| o.get(k) == v.get(k))
+            Value::Array(list) => {
+                if let Some(item) = items(s) {
+                    let map_keys = (str_of(s, "x-kubernetes-list-type") == Some("map"))
+                        .then(|| {
+                            s.get("x-kubernetes-list-map-keys")
+                                .and_then(Value::as_array)
                         })
-                    });
-                    rules_node(v, old_v, item, &format!("{path}[{i}]"), embedded, out);
+                        .flatten();
+                    let embedded = flag(item, "x-kubernetes-embedded-resource");
+                    for (i, v) in list.iter().enumerate() {
+                        let old_v = map_keys.and_then(|keys| {
+                            old.and_then(Value::as_array)?.iter().find(|o| {
+                                keys.iter()
+                                    .filter_map(Value::as_str)
+                                    .all(|k| o.get(k) == v.get(k))
+                            })
+                        });
+                        let at = format!("{path}[{i}]");
+                        // In a list equal to its old one, each element is the old element
+                        // at its index, which passed the rules there.
+                        self.walk(v, old_v, item, &at, embedded, unchanged, out);
+                    }
                 }
             }
+            _ => {}
         }
-        _ => {}
     }
 }

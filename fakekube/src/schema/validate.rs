@@ -125,6 +125,19 @@ fn field_of(name: &str) -> &str {
 /// kube-openapi's validators for one node in their order: type, `anyOf`, string, format,
 /// number, list, `enum`, object. `path` is kube-openapi's name for the node.
 pub(super) fn validate_node(data: &Value, s: &Value, path: &str, out: &mut Vec<FieldError>) {
+    validate_with(data, None, s, path, out);
+}
+
+/// [`validate_node`] given the node's `old` value when that passed these checks: a property
+/// equal to its old value is not checked again (no check reads beyond its own value), except
+/// the root's `metadata`, which the store changed after the old object was checked.
+pub(super) fn validate_with(
+    data: &Value,
+    old: Option<&Value>,
+    s: &Value,
+    path: &str,
+    out: &mut Vec<FieldError>,
+) {
     let types = schema_types(s);
     let format = kept_format(s);
     let field = field_of(path);
@@ -179,8 +192,13 @@ pub(super) fn validate_node(data: &Value, s: &Value, path: &str, out: &mut Vec<F
     }
     check_enum(data, s, field, out);
     if let Value::Object(map) = data {
-        check_object(map, s, path, out);
+        check_object(map, old.and_then(Value::as_object), s, path, out);
     }
+}
+
+/// Whether the property `key` of the object at `path` equals its old value, which passed.
+fn unchanged(old: Option<&Map<String, Value>>, path: &str, key: &str, v: &Value) -> bool {
+    !(path.is_empty() && key == "metadata") && old.and_then(|o| o.get(key)) == Some(v)
 }
 
 /// `maxLength`, `minLength`, `pattern`; only the first failure is reported.
@@ -369,7 +387,13 @@ fn check_enum(data: &Value, s: &Value, field: &str, out: &mut Vec<FieldError>) {
 
 /// Extra keys under `additionalProperties`, the properties, `required`, then the property
 /// counts.
-fn check_object(map: &Map<String, Value>, s: &Value, path: &str, out: &mut Vec<FieldError>) {
+fn check_object(
+    map: &Map<String, Value>,
+    old: Option<&Map<String, Value>>,
+    s: &Value,
+    path: &str,
+    out: &mut Vec<FieldError>,
+) {
     let props = properties(s);
     let count = u64::try_from(map.len()).unwrap_or(u64::MAX);
     if let Some(max) = s.get("maxProperties").and_then(Value::as_u64)
@@ -393,15 +417,19 @@ fn check_object(map: &Map<String, Value>, s: &Value, path: &str, out: &mut Vec<F
     }
     if let Additional::Schema(a) = additional(s) {
         for (k, v) in map {
-            if props.is_none_or(|p| !p.contains_key(k)) {
-                validate_node(v, a, &format!("{path}.{k}"), out);
+            if props.is_none_or(|p| !p.contains_key(k)) && !unchanged(old, path, k, v) {
+                let old_v = old.and_then(|o| o.get(k));
+                validate_with(v, old_v, a, &format!("{path}.{k}"), out);
             }
         }
     }
     if let Some(props) = props {
         for (name, prop) in props {
-            if let Some(v) = map.get(name) {
-                validate_node(v, prop, &child(path, name), out);
+            if let Some(v) = map.get(name)
+                && !unchanged(old, path, name, v)
+            {
+                let old_v = old.and_then(|o| o.get(name));
+                validate_with(v, old_v, prop, &child(path, name), out);
             }
         }
     }
@@ -510,7 +538,14 @@ fn check_not(data: &Value, s: &Value, path: &str, out: &mut Vec<FieldError>) {
 
 /// The checks the API server makes of embedded resources (`x-kubernetes-embedded-resource`)
 /// below the root: `apiVersion` and `kind` set, `metadata` an object with a valid name.
-pub(super) fn embedded_resources(data: &Value, s: &Value, path: &str, out: &mut Vec<FieldError>) {
+/// Properties equal to their value in `old` (which passed) are not walked again.
+pub(super) fn embedded_resources(
+    data: &Value,
+    old: Option<&Value>,
+    s: &Value,
+    path: &str,
+    out: &mut Vec<FieldError>,
+) {
     match data {
         Value::Object(map) => {
             if !path.is_empty() && flag(s, "x-kubernetes-embedded-resource") {
@@ -548,21 +583,23 @@ pub(super) fn embedded_resources(data: &Value, s: &Value, path: &str, out: &mut 
                     ));
                 }
             }
+            let old_map = old.and_then(Value::as_object);
             for (k, v) in map {
-                if path.is_empty() && k == "metadata" {
+                if (path.is_empty() && k == "metadata") || unchanged(old_map, path, k, v) {
                     continue;
                 }
+                let old_v = old_map.and_then(|o| o.get(k));
                 if let Some(prop) = properties(s).and_then(|p| p.get(k)) {
-                    embedded_resources(v, prop, &child(path, k), out);
+                    embedded_resources(v, old_v, prop, &child(path, k), out);
                 } else if let Additional::Schema(a) = additional(s) {
-                    embedded_resources(v, a, &format!("{path}[{k}]"), out);
+                    embedded_resources(v, old_v, a, &format!("{path}[{k}]"), out);
                 }
             }
         }
         Value::Array(list) => {
             if let Some(item) = items(s) {
                 for (i, v) in list.iter().enumerate() {
-                    embedded_resources(v, item, &format!("{path}[{i}]"), out);
+                    embedded_resources(v, None, item, &format!("{path}[{i}]"), out);
                 }
             }
         }

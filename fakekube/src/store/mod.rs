@@ -737,6 +737,16 @@ impl Inner {
         Ok(self.registry.to_storage(rt, &obj)?.unwrap_or(obj))
     }
 
+    /// Tells `rt`'s schema that `stored`, just written, passed its validation as it is: when
+    /// `rt` is the stored version, nothing but `metadata` changed after admission.
+    fn admitted(rt: &ResourceType, stored: &Arc<Value>) {
+        if rt.is_storage_version()
+            && let Some(schema) = rt.schema()
+        {
+            schema.record_validated(stored);
+        }
+    }
+
     fn next_rv(&mut self) -> u64 {
         self.rv += 1;
         self.rv
@@ -1004,6 +1014,7 @@ impl Inner {
             md.insert("resourceVersion".into(), json!(rv.to_string()));
         }
         let obj = revision(obj);
+        Inner::admitted(rt, &obj);
         self.put(rt, ns, &name, obj.clone());
         self.record(rt, EventType::Added, obj.clone(), None);
         if rt.group.is_empty() && rt.plural == "namespaces" {
@@ -1198,6 +1209,7 @@ impl Inner {
             md.insert("resourceVersion".into(), json!(rv.to_string()));
         }
         let obj = revision(obj);
+        Inner::admitted(rt, &obj);
         if deleting && deletion::ready_to_remove(&obj) {
             self.remove(rt, ns, name);
             self.record(rt, EventType::Deleted, obj.clone(), Some(stored));
@@ -1348,10 +1360,12 @@ pub(crate) fn present(
     obj: &Arc<Value>,
 ) -> Result<Arc<Value>, ApiError> {
     let converted = registry.to_version(rt, obj)?;
-    Ok(match rt.schema().and_then(|s| s.defaulted(&converted)) {
-        Some(defaulted) => Arc::new(defaulted),
-        None => converted,
-    })
+    Ok(
+        match rt.schema().and_then(|s| s.defaulted_revision(&converted)) {
+            Some(defaulted) => Arc::new(defaulted),
+            None => converted,
+        },
+    )
 }
 
 /// Which fields of `rt` a write to `part` can own.

@@ -9,7 +9,7 @@ use super::{
     CONDITION_REASON_PATTERN, CONDITION_TYPE_PATTERN, QUANTITY_PATTERN, VCT_IMMUTABLE_RULE,
 };
 use crate::fixtures;
-use crate::schema::node::{items, str_of};
+use crate::schema::node::{self, items, str_of};
 use crate::schema::validate::validate_node;
 use crate::schema::{cel, pattern, rules};
 
@@ -162,7 +162,13 @@ fn not_enforced(found: &Found) -> Option<String> {
             };
             let refuses = |old: &Value, new: &Value| {
                 let mut errs = Vec::new();
-                rules::rules_node(new, Some(old), &found.node, "value", false, &mut errs);
+                let mut ruled = std::collections::HashSet::new();
+                node::collect_ruled(&found.node, &mut ruled);
+                let walk = rules::Walk {
+                    ruled: &ruled,
+                    old_passed: false,
+                };
+                walk.rules_node(new, Some(old), &found.node, "value", false, &mut errs);
                 !errs.is_empty()
             };
             match (

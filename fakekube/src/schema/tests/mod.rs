@@ -7,6 +7,7 @@ mod defaulting;
 mod keywords;
 mod properties;
 mod pruning;
+mod revisions;
 mod rules;
 mod validation;
 
