@@ -29,7 +29,11 @@ fn fixtures() -> Fixtures {
         op_timeout: Duration::from_secs(20),
         trial_timeout: Duration::from_secs(60),
         exec_timeout: Duration::from_millis(500),
-        stream_gap: Duration::from_millis(200),
+        // The default gap: the example's Python processes and their commands share the test
+        // machine's cores with the runner and the other transport's run, and at 200 ms a busy
+        // machine once held the first output past the gap (167 ms before the exit of a 400 ms
+        // sleep) though the example streams it at once.
+        stream_gap: Duration::from_millis(500),
         ttl: Duration::from_secs(1),
         ttl_backstop_wait: Some(Duration::from_secs(3)),
         delete_wait: Duration::from_secs(5),
