@@ -1,34 +1,18 @@
 //! The `fakekube` binary: its first line, the kubeconfig it writes, `--help`, and a clean exit
 //! on SIGTERM and SIGINT.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+mod support;
 
+use std::process::Command;
+
+use support::process::{self, signal};
+
+/// Starts the binary with a kubeconfig written in `dir` and `extra` arguments.
 fn spawn(dir: &std::path::Path, extra: &[&str]) -> (std::process::Child, String) {
-    let kc = dir.join("kubeconfig");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fakekube"))
-        .arg("--kubeconfig")
-        .arg(&kc)
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("fakekube starts");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut first = String::new();
-    BufReader::new(stdout)
-        .read_line(&mut first)
-        .expect("first line");
-    (child, first)
-}
-
-fn signal(child: &std::process::Child, sig: &str) {
-    let ok = Command::new("kill")
-        .arg(format!("-{sig}"))
-        .arg(child.id().to_string())
-        .status()
-        .expect("kill runs");
-    assert!(ok.success());
+    let kubeconfig = dir.join("kubeconfig");
+    let mut args = vec!["--kubeconfig", kubeconfig.to_str().expect("a UTF-8 path")];
+    args.extend_from_slice(extra);
+    process::spawn(&args)
 }
 
 #[test]

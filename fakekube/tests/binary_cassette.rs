@@ -2,68 +2,17 @@
 //! client kubeconfig, a cassette closed on SIGTERM, a replay that answers kube-rs as the
 //! recording did and exits 0, then 1 (with the side-by-side message) at a request it lacks.
 
-use std::io::{BufRead, BufReader, Read};
+mod support;
+
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, ListParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::{Client, Config};
-
-/// Starts `fakekube ARGS` and returns it with its first line on stdout.
-fn spawn(args: &[&str]) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fakekube"))
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("fakekube starts");
-    let mut first = String::new();
-    BufReader::new(child.stdout.as_mut().expect("stdout"))
-        .read_line(&mut first)
-        .expect("a first line");
-    (child, first)
-}
-
-/// Sends SIGTERM and returns the exit code with the rest of stdout and stderr.
-fn terminate(mut child: Child) -> (Option<i32>, String, String) {
-    let sent = Command::new("kill")
-        .arg("-TERM")
-        .arg(child.id().to_string())
-        .status()
-        .expect("kill runs");
-    assert!(sent.success());
-    finish(&mut child)
-}
-
-fn finish(child: &mut Child) -> (Option<i32>, String, String) {
-    let status = child.wait().expect("it exits");
-    let (mut out, mut err) = (String::new(), String::new());
-    child
-        .stdout
-        .take()
-        .expect("stdout")
-        .read_to_string(&mut out)
-        .expect("stdout read");
-    child
-        .stderr
-        .take()
-        .expect("stderr")
-        .read_to_string(&mut err)
-        .expect("stderr read");
-    (status.code(), out, err)
-}
+use support::process::{finish, kube_client, spawn, terminate};
 
 async fn namespaces(kubeconfig: &Path) -> Api<Namespace> {
-    let text = std::fs::read_to_string(kubeconfig).expect("the kubeconfig was written");
-    let config = Config::from_custom_kubeconfig(
-        Kubeconfig::from_yaml(&text).expect("it parses"),
-        &KubeConfigOptions::default(),
-    )
-    .await
-    .expect("kube accepts it");
-    Api::all(Client::try_from(config).expect("a client"))
+    Api::all(kube_client(kubeconfig).await)
 }
 
 async fn names(api: &Api<Namespace>) -> Vec<String> {

@@ -2,14 +2,15 @@
 //! admin's requests are never struck), `--chaos-paused` holds them until SIGUSR1, and the
 //! faults injected are counted by kind in a line on stdout when it stops.
 
-use std::io::{BufRead, BufReader, Read};
+mod support;
+
+use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
-use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::{Client, Config};
+use support::process::{self, kube_client, signal, terminate};
 
 /// The role token's user: `--role-token` binds the service account `role-token` in the Role's
 /// namespace.
@@ -25,37 +26,30 @@ fn spawn(dir: &Path, chaos: &[&str]) -> Child {
         env!("CARGO_MANIFEST_DIR"),
         "/../fixtures/rbac/differently-sandboxes-role.yaml"
     );
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fakekube"))
-        .arg("--kubeconfig")
-        .arg(dir.join("admin.kubeconfig"))
-        .args(["--token", "binary-chaos-admin-token"])
-        .args(["--role-token", &format!("binary-chaos-role-token={role}")])
-        .arg("--role-kubeconfig")
-        .arg(dir.join("role.kubeconfig"))
-        .args(["--chaos-seed", "7"])
-        .args(chaos)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("fakekube starts");
-    let mut first = String::new();
-    BufReader::new(child.stdout.as_mut().expect("stdout"))
-        .read_line(&mut first)
-        .expect("a first line");
+    let admin = dir.join("admin.kubeconfig");
+    let role_kubeconfig = dir.join("role.kubeconfig");
+    let role_token = format!("binary-chaos-role-token={role}");
+    let mut args = vec![
+        "--kubeconfig",
+        admin.to_str().expect("a UTF-8 path"),
+        "--token",
+        "binary-chaos-admin-token",
+        "--role-token",
+        &role_token,
+        "--role-kubeconfig",
+        role_kubeconfig.to_str().expect("a UTF-8 path"),
+        "--chaos-seed",
+        "7",
+    ];
+    args.extend_from_slice(chaos);
+    let (child, first) = process::spawn(&args);
     assert!(first.starts_with("fakekube listening on "), "{first}");
     child
 }
 
 /// Pods in `sandboxes` through `kubeconfig` (the Role may get them).
 async fn pods(kubeconfig: &Path) -> Api<Pod> {
-    let text = std::fs::read_to_string(kubeconfig).expect("the kubeconfig was written");
-    let config = Config::from_custom_kubeconfig(
-        Kubeconfig::from_yaml(&text).expect("it parses"),
-        &KubeConfigOptions::default(),
-    )
-    .await
-    .expect("kube accepts it");
-    Api::namespaced(Client::try_from(config).expect("a client"), "sandboxes")
+    Api::namespaced(kube_client(kubeconfig).await, "sandboxes")
 }
 
 /// The HTTP status of `REQUESTS` gets of a pod that does not exist: 404 when served, the
@@ -70,30 +64,6 @@ async fn statuses(api: &Api<Pod>) -> Vec<u16> {
         });
     }
     codes
-}
-
-/// Sends `sig` to `child`.
-fn signal(child: &Child, sig: &str) {
-    let sent = Command::new("kill")
-        .arg(format!("-{sig}"))
-        .arg(child.id().to_string())
-        .status()
-        .expect("kill runs");
-    assert!(sent.success());
-}
-
-/// Stops `child` with SIGTERM; returns its exit code and the rest of its stdout.
-fn terminate(mut child: Child) -> (Option<i32>, String) {
-    signal(&child, "TERM");
-    let status = child.wait().expect("it exits");
-    let mut out = String::new();
-    child
-        .stdout
-        .take()
-        .expect("stdout")
-        .read_to_string(&mut out)
-        .expect("stdout read");
-    (status.code(), out)
 }
 
 /// The counts of the `fakekube chaos injected N faults: kind=n ...` line, by kind, with the
@@ -131,7 +101,7 @@ async fn chaos_for_one_user_strikes_only_its_requests_and_the_counts_are_printed
     );
     let admin = statuses(&pods(&dir.path().join("admin.kubeconfig")).await).await;
     let role = statuses(&pods(&dir.path().join("role.kubeconfig")).await).await;
-    let (code, stdout) = terminate(child);
+    let (code, stdout, _) = terminate(child);
     assert_eq!(admin, vec![404; REQUESTS], "the admin was struck");
     assert_eq!(role, vec![500; REQUESTS], "the role's requests were spared");
     assert_eq!(code, Some(0));
@@ -171,7 +141,7 @@ async fn paused_chaos_spares_every_request_until_sigusr1_resumes_it() {
         said.push(line);
     }
     let after = statuses(&role).await;
-    let (code, stdout) = terminate(child);
+    let (code, stdout, _) = terminate(child);
     assert_eq!(before, vec![404; REQUESTS], "struck while paused");
     assert_eq!(after, vec![500; REQUESTS], "spared once resumed");
     assert_eq!(code, Some(0));
