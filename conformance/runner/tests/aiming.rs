@@ -1,15 +1,16 @@
 //! Where the main job aims: the embedded fakekube whatever `KUBECONFIG` says, and a cluster
 //! only after a preflight that stops with one clear message per problem and exit status 2.
 
+mod support;
+
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use fakekube::{FakeKube, Rule, Token};
 
 /// Runs the `conformance` binary with `args` and `KUBECONFIG` set to `kubeconfig` (or unset).
 fn conformance(args: &[&str], kubeconfig: Option<&Path>) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_conformance"));
-    command.args(args).env_remove("KUBECONFIG");
+    let mut command = support::command(args);
     if let Some(path) = kubeconfig {
         command.env("KUBECONFIG", path);
     }

@@ -2,8 +2,9 @@
 //! fakekube that injects faults the runner neither controls nor sees; the run counts its calls,
 //! explains each failure by its code, reconciles, and exits 0 only when nothing is left.
 
+mod support;
+
 use std::path::Path;
-use std::process::Command;
 
 use fakekube::{Chaos, ChaosRates, FakeKube};
 
@@ -46,13 +47,15 @@ fn chaos_through_a_kubeconfig_explains_every_failure_by_its_code_and_leaves_noth
         .and_then(|r| r.with("reset", 0.08))
         .expect("fault kinds");
     kube.faults().chaos(Some(Chaos { seed: 11, rates }));
-    let output = Command::new(env!("CARGO_BIN_EXE_conformance"))
-        .args(["--kubeconfig", kubeconfig.to_str().unwrap()])
-        .args(["--pools", pools.to_str().unwrap(), "--fast", "--chaos"])
-        .arg("core::")
-        .env_remove("KUBECONFIG")
-        .output()
-        .expect("the conformance binary runs");
+    let output = support::run(&[
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+        "--pools",
+        pools.to_str().unwrap(),
+        "--fast",
+        "--chaos",
+        "core::",
+    ]);
     let injected: u64 = kube.faults().chaos_injected().values().sum();
     kube.faults().chaos(None);
     let stdout = String::from_utf8_lossy(&output.stdout);

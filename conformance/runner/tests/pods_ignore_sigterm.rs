@@ -1,20 +1,14 @@
 //! `--pods-ignore-sigterm`: the suite's stop/start trials against pods whose main process
 //! ignores SIGTERM, so each stop waits out the grace period and each start waits for the old pod.
 
+mod support;
+
 use std::collections::BTreeSet;
-use std::process::Command;
 
 #[test]
 fn stop_start_trials_pass_against_pods_that_ignore_sigterm_and_each_pod_outlives_its_grace_period()
 {
-    let output = Command::new(env!("CARGO_BIN_EXE_conformance"))
-        .args(["--pods-ignore-sigterm", "lifecycle.stop-start"])
-        .env_remove("KUBECONFIG")
-        .output()
-        .expect("the conformance binary runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "{stderr}\n{stdout}");
+    let (stdout, _) = support::passing(&["--pods-ignore-sigterm", "lifecycle.stop-start"]);
     let passed: BTreeSet<&str> = stdout
         .lines()
         .filter_map(|l| l.strip_prefix("  ok    direct::lifecycle.stop-start::"))

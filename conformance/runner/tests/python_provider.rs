@@ -2,6 +2,8 @@
 //! what it declares through the runner, started with `--provider-cmd` (stdio) and reached with
 //! `--provider-url` (WebSocket); `--markdown` writes its capability table.
 
+mod support;
+
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
@@ -12,15 +14,6 @@ fn provider_py() -> PathBuf {
         .join("../examples/python-provider/provider.py")
         .canonicalize()
         .expect("the Python example exists")
-}
-
-/// Runs the `conformance` binary with `args`.
-fn conformance(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_conformance"))
-        .args(args)
-        .env_remove("KUBECONFIG")
-        .output()
-        .expect("the conformance binary runs")
 }
 
 /// Asserts that a run passed with no failure and a clean leak check.
@@ -51,7 +44,7 @@ fn python_example_passes_through_provider_cmd_and_writes_its_table() {
         provider_py().display(),
         sandboxes.display()
     );
-    let output = conformance(&[
+    let output = support::run(&[
         "--provider-cmd",
         &command,
         "--markdown",
@@ -96,7 +89,7 @@ fn python_example_passes_through_provider_url() {
     BufReader::new(provider.stdout.take().unwrap())
         .read_line(&mut url)
         .unwrap();
-    let output = conformance(&["--provider-url", url.trim()]);
+    let output = support::run(&["--provider-url", url.trim()]);
     provider.kill().unwrap();
     provider.wait().unwrap();
     assert_passed(&output);
@@ -109,7 +102,7 @@ fn python_example_passes_through_provider_url() {
 
 #[test]
 fn a_provider_command_that_does_not_start_is_exit_2() {
-    let output = conformance(&["--provider-cmd", "/nonexistent/provider --stdio"]);
+    let output = support::run(&["--provider-cmd", "/nonexistent/provider --stdio"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(
