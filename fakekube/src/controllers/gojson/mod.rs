@@ -127,33 +127,13 @@ fn encode(ty: &Ty, v: Option<&Value>, out: &mut String) {
         },
         Ty::Slice(inner) => match v {
             Some(Value::Array(items)) => {
-                out.push('[');
-                for (i, item) in items.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    encode(inner, Some(item), out);
-                }
-                out.push(']');
+                array(items, out, |item, out| encode(inner, Some(item), out))
             }
             Some(other) => raw(other, out),
             None => out.push_str("null"),
         },
         Ty::Map(inner) => match v {
-            Some(Value::Object(m)) => {
-                let mut keys: Vec<&String> = m.keys().collect();
-                keys.sort();
-                out.push('{');
-                for (i, k) in keys.into_iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    write_go_string(k, out);
-                    out.push(':');
-                    encode(inner, m.get(k), out);
-                }
-                out.push('}');
-            }
+            Some(Value::Object(m)) => sorted_object(m, out, |x, out| encode(inner, Some(x), out)),
             Some(other) => raw(other, out),
             None => out.push_str("null"),
         },
@@ -233,32 +213,43 @@ fn is_empty(ty: &Ty, v: Option<&Value>) -> bool {
 fn raw(v: &Value, out: &mut String) {
     match v {
         Value::String(s) => write_go_string(s, out),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                raw(item, out);
-            }
-            out.push(']');
-        }
-        Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_go_string(k, out);
-                out.push(':');
-                raw(&m[k], out);
-            }
-            out.push('}');
-        }
+        Value::Array(items) => array(items, out, raw),
+        Value::Object(m) => sorted_object(m, out, raw),
         other => out.push_str(&other.to_string()),
     }
+}
+
+/// A JSON array of `items`, each written by `item`.
+fn array(items: &[Value], out: &mut String, mut item: impl FnMut(&Value, &mut String)) {
+    out.push('[');
+    for (i, x) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        item(x, out);
+    }
+    out.push(']');
+}
+
+/// A JSON object as Go writes a map: keys sorted and escaped as Go does, each value written by
+/// `value`.
+fn sorted_object(
+    m: &serde_json::Map<String, Value>,
+    out: &mut String,
+    mut value: impl FnMut(&Value, &mut String),
+) {
+    let mut entries: Vec<(&String, &Value)> = m.iter().collect();
+    entries.sort_by_key(|(k, _)| *k);
+    out.push('{');
+    for (i, (k, v)) in entries.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_go_string(k, out);
+        out.push(':');
+        value(v, out);
+    }
+    out.push('}');
 }
 
 #[cfg(test)]
