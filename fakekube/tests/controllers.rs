@@ -810,20 +810,25 @@ async fn warm_pool_keeps_its_replicas_as_labelled_owned_members_and_reports_stat
     .await;
 }
 
-#[tokio::test]
-async fn warm_members_carry_upstreams_template_hashes() {
-    let (kube, c) = start().await;
+/// The template `t` (no extras) and the warm pool `wp` of one member, once the pool counts it.
+async fn one_member_pool(kube: &FakeKube, c: &Client) {
     post(
-        &c,
+        c,
         &format!("{EXT}/sandboxtemplates"),
         template("t", json!({})),
     )
     .await;
-    post(&c, &format!("{EXT}/sandboxwarmpools"), pool("wp", "t", 1)).await;
-    wait(&kube, "sandboxwarmpools", "wp", "a member", |o| {
+    post(c, &format!("{EXT}/sandboxwarmpools"), pool("wp", "t", 1)).await;
+    wait(kube, "sandboxwarmpools", "wp", "a member", |o| {
         o.is_some_and(|o| o["status"]["replicas"] == 1)
     })
     .await;
+}
+
+#[tokio::test]
+async fn warm_members_carry_upstreams_template_hashes() {
+    let (kube, c) = start().await;
+    one_member_pool(&kube, &c).await;
     let ms = members(&c, "wp").await;
     let labels = &ms[0]["metadata"]["labels"];
     // FNV-1a of the bytes Go's json.Marshal writes for this template's blueprint and pod
@@ -838,17 +843,7 @@ async fn warm_members_carry_upstreams_template_hashes() {
 #[tokio::test]
 async fn a_member_not_ready_is_deleted_when_the_pool_looks_again_two_seconds_after_its_grace() {
     let (kube, c) = start_on_a_manual_clock().await;
-    post(
-        &c,
-        &format!("{EXT}/sandboxtemplates"),
-        template("t", json!({})),
-    )
-    .await;
-    post(&c, &format!("{EXT}/sandboxwarmpools"), pool("wp", "t", 1)).await;
-    wait(&kube, "sandboxwarmpools", "wp", "a member", |o| {
-        o.is_some_and(|o| o["status"]["replicas"] == 1)
-    })
-    .await;
+    one_member_pool(&kube, &c).await;
     let member = members(&c, "wp").await.remove(0);
     let stuck = name_of(&member);
     wait(&kube, "pods", &stuck, "the member's pod", |o| o.is_some()).await;
@@ -1169,17 +1164,7 @@ async fn claim_for_a_missing_pool_says_so() {
 #[tokio::test]
 async fn claim_cold_starts_when_pool_members_never_get_pod_ips() {
     let (kube, c) = start().await;
-    post(
-        &c,
-        &format!("{EXT}/sandboxtemplates"),
-        template("t", json!({})),
-    )
-    .await;
-    post(&c, &format!("{EXT}/sandboxwarmpools"), pool("wp", "t", 1)).await;
-    wait(&kube, "sandboxwarmpools", "wp", "a member", |o| {
-        o.is_some_and(|o| o["status"]["replicas"] == 1)
-    })
-    .await;
+    one_member_pool(&kube, &c).await;
     post(
         &c,
         &format!("{EXT}/sandboxclaims"),
