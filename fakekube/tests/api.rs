@@ -11,15 +11,13 @@ use support::{Client, Proto, read_lines, sandbox, sandboxes};
 
 async fn start() -> (FakeKube, Client) {
     // The API server alone: these tests check what clients write, not what controllers do.
-    let kube = FakeKube::builder()
-        .namespace("sb")
-        .controllers(false)
-        .kubelet(false)
-        .start()
-        .await
-        .expect("fakekube starts");
-    let client = Client::new(&kube);
-    (kube, client)
+    support::start(
+        FakeKube::builder()
+            .namespace("sb")
+            .controllers(false)
+            .kubelet(false),
+    )
+    .await
 }
 
 fn assert_status(reply: &support::Reply, code: u16, reason: &str) {

@@ -19,13 +19,7 @@ const REF_HASH_LABEL: &str = "agents.x-k8s.io/sandbox-template-ref-hash";
 const MERGE: &str = "application/merge-patch+json";
 
 async fn start() -> (FakeKube, Client) {
-    let kube = FakeKube::builder()
-        .kubelet(false)
-        .start()
-        .await
-        .expect("fakekube starts");
-    let client = Client::new(&kube);
-    (kube, client)
+    support::start(FakeKube::builder().kubelet(false)).await
 }
 
 /// FNV-1a, 8 hex digits, written independently of the server's.
@@ -564,14 +558,7 @@ async fn settle(kube: &FakeKube) {
 }
 
 async fn start_on_a_manual_clock() -> (FakeKube, Client) {
-    let kube = FakeKube::builder()
-        .kubelet(false)
-        .manual_clock()
-        .start()
-        .await
-        .expect("fakekube starts");
-    let client = Client::new(&kube);
-    (kube, client)
+    support::start(FakeKube::builder().kubelet(false).manual_clock()).await
 }
 
 /// The whole second at or before the cluster's time, plus `secs`, as `shutdownTime` is written.

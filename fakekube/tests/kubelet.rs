@@ -16,13 +16,7 @@ const WAIT: Duration = Duration::from_secs(10);
 const PODS: &str = "/api/v1/namespaces/default/pods";
 
 async fn start() -> (FakeKube, Client) {
-    let kube = FakeKube::builder()
-        .crash_backoff(Duration::from_millis(5))
-        .start()
-        .await
-        .expect("fakekube starts");
-    let client = Client::new(&kube);
-    (kube, client)
+    support::start(FakeKube::builder().crash_backoff(Duration::from_millis(5))).await
 }
 
 fn pod(name: &str, container: Value) -> Value {

@@ -14,15 +14,13 @@ const METADATA: &str = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;
 const METADATA_LIST: &str = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
 
 async fn start() -> (FakeKube, Client) {
-    let kube = FakeKube::builder()
-        .namespace("sb")
-        .controllers(false)
-        .kubelet(false)
-        .start()
-        .await
-        .expect("fakekube starts");
-    let client = Client::new(&kube);
-    (kube, client)
+    support::start(
+        FakeKube::builder()
+            .namespace("sb")
+            .controllers(false)
+            .kubelet(false),
+    )
+    .await
 }
 
 fn pod(name: &str) -> Value {

@@ -11,14 +11,7 @@ use support::{Client, Reply};
 const PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
 
 async fn start() -> (FakeKube, Client) {
-    let kube = FakeKube::builder()
-        .controllers(false)
-        .kubelet(false)
-        .start()
-        .await
-        .expect("fakekube starts");
-    let client = Client::new(&kube);
-    (kube, client)
+    support::start(FakeKube::builder().controllers(false).kubelet(false)).await
 }
 
 async fn get(c: &Client, headers: &[(&str, &str)]) -> Reply {

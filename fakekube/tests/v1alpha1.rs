@@ -19,13 +19,7 @@ const STATE: &str = "api.agents.x-k8s.io/v1alpha1-sandbox-state";
 const MERGE: &str = "application/merge-patch+json";
 
 async fn start() -> (FakeKube, Client) {
-    let kube = FakeKube::builder()
-        .kubelet(false)
-        .start()
-        .await
-        .expect("fakekube starts");
-    let client = Client::new(&kube);
-    (kube, client)
+    support::start(FakeKube::builder().kubelet(false)).await
 }
 
 /// A `v1alpha1` Sandbox with `replicas`, a label, an annotation and a volume claim template.

@@ -11,15 +11,13 @@ use serde_json::{Value, json};
 use support::{Client, Reply, sandbox, sandboxes};
 
 async fn start() -> (FakeKube, Client) {
-    let kube = FakeKube::builder()
-        .namespace("sb")
-        .controllers(false)
-        .kubelet(false)
-        .start()
-        .await
-        .expect("fakekube starts");
-    let client = Client::new(&kube);
-    (kube, client)
+    support::start(
+        FakeKube::builder()
+            .namespace("sb")
+            .controllers(false)
+            .kubelet(false),
+    )
+    .await
 }
 
 #[track_caller]

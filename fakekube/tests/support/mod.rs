@@ -20,6 +20,14 @@ use std::sync::Arc;
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
+/// Starts the fakekube `builder` describes and a client for it: each test file keeps its own
+/// settings and shares the rest.
+pub async fn start(builder: fakekube::Builder) -> (fakekube::FakeKube, Client) {
+    let kube = builder.start().await.expect("fakekube starts");
+    let client = Client::new(&kube);
+    (kube, client)
+}
+
 /// The protocol a request goes over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Proto {
