@@ -75,6 +75,7 @@ mod manifest;
 mod preflight;
 mod provider;
 mod retry;
+mod watch;
 
 // The public interface is:
 pub use clock::Clock;

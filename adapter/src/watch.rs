@@ -1,0 +1,526 @@
+//! The one watch of a pool's objects (its Sandboxes in direct mode, its SandboxClaims on a warm
+//! pool) that wakes every readiness wait: the informer pattern, one watch shared by all the
+//! waits rather than one per object, so a write wakes the API server's watchers once.
+//!
+//! A wait registers the name it waits for ([`Watch::register`]) before its first GET, and is
+//! woken ([`Registration::woken`]) with each new state of that object the watch sees, which it
+//! judges without another GET, or with `None`: read it again (the object was deleted, the watch
+//! was opened again from a fresh resourceVersion and may have missed a change, or it was given
+//! up).
+//!
+//! The watch is a hint, never a dependency. The provider page's Role grants no `watch`: a
+//! refusal (403) leaves the pool to its polls for [`FORBIDDEN_PAUSE`], any other failure to
+//! open one for [`FAILED_PAUSE`], and the polls run under the watch anyway, as the safety net.
+//! It is opened lazily, with the pool's label selector, bookmarks, and a resourceVersion the
+//! caller knows (the created object's, or one a GET returned), over the client's HTTP/2
+//! connection; kept while waits are registered and [`LINGER`] after the last one left;
+//! opened again from the last resourceVersion it saw when the server ends it (its
+//! `timeoutSeconds`), and from a fresh one (a LIST of one item) after a 410 Gone or another
+//! ERROR event, or a broken stream. Its task ends when the [`Watch`] is dropped.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::BytesMut;
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use serde::Deserialize;
+use serde_json::Value;
+use tokio::sync::Notify;
+use tokio::task::AbortHandle;
+use tokio::time::Instant;
+
+use crate::client::{KubeClient, KubeError};
+
+/// How long a watch is asked to last before it is opened again (the server may end it sooner).
+const TIMEOUT_SECONDS: u32 = 300;
+
+/// How long a watch stays open after the last wait left it.
+const LINGER: Duration = Duration::from_secs(60);
+
+/// How long a pool only polls after the server refused the watch (403).
+const FORBIDDEN_PAUSE: Duration = Duration::from_secs(600);
+
+/// How long a pool only polls after a watch could not be opened for another reason, or kept
+/// ending at once.
+const FAILED_PAUSE: Duration = Duration::from_secs(30);
+
+/// How many watches in a row may end at once having delivered nothing before the pool only
+/// polls for [`FAILED_PAUSE`].
+const QUICK_ENDS: u32 = 3;
+
+/// A watch that ends sooner than this, having delivered nothing, ended at once.
+const QUICK: Duration = Duration::from_secs(1);
+
+/// The most bytes of one event buffered (an object is far smaller).
+const MAX_EVENT: usize = 16 << 20;
+
+/// The shared watch of one collection of a pool, opened when a wait first registers.
+pub(crate) struct Watch {
+    /// What the watch task and the registrations share.
+    shared: Arc<Shared>,
+}
+
+impl Watch {
+    /// A watch of `collection` (a namespaced collection path) limited to `selector` (a label
+    /// selector, not yet URL-encoded); `subject` names it in logs. Nothing is sent yet.
+    pub(crate) fn new(
+        client: KubeClient,
+        collection: String,
+        selector: &str,
+        subject: String,
+    ) -> Self {
+        let selector: String = form_urlencoded::byte_serialize(selector.as_bytes()).collect();
+        Watch {
+            shared: Arc::new(Shared {
+                client,
+                collection,
+                selector,
+                subject,
+                state: Mutex::new(State {
+                    waiters: HashMap::new(),
+                    next_id: 0,
+                    task: None,
+                    paused_until: None,
+                    last_rv: None,
+                    idle_since: Instant::now(),
+                    refusal_logged: false,
+                }),
+            }),
+        }
+    }
+
+    /// Registers a wait for the object `name`, opening the watch from `known_rv` (a
+    /// resourceVersion the caller read; else the last one seen, else a fresh one) when it is
+    /// not open. `None` while the pool only polls (the watch was refused or failed), or
+    /// outside a tokio runtime.
+    pub(crate) fn register(&self, name: &str, known_rv: Option<&str>) -> Option<Registration> {
+        let runtime = tokio::runtime::Handle::try_current().ok()?;
+        let mut state = self.shared.state.lock().ok()?;
+        if let Some(until) = state.paused_until {
+            if Instant::now() < until {
+                return None;
+            }
+            state.paused_until = None;
+        }
+        let id = state.next_id;
+        state.next_id += 1;
+        let slot = Arc::new(Slot::default());
+        state
+            .waiters
+            .entry(name.to_owned())
+            .or_default()
+            .push((id, slot.clone()));
+        if state.task.as_ref().is_none_or(|(_, h)| h.is_finished()) {
+            let from = known_rv
+                .filter(|rv| !rv.is_empty())
+                .map(str::to_owned)
+                .or_else(|| state.last_rv.clone());
+            let task = runtime.spawn(run(self.shared.clone(), id, from));
+            state.task = Some((id, task.abort_handle()));
+        }
+        Some(Registration {
+            shared: self.shared.clone(),
+            name: name.to_owned(),
+            id,
+            slot,
+        })
+    }
+}
+
+impl Drop for Watch {
+    /// Ends the watch task.
+    fn drop(&mut self) {
+        if let Ok(mut state) = self.shared.state.lock()
+            && let Some((_, task)) = state.task.take()
+        {
+            task.abort();
+        }
+    }
+}
+
+/// A wait registered with a [`Watch`]; dropping it leaves the watch.
+pub(crate) struct Registration {
+    /// The watch.
+    shared: Arc<Shared>,
+    /// The object waited for.
+    name: String,
+    /// This registration among the object's.
+    id: u64,
+    /// Where the watch leaves what it saw.
+    slot: Arc<Slot>,
+}
+
+impl Registration {
+    /// Waits until the watch has news of the object: its new state, or `None` when it should
+    /// be read again. Cancel-safe: news that arrive while nobody awaits are kept (the latest).
+    pub(crate) async fn woken(&self) -> Option<Value> {
+        self.slot.notify.notified().await;
+        self.slot.object.lock().ok()?.take()
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        if let Ok(mut state) = self.shared.state.lock() {
+            if let Some(slots) = state.waiters.get_mut(&self.name) {
+                slots.retain(|(id, _)| *id != self.id);
+                if slots.is_empty() {
+                    state.waiters.remove(&self.name);
+                }
+            }
+            if state.waiters.is_empty() {
+                state.idle_since = Instant::now();
+            }
+        }
+    }
+}
+
+/// What the watch leaves for one wait.
+#[derive(Default)]
+struct Slot {
+    /// The object's latest state seen, or `None` to read it again.
+    object: Mutex<Option<Value>>,
+    /// Woken at each news.
+    notify: Notify,
+}
+
+impl Slot {
+    /// Leaves `object` (replacing older news) and wakes the wait.
+    fn wake(&self, object: Option<Value>) {
+        if let Ok(mut slot) = self.object.lock() {
+            *slot = object;
+        }
+        self.notify.notify_one();
+    }
+}
+
+/// What the task and the registrations share.
+struct Shared {
+    /// The client, whose HTTP/2 connection carries the watch.
+    client: KubeClient,
+    /// The collection's path.
+    collection: String,
+    /// The label selector, URL-encoded.
+    selector: String,
+    /// What logs call the watch.
+    subject: String,
+    /// The waits and the task.
+    state: Mutex<State>,
+}
+
+/// The waits and the task of a watch.
+struct State {
+    /// The registered waits by object name.
+    waiters: HashMap<String, Vec<(u64, Arc<Slot>)>>,
+    /// The id of the next registration (and of the task it may start).
+    next_id: u64,
+    /// The running task, with its id.
+    task: Option<(u64, AbortHandle)>,
+    /// Until when the pool only polls.
+    paused_until: Option<Instant>,
+    /// The last resourceVersion a watch saw, to open the next one from.
+    last_rv: Option<String>,
+    /// When the last wait left.
+    idle_since: Instant,
+    /// Whether the refusal was logged already.
+    refusal_logged: bool,
+}
+
+/// One line of a watch stream.
+#[derive(Deserialize)]
+struct WatchEvent {
+    /// `ADDED`, `MODIFIED`, `DELETED`, `BOOKMARK` or `ERROR`.
+    #[serde(rename = "type")]
+    kind: String,
+    /// The object (a Status for `ERROR`).
+    #[serde(default)]
+    object: Value,
+}
+
+/// The metadata of a list, for its resourceVersion.
+#[derive(Deserialize)]
+struct ListHead {
+    /// The list's metadata.
+    #[serde(default)]
+    metadata: ListHeadMeta,
+}
+
+/// A list's resourceVersion.
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ListHeadMeta {
+    /// The resourceVersion the list was read at.
+    #[serde(default)]
+    resource_version: String,
+}
+
+/// How a watch stream ended.
+enum End {
+    /// The server ended it (its timeout): open the next from the last resourceVersion.
+    Closed(String),
+    /// A 410 Gone or another ERROR event, a broken stream, or undecodable text: open the next
+    /// from a fresh resourceVersion, after waking every wait to read again.
+    Lost,
+    /// No wait for [`LINGER`]: the task ends.
+    Idle,
+}
+
+/// Ends the task's tenure in the state when the task ends, however it ends.
+struct TaskGuard {
+    /// The watch.
+    shared: Arc<Shared>,
+    /// The task's id.
+    id: u64,
+}
+
+impl Drop for TaskGuard {
+    fn drop(&mut self) {
+        if let Ok(mut state) = self.shared.state.lock()
+            && state.task.as_ref().is_some_and(|(id, _)| *id == self.id)
+        {
+            state.task = None;
+        }
+    }
+}
+
+/// The watch task: opens the watch from `from` (else a fresh resourceVersion) and follows it,
+/// opening it again as the module says, until no wait is left for [`LINGER`] or the pool
+/// must only poll.
+async fn run(shared: Arc<Shared>, id: u64, mut from: Option<String>) {
+    let _guard = TaskGuard {
+        shared: shared.clone(),
+        id,
+    };
+    let mut quick_ends = 0;
+    loop {
+        if shared.idle(id) {
+            return;
+        }
+        let rv = match from.take() {
+            Some(rv) => rv,
+            None => match shared.fresh_rv().await {
+                Ok(rv) => rv,
+                Err(error) => return shared.pause(&error),
+            },
+        };
+        tracing::debug!(watch = %shared.subject, "opening the watch");
+        let opened = Instant::now();
+        let body = match shared.client.stream(&shared.path(&rv)).await {
+            Ok(body) => body,
+            Err(error) => return shared.pause(&error),
+        };
+        let (end, delivered) = shared.follow(id, body, rv).await;
+        match end {
+            End::Closed(last) => from = Some(last),
+            End::Lost => shared.wake_all(),
+            End::Idle => return,
+        }
+        if delivered || opened.elapsed() >= QUICK {
+            quick_ends = 0;
+        } else {
+            quick_ends += 1;
+            if quick_ends >= QUICK_ENDS {
+                tracing::debug!(watch = %shared.subject, "the watch keeps ending at once; polling only");
+                return shared.pause_for(FAILED_PAUSE);
+            }
+        }
+    }
+}
+
+impl Shared {
+    /// The watch request from `rv`.
+    fn path(&self, rv: &str) -> String {
+        let rv: String = form_urlencoded::byte_serialize(rv.as_bytes()).collect();
+        format!(
+            "{}?watch=true&labelSelector={}&allowWatchBookmarks=true&resourceVersion={rv}&timeoutSeconds={TIMEOUT_SECONDS}",
+            self.collection, self.selector
+        )
+    }
+
+    /// The current resourceVersion of the collection, from a LIST of at most one item.
+    async fn fresh_rv(&self) -> Result<String, KubeError> {
+        let path = format!(
+            "{}?labelSelector={}&limit=1",
+            self.collection, self.selector
+        );
+        let head: ListHead = self.client.get(&path).await?;
+        Ok(head.metadata.resource_version)
+    }
+
+    /// Whether no wait has been registered for [`LINGER`]; if so the task `id` gives up its
+    /// place, so that the next registration starts another.
+    fn idle(&self, id: u64) -> bool {
+        let Ok(mut state) = self.state.lock() else {
+            return true;
+        };
+        let idle = state.waiters.is_empty() && state.idle_since.elapsed() >= LINGER;
+        if idle && state.task.as_ref().is_some_and(|(task, _)| *task == id) {
+            state.task = None;
+        }
+        idle
+    }
+
+    /// After `error` opening the watch: the pool only polls for a while, and every wait reads
+    /// again. A refusal is logged once.
+    fn pause(&self, error: &KubeError) {
+        if error.code() == Some(403) {
+            let first = self
+                .state
+                .lock()
+                .map(|mut s| !std::mem::replace(&mut s.refusal_logged, true))
+                .unwrap_or(false);
+            if first {
+                tracing::debug!(
+                    watch = %self.subject,
+                    "the watch is not allowed (403): readiness is polled"
+                );
+            }
+            self.pause_for(FORBIDDEN_PAUSE);
+        } else {
+            tracing::debug!(watch = %self.subject, %error, "the watch cannot be opened; polling only for a while");
+            self.pause_for(FAILED_PAUSE);
+        }
+    }
+
+    /// Only polls for `pause`, waking every wait to read again.
+    fn pause_for(&self, pause: Duration) {
+        if let Ok(mut state) = self.state.lock() {
+            state.paused_until = Some(Instant::now() + pause);
+        }
+        self.wake_all();
+    }
+
+    /// Wakes every wait to read its object again.
+    fn wake_all(&self) {
+        if let Ok(state) = self.state.lock() {
+            for (_, slot) in state.waiters.values().flatten() {
+                slot.wake(None);
+            }
+        }
+    }
+
+    /// Wakes the waits for `name` with `object` (`None`: read it again).
+    fn wake(&self, name: &str, object: Option<Value>) {
+        if let Ok(state) = self.state.lock()
+            && let Some(slots) = state.waiters.get(name)
+        {
+            for (_, slot) in slots {
+                slot.wake(object.clone());
+            }
+        }
+    }
+
+    /// Remembers `rv` as the last resourceVersion seen.
+    fn remember(&self, rv: &str) {
+        if let Ok(mut state) = self.state.lock() {
+            state.last_rv = Some(rv.to_owned());
+        }
+    }
+
+    /// Follows one watch stream, opened from `rv`, until it ends; returns how, and whether it
+    /// delivered any event.
+    async fn follow(&self, id: u64, mut body: Incoming, mut rv: String) -> (End, bool) {
+        let mut buffer = BytesMut::new();
+        let mut delivered = false;
+        let mut check = Instant::now() + LINGER;
+        loop {
+            let frame = tokio::select! {
+                frame = body.frame() => frame,
+                () = tokio::time::sleep_until(check) => {
+                    if self.idle(id) {
+                        self.remember(&rv);
+                        return (End::Idle, delivered);
+                    }
+                    check = Instant::now() + LINGER;
+                    continue;
+                }
+            };
+            let data = match frame {
+                None => {
+                    self.remember(&rv);
+                    return (End::Closed(rv), delivered);
+                }
+                Some(Err(error)) => {
+                    tracing::debug!(watch = %self.subject, %error, "the watch broke");
+                    return (End::Lost, delivered);
+                }
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(data) => data,
+                    Err(_) => continue,
+                },
+            };
+            buffer.extend_from_slice(&data);
+            let mut events =
+                serde_json::Deserializer::from_slice(&buffer).into_iter::<WatchEvent>();
+            let mut lost = false;
+            for event in events.by_ref() {
+                match event {
+                    Ok(event) => {
+                        delivered = true;
+                        match self.dispatch(event) {
+                            Some(Some(seen)) => rv = seen,
+                            Some(None) => {}
+                            None => {
+                                lost = true;
+                                break;
+                            }
+                        }
+                    }
+                    Err(error) if error.is_eof() => break,
+                    Err(error) => {
+                        tracing::debug!(watch = %self.subject, %error, "the watch sent what is not an event");
+                        lost = true;
+                        break;
+                    }
+                }
+            }
+            let consumed = events.byte_offset();
+            if lost {
+                return (End::Lost, delivered);
+            }
+            let _ = buffer.split_to(consumed);
+            if buffer.len() > MAX_EVENT {
+                tracing::debug!(watch = %self.subject, "a watch event is too large");
+                return (End::Lost, delivered);
+            }
+        }
+    }
+
+    /// Hands an event to the waits for its object. Returns the resourceVersion it brings (if
+    /// any), or `None` for an ERROR event (the watch must be opened again).
+    fn dispatch(&self, event: WatchEvent) -> Option<Option<String>> {
+        let WatchEvent { kind, object } = event;
+        let rv = object
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            .filter(|rv| !rv.is_empty())
+            .map(str::to_owned);
+        let name = || {
+            object
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        match kind.as_str() {
+            "ADDED" | "MODIFIED" => {
+                if let Some(name) = name() {
+                    self.wake(&name, Some(object));
+                }
+            }
+            "DELETED" => {
+                if let Some(name) = name() {
+                    self.wake(&name, None);
+                }
+            }
+            "ERROR" => {
+                let code = object.get("code").and_then(Value::as_u64).unwrap_or(0);
+                tracing::debug!(watch = %self.subject, code, "the watch ended with an error; opening it again");
+                return None;
+            }
+            _ => {}
+        }
+        Some(rv)
+    }
+}
