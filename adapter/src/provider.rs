@@ -813,18 +813,28 @@ impl AgentSandbox {
     /// Between two polls the pool's watch (`wake`, registered before the first poll) hands
     /// over each new state of the object, judged at once without a GET; without a watch the
     /// second poll comes at once (a controller often finishes during the first round trip).
-    /// `what` is the timeout error's subject (`sandbox x was not ready`).
+    /// When the object was `just_created` after the wait registered with a watch that was
+    /// open by then, the first poll is left out: the object is pending, and every change
+    /// since comes from the watch. `what` is the timeout error's subject (`sandbox x was not
+    /// ready`).
     async fn poll<T>(
         &self,
         what: &str,
         mut probe: impl AsyncProbe<T>,
         wake: Option<Registration>,
+        just_created: bool,
     ) -> Result<T, Error> {
         let deadline = tokio::time::Instant::now() + self.inner.ready_timeout;
         let (first, longest) = self.inner.poll_backoff;
         let mut delay = Duration::ZERO;
+        let mut skip = just_created && wake.as_ref().is_some_and(Registration::live);
         loop {
-            let last = match probe.step().await {
+            let step = if std::mem::take(&mut skip) {
+                Ok(Step::Wait("it was just created".to_owned()))
+            } else {
+                probe.step().await
+            };
+            let last = match step {
                 Ok(Step::Done(value)) => return Ok(value),
                 Ok(Step::Wait(why)) => why,
                 Err(e) if e.is_transient() => {
@@ -883,15 +893,20 @@ impl AgentSandbox {
                 name,
             },
             wake,
+            false,
         )
         .await
     }
 
     /// Waits until the Sandbox `name` is ready for its current generation, failing fast on a
-    /// missing image (the Sandbox is then deleted) or a crash loop. `known_rv` is the
-    /// Sandbox's resourceVersion as last read.
-    async fn wait_sandbox_ready(&self, name: &str, known_rv: &str) -> Result<SandboxView, Error> {
-        let wake = self.watch_for(CreatedKind::Sandbox, name, Some(known_rv));
+    /// missing image (the Sandbox is then deleted) or a crash loop. `wake` is the wait's
+    /// registration with the watch, made before the object was `just_created` or read.
+    async fn wait_sandbox_ready(
+        &self,
+        name: &str,
+        wake: Option<Registration>,
+        just_created: bool,
+    ) -> Result<SandboxView, Error> {
         self.poll(
             &format!("sandbox {name} was not ready"),
             SandboxProbe {
@@ -899,14 +914,20 @@ impl AgentSandbox {
                 name,
             },
             wake,
+            just_created,
         )
         .await
     }
 
     /// Waits until the claim `name` is ready, failing fast on reasons that will not change.
-    /// `known_rv` is the claim's resourceVersion as last read.
-    async fn wait_claim_ready(&self, name: &str, known_rv: &str) -> Result<ClaimView, Error> {
-        let wake = self.watch_for(CreatedKind::SandboxClaim, name, Some(known_rv));
+    /// `wake` is the wait's registration with the watch, made before the claim was
+    /// `just_created` or read.
+    async fn wait_claim_ready(
+        &self,
+        name: &str,
+        wake: Option<Registration>,
+        just_created: bool,
+    ) -> Result<ClaimView, Error> {
         self.poll(
             &format!("sandbox {name} was not ready"),
             ClaimProbe {
@@ -914,6 +935,7 @@ impl AgentSandbox {
                 name,
             },
             wake,
+            just_created,
         )
         .await
     }
@@ -966,15 +988,17 @@ impl AgentSandbox {
             self.shutdown_for(request.ttl),
         );
         let name = request.id.as_str();
-        let known = match self
+        // Registered before the write, the wait misses no change after it.
+        let wake = self.watch_for(CreatedKind::Sandbox, name, None);
+        let just_created = match self
             .inner
             .client
             .create::<_, SandboxView>(&self.sandboxes_path(), &manifest)
             .await
         {
-            Ok(created) => {
+            Ok(_) => {
                 tracing::debug!(sandbox = name, "Sandbox created");
-                created.metadata.resource_version
+                true
             }
             Err(e) if e.is_conflict() => {
                 let existing = adoptable(name, self.get_sandbox(name).await, |v| &v.metadata)?;
@@ -982,11 +1006,11 @@ impl AgentSandbox {
                     return self.sandbox_from_direct(&existing).await;
                 }
                 tracing::debug!(sandbox = name, "Sandbox exists; adopting it");
-                existing.metadata.resource_version
+                false
             }
             Err(e) => return Err(e.into()),
         };
-        let ready = self.wait_sandbox_ready(name, &known).await?;
+        let ready = self.wait_sandbox_ready(name, wake, just_created).await?;
         self.sandbox_from_direct(&ready).await
     }
 
@@ -1011,24 +1035,25 @@ impl AgentSandbox {
             self.shutdown_for(request.ttl),
         );
         let name = request.id.as_str();
-        let known = match self
+        // Registered before the write, the wait misses no change after it.
+        let wake = self.watch_for(CreatedKind::SandboxClaim, name, None);
+        let just_created = match self
             .inner
             .client
             .create::<_, ClaimView>(&self.claims_path(), &manifest)
             .await
         {
-            Ok(created) => {
+            Ok(_) => {
                 tracing::debug!(sandbox = name, "SandboxClaim created");
-                created.metadata.resource_version
+                true
             }
             Err(e) if e.is_conflict() => {
-                adoptable(name, self.get_claim(name).await, |v| &v.metadata)?
-                    .metadata
-                    .resource_version
+                adoptable(name, self.get_claim(name).await, |v| &v.metadata)?;
+                false
             }
             Err(e) => return Err(e.into()),
         };
-        let ready = self.wait_claim_ready(name, &known).await?;
+        let ready = self.wait_claim_ready(name, wake, just_created).await?;
         self.sandbox_from_claim(&ready)
     }
 
@@ -1713,9 +1738,12 @@ impl Provider for AgentSandbox {
                 .await?;
         }
         self.set_mode(name, "Running").await?;
-        let ready = self
-            .wait_sandbox_ready(name, &view.metadata.resource_version)
-            .await?;
+        let wake = self.watch_for(
+            CreatedKind::Sandbox,
+            name,
+            Some(&view.metadata.resource_version),
+        );
+        let ready = self.wait_sandbox_ready(name, wake, false).await?;
         self.sandbox_from_direct(&ready).await
     }
 

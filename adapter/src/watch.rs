@@ -19,6 +19,7 @@
 //! ERROR event, or a broken stream. Its task ends when the [`Watch`] is dropped.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -78,6 +79,7 @@ impl Watch {
                 collection,
                 selector,
                 subject,
+                live: AtomicBool::new(false),
                 state: Mutex::new(State {
                     waiters: HashMap::new(),
                     next_id: 0,
@@ -159,6 +161,12 @@ impl Registration {
         self.slot.notify.notified().await;
         self.slot.object.lock().ok()?.take()
     }
+
+    /// Whether the watch is open now: registered before a write, the wait learns every
+    /// change after that write from the watch, so it need not read the object first.
+    pub(crate) fn live(&self) -> bool {
+        self.shared.live.load(Ordering::Acquire)
+    }
 }
 
 impl Drop for Registration {
@@ -206,6 +214,8 @@ struct Shared {
     selector: String,
     /// What logs call the watch.
     subject: String,
+    /// Whether a watch stream is open, delivering every change since it opened.
+    live: AtomicBool,
     /// The waits and the task.
     state: Mutex<State>,
 }
@@ -277,6 +287,7 @@ struct TaskGuard {
 
 impl Drop for TaskGuard {
     fn drop(&mut self) {
+        self.shared.live.store(false, Ordering::Release);
         if let Ok(mut state) = self.shared.state.lock()
             && state.task.as_ref().is_some_and(|(id, _)| *id == self.id)
         {
@@ -311,7 +322,9 @@ async fn run(shared: Arc<Shared>, id: u64, mut from: Option<String>) {
             Ok(body) => body,
             Err(error) => return shared.pause(&error),
         };
+        shared.live.store(true, Ordering::Release);
         let (end, delivered) = shared.follow(id, body, rv).await;
+        shared.live.store(false, Ordering::Release);
         match end {
             End::Closed(last) => from = Some(last),
             End::Lost => shared.wake_all(),
