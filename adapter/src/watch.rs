@@ -266,6 +266,24 @@ struct ListHeadMeta {
     resource_version: String,
 }
 
+/// Takes the whole events at the front of `buffer` (JSON objects, one after another, with or
+/// without newlines between them), leaving an event not wholly received yet; an error when the
+/// text is no event.
+fn take_events(buffer: &mut BytesMut) -> Result<Vec<WatchEvent>, serde_json::Error> {
+    let mut events = Vec::new();
+    let mut stream = serde_json::Deserializer::from_slice(buffer).into_iter::<WatchEvent>();
+    for event in stream.by_ref() {
+        match event {
+            Ok(event) => events.push(event),
+            Err(error) if error.is_eof() => break,
+            Err(error) => return Err(error),
+        }
+    }
+    let consumed = stream.byte_offset();
+    let _ = buffer.split_to(consumed);
+    Ok(events)
+}
+
 /// How a watch stream ended.
 enum End {
     /// The server ended it (its timeout): open the next from the last resourceVersion.
@@ -465,35 +483,21 @@ impl Shared {
                 },
             };
             buffer.extend_from_slice(&data);
-            let mut events =
-                serde_json::Deserializer::from_slice(&buffer).into_iter::<WatchEvent>();
-            let mut lost = false;
-            for event in events.by_ref() {
-                match event {
-                    Ok(event) => {
-                        delivered = true;
-                        match self.dispatch(event) {
-                            Some(Some(seen)) => rv = seen,
-                            Some(None) => {}
-                            None => {
-                                lost = true;
-                                break;
-                            }
-                        }
-                    }
-                    Err(error) if error.is_eof() => break,
-                    Err(error) => {
-                        tracing::debug!(watch = %self.subject, %error, "the watch sent what is not an event");
-                        lost = true;
-                        break;
-                    }
+            let events = match take_events(&mut buffer) {
+                Ok(events) => events,
+                Err(error) => {
+                    tracing::debug!(watch = %self.subject, %error, "the watch sent what is not an event");
+                    return (End::Lost, delivered);
+                }
+            };
+            for event in events {
+                delivered = true;
+                match self.dispatch(event) {
+                    Some(Some(seen)) => rv = seen,
+                    Some(None) => {}
+                    None => return (End::Lost, delivered),
                 }
             }
-            let consumed = events.byte_offset();
-            if lost {
-                return (End::Lost, delivered);
-            }
-            let _ = buffer.split_to(consumed);
             if buffer.len() > MAX_EVENT {
                 tracing::debug!(watch = %self.subject, "a watch event is too large");
                 return (End::Lost, delivered);
@@ -535,5 +539,44 @@ impl Shared {
             _ => {}
         }
         Some(rv)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kinds(events: &[WatchEvent]) -> Vec<&str> {
+        events.iter().map(|e| e.kind.as_str()).collect()
+    }
+
+    #[test]
+    fn events_split_across_chunks_are_taken_once_whole() {
+        let text = concat!(
+            r#"{"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":"5"}}}"#,
+            "\n",
+            r#"{"type":"MODIFIED","object":{"metadata":{"name":"a","resourceVersion":"6"}}}"#,
+            r#"{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"7"}}}"#,
+            "\n"
+        );
+        let cut = text.find("MODIFIED").expect("the second event");
+        let mut buffer = BytesMut::from(&text.as_bytes()[..cut]);
+        assert_eq!(kinds(&take_events(&mut buffer).unwrap()), ["ADDED"]);
+        buffer.extend_from_slice(&text.as_bytes()[cut..]);
+        let events = take_events(&mut buffer).unwrap();
+        assert_eq!(kinds(&events), ["MODIFIED", "BOOKMARK"]);
+        assert_eq!(events[0].object["metadata"]["resourceVersion"], "6");
+        assert!(
+            buffer.iter().all(u8::is_ascii_whitespace),
+            "only whitespace is left"
+        );
+    }
+
+    #[test]
+    fn text_that_is_no_event_is_an_error() {
+        let mut buffer = BytesMut::from(&b"<html>proxy error</html>"[..]);
+        assert!(take_events(&mut buffer).is_err());
+        let mut buffer = BytesMut::from(&br#"{"object":{}}"#[..]);
+        assert!(take_events(&mut buffer).is_err(), "an event needs its type");
     }
 }
