@@ -4,19 +4,21 @@
 //!
 //! A wait registers the name it waits for ([`Watch::register`]) before its first GET, and is
 //! woken ([`Registration::woken`]) with each new state of that object the watch sees, which it
-//! judges without another GET, or with `None`: read it again (the object was deleted, the watch
-//! was opened again from a fresh resourceVersion and may have missed a change, or it was given
-//! up).
+//! judges without another GET, or with `None` when the object was deleted: read it again. A
+//! change the watch missed (it was given up, or a bug) reaches its wait by the wait's next
+//! poll: a lost event costs latency, never correctness.
 //!
 //! The watch is a hint, never a dependency. The provider page's Role grants no `watch`: a
 //! refusal (403) leaves the pool to its polls for [`FORBIDDEN_PAUSE`], any other failure to
 //! open one for [`FAILED_PAUSE`], and the polls run under the watch anyway, as the safety net.
-//! It is opened lazily, with the pool's label selector, bookmarks, and a resourceVersion the
-//! caller knows (the created object's, or one a GET returned), over the client's HTTP/2
-//! connection; kept while waits are registered and [`LINGER`] after the last one left;
+//! It is opened lazily, with the pool's label selector, bookmarks, and a resourceVersion read
+//! before the first wait registered (one a GET returned, or the last one a watch saw), over the
+//! client's HTTP/2 connection; kept while waits are registered and [`LINGER`] after the last one left;
 //! opened again from the last resourceVersion it saw when the server ends it (its
-//! `timeoutSeconds`), and from a fresh one (a LIST of one item) after a 410 Gone or another
-//! ERROR event, or a broken stream. Its task ends when the [`Watch`] is dropped.
+//! `timeoutSeconds`), and from a fresh one after a 410 Gone or another ERROR event, or a broken
+//! stream: a LIST of the pool's objects (paged), whose objects that waits are registered for
+//! are handed to them as the watch opens, so that no change in between is lost. Its task ends
+//! when the [`Watch`] is dropped.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -50,6 +52,13 @@ const FAILED_PAUSE: Duration = Duration::from_secs(30);
 /// How many watches in a row may end at once having delivered nothing before the pool only
 /// polls for [`FAILED_PAUSE`].
 const QUICK_ENDS: u32 = 3;
+
+/// Objects per page of a relist.
+const LIST_PAGE: u32 = 500;
+
+/// How many times in a row a watch that cannot reach the server (no answer) is tried again at
+/// once before the pool only polls for [`FAILED_PAUSE`].
+const UNREACHED_TRIES: u32 = 2;
 
 /// A watch that ends sooner than this, having delivered nothing, ended at once.
 const QUICK: Duration = Duration::from_secs(1);
@@ -249,21 +258,27 @@ struct WatchEvent {
     object: Value,
 }
 
-/// The metadata of a list, for its resourceVersion.
+/// A page of a list.
 #[derive(Deserialize)]
-struct ListHead {
+struct ListPage {
     /// The list's metadata.
     #[serde(default)]
-    metadata: ListHeadMeta,
+    metadata: ListPageMeta,
+    /// The objects (`null` for none).
+    #[serde(default)]
+    items: Option<Vec<Value>>,
 }
 
-/// A list's resourceVersion.
+/// A list page's resourceVersion and continue token.
 #[derive(Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct ListHeadMeta {
+struct ListPageMeta {
     /// The resourceVersion the list was read at.
     #[serde(default)]
     resource_version: String,
+    /// The token of the next page, empty or absent on the last.
+    #[serde(default, rename = "continue")]
+    continue_token: Option<String>,
 }
 
 /// Takes the whole events at the front of `buffer` (JSON objects, one after another, with or
@@ -289,7 +304,7 @@ enum End {
     /// The server ended it (its timeout): open the next from the last resourceVersion.
     Closed(String),
     /// A 410 Gone or another ERROR event, a broken stream, or undecodable text: open the next
-    /// from a fresh resourceVersion, after waking every wait to read again.
+    /// from a relist.
     Lost,
     /// No wait for [`LINGER`]: the task ends.
     Idle,
@@ -323,29 +338,46 @@ async fn run(shared: Arc<Shared>, id: u64, mut from: Option<String>) {
         id,
     };
     let mut quick_ends = 0;
+    let mut unreached = 0;
     loop {
         if shared.idle(id) {
             return;
         }
-        let rv = match from.take() {
-            Some(rv) => rv,
-            None => match shared.fresh_rv().await {
-                Ok(rv) => rv,
-                Err(error) => return shared.pause(&error),
-            },
+        let opened = async {
+            let (rv, listed) = match from.take() {
+                Some(rv) => (rv, Vec::new()),
+                None => shared.relist().await?,
+            };
+            tracing::debug!(watch = %shared.subject, "opening the watch");
+            let body = shared.client.stream(&shared.path(&rv)).await?;
+            // Every change after the list comes from the watch; what the waits may have missed
+            // before it, they learn from the list.
+            for object in listed {
+                shared.dispatch(WatchEvent {
+                    kind: "MODIFIED".to_owned(),
+                    object,
+                });
+            }
+            Ok::<_, KubeError>((rv, body))
         };
-        tracing::debug!(watch = %shared.subject, "opening the watch");
-        let opened = Instant::now();
-        let body = match shared.client.stream(&shared.path(&rv)).await {
-            Ok(body) => body,
+        let (rv, body) = match opened.await {
+            Ok(opened) => opened,
+            // A connection that just broke may take the next request down with it: a new
+            // one is tried before giving up.
+            Err(error) if error.code().is_none() && unreached < UNREACHED_TRIES => {
+                unreached += 1;
+                continue;
+            }
             Err(error) => return shared.pause(&error),
         };
+        unreached = 0;
+        let opened = Instant::now();
         shared.live.store(true, Ordering::Release);
         let (end, delivered) = shared.follow(id, body, rv).await;
         shared.live.store(false, Ordering::Release);
         match end {
             End::Closed(last) => from = Some(last),
-            End::Lost => shared.wake_all(),
+            End::Lost => {}
             End::Idle => return,
         }
         if delivered || opened.elapsed() >= QUICK {
@@ -370,14 +402,38 @@ impl Shared {
         )
     }
 
-    /// The current resourceVersion of the collection, from a LIST of at most one item.
-    async fn fresh_rv(&self) -> Result<String, KubeError> {
-        let path = format!(
-            "{}?labelSelector={}&limit=1",
-            self.collection, self.selector
-        );
-        let head: ListHead = self.client.get(&path).await?;
-        Ok(head.metadata.resource_version)
+    /// Lists the collection (page by page): returns the resourceVersion to watch from and the
+    /// listed objects that waits are registered for, so that no change between a wait's last
+    /// read and the new watch is lost (an informer's relist). An object not listed is left to
+    /// its wait's polls: it may not be created yet.
+    async fn relist(&self) -> Result<(String, Vec<Value>), KubeError> {
+        let mut rv = None;
+        let mut listed = Vec::new();
+        let mut continue_token: Option<String> = None;
+        loop {
+            let mut path = format!(
+                "{}?labelSelector={}&limit={LIST_PAGE}",
+                self.collection, self.selector
+            );
+            if let Some(token) = &continue_token {
+                let token: String = form_urlencoded::byte_serialize(token.as_bytes()).collect();
+                path.push_str("&continue=");
+                path.push_str(&token);
+            }
+            let page: ListPage = self.client.get(&path).await?;
+            rv.get_or_insert(page.metadata.resource_version);
+            if let Ok(state) = self.state.lock() {
+                listed.extend(page.items.unwrap_or_default().into_iter().filter(|item| {
+                    item.pointer("/metadata/name")
+                        .and_then(Value::as_str)
+                        .is_some_and(|name| state.waiters.contains_key(name))
+                }));
+            }
+            match page.metadata.continue_token.filter(|t| !t.is_empty()) {
+                Some(token) => continue_token = Some(token),
+                None => return Ok((rv.unwrap_or_default(), listed)),
+            }
+        }
     }
 
     /// Whether no wait has been registered for [`LINGER`]; if so the task `id` gives up its
@@ -393,8 +449,8 @@ impl Shared {
         idle
     }
 
-    /// After `error` opening the watch: the pool only polls for a while, and every wait reads
-    /// again. A refusal is logged once.
+    /// After `error` opening the watch: the pool only polls for a while. A refusal is logged
+    /// once.
     fn pause(&self, error: &KubeError) {
         if error.code() == Some(403) {
             let first = self
@@ -415,20 +471,11 @@ impl Shared {
         }
     }
 
-    /// Only polls for `pause`, waking every wait to read again.
+    /// Only polls for `pause`. The waits are not woken: their polls go on as before, and a
+    /// wake of every wait at once would be a burst of GETs as large as the number of waits.
     fn pause_for(&self, pause: Duration) {
         if let Ok(mut state) = self.state.lock() {
             state.paused_until = Some(Instant::now() + pause);
-        }
-        self.wake_all();
-    }
-
-    /// Wakes every wait to read its object again.
-    fn wake_all(&self) {
-        if let Ok(state) = self.state.lock() {
-            for (_, slot) in state.waiters.values().flatten() {
-                slot.wake(None);
-            }
         }
     }
 

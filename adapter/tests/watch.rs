@@ -169,7 +169,7 @@ async fn without_watch_in_the_role_creates_are_polled_and_the_watch_is_asked_for
 
 #[tokio::test]
 async fn a_watch_broken_mid_wait_is_opened_again_and_loses_no_wait() {
-    let kube = fake_with(FakeKube::builder().pod_start_delay(Duration::from_millis(500))).await;
+    let kube = fake_with(FakeKube::builder().pod_start_delay(Duration::from_secs(1))).await;
     let relay = Relay::start(kube.addr()).await;
     let p = watching(&kube, "broken", &[], relay.addr).await;
     assert_eq!(
@@ -183,11 +183,13 @@ async fn a_watch_broken_mid_wait_is_opened_again_and_loses_no_wait() {
         let p = p.clone();
         tokio::spawn(async move { p.create(CreateRequest::new(id("wb-2"))).await })
     };
-    // The wait has begun once its first GET went out; its pod starts only 500 ms later.
-    let first_get = "/namespaces/sandboxes/sandboxes/wb-2\"";
+    // The wait is registered once the Sandbox is created; its pod starts only 1 s later.
     let deadline = tokio::time::Instant::now() + WAIT;
-    while logged(&["API request", "method=GET", first_get]) == 0 {
-        assert!(tokio::time::Instant::now() < deadline, "the wait began");
+    while logged(&["Sandbox created", "sandbox=\"wb-2\""]) == 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the create went through"
+        );
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
     relay.cut();
