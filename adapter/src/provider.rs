@@ -87,6 +87,11 @@ pub struct ConnectOptions {
     poll_backoff: (Duration, Duration),
 }
 
+/// The longest pause between two readiness polls while the pool's watch is open: the polls
+/// are then only the safety net for a change the watch missed, and at thousands of waits their
+/// GETs would cost the API server more than the watch saves.
+const WATCHED_POLL_MAX: Duration = Duration::from_secs(4);
+
 /// The first and the longest pause between two readiness polls by default.
 const POLL_BACKOFF: (Duration, Duration) = (Duration::from_millis(1), Duration::from_millis(250));
 
@@ -809,7 +814,8 @@ impl AgentSandbox {
 
     /// Polls until `probe` says done, with a backoff doubling from 1 ms to 250 ms (a fast
     /// backend answers within a few polls; a slow one gets no more requests than a 5 ms start
-    /// would send), until the readiness timeout; transient errors are retried until then.
+    /// would send; up to [`WATCHED_POLL_MAX`] while the watch is open), until the readiness
+    /// timeout; transient errors are retried until then.
     /// Between two polls the pool's watch (`wake`, registered before the first poll) hands
     /// over each new state of the object, judged at once without a GET; without a watch the
     /// second poll comes at once (a controller often finishes during the first round trip).
@@ -859,6 +865,11 @@ impl AgentSandbox {
                 }
             }
             let until = now + delay.min(deadline - now);
+            // Under an open watch the polls are only the safety net: they space out further.
+            let longest = match &wake {
+                Some(wake) if wake.live() => longest.max(WATCHED_POLL_MAX),
+                _ => longest,
+            };
             delay = (delay * 2).min(longest);
             let Some(wake) = &wake else {
                 tokio::time::sleep_until(until).await;
