@@ -79,17 +79,13 @@ fn main() -> Result<(), BoxError> {
         "metadata": { "name": "bench", "namespace": "default" },
         "spec": { "containers": [ { "name": "main", "image": "busybox:1.36" } ] }
     }))?;
-    server.block_on(kube.wait_for(
-        "pods",
-        "default",
-        "bench",
-        Duration::from_secs(30),
-        |p| {
+    server.block_on(
+        kube.wait_for("pods", "default", "bench", Duration::from_secs(30), |p| {
             p.and_then(|p| p.pointer("/status/phase"))
                 .and_then(serde_json::Value::as_str)
                 == Some("Running")
-        },
-    ))?;
+        }),
+    )?;
     let mut child = Command::new(std::env::current_exe()?)
         .args(["--client", "--n", &n.to_string()])
         .stdin(Stdio::piped())
