@@ -16,7 +16,8 @@
 //! before) / `n`: bytes as requested from the allocator, not RSS, once the fake's heap stopped
 //! moving; then the client closes them and the bench reports what the fake did not give back.
 //! `-- --dhat FILE` also writes dhat's heap profile (per allocation site, at the peak: the
-//! exec stage, or the idle one with `-- --idle-only`), for `dh_view.html`. Run with `cargo bench -p fakekube --bench connmem`.
+//! exec stage, or the idle one with `-- --idle-only`), for `dh_view.html`.
+//! Run with `cargo bench -p fakekube --bench connmem`.
 
 use fakekube::FakeKube;
 use futures_util::{StreamExt, stream};
