@@ -170,7 +170,9 @@ pub(crate) async fn serve(
             };
             let conn = builder
                 .serve_connection_with_upgrades(TokioIo::new(io), TowerToHyperService::new(svc));
-            let conn = watcher.watch(conn.into_owned());
+            // Boxed: held inline, the connection (with its TLS stream) would take room in this
+            // task's future beside what the handshake left there, per open connection.
+            let conn = Box::pin(watcher.watch(conn.into_owned()));
             tokio::select! {
                 result = conn => {
                     if let Err(e) = result {

@@ -22,8 +22,13 @@ pub(crate) const OP_PING: u8 = 0x9;
 /// Pong frame.
 pub(crate) const OP_PONG: u8 = 0xA;
 
-/// How much room a read makes in a [`Reader`]'s buffer when it is nearly full.
-const READ_ROOM: usize = 4 * 1024;
+/// The room a [`Reader`] makes for a frame's header (and whatever follows it in the same
+/// read): what an idle connection holds while it waits for the client's next message.
+const HEADER_ROOM: usize = 256;
+
+/// The most room a [`Reader`] makes at once for a payload it knows the length of (so that a
+/// header announcing a large message costs nothing before its bytes arrive).
+const PAYLOAD_ROOM: usize = 64 * 1024;
 
 /// The largest message the server accepts from a client (stdin frames are 32 KiB in practice).
 pub(crate) const MAX_MESSAGE: usize = 16 * 1024 * 1024;
@@ -190,12 +195,14 @@ impl<R: AsyncRead + Unpin> Reader<R> {
         }
     }
 
-    /// Reads more bytes into the buffer; `false` at end of stream. Reads straight into the
-    /// buffer's spare room: no chunk on the stack, which would live in every pending read's
-    /// future (one per exec connection), and no buffer before the first byte.
-    async fn fill(&mut self) -> Result<bool, std::io::Error> {
-        if self.buf.capacity() - self.buf.len() < READ_ROOM / 4 {
-            self.buf.reserve(READ_ROOM);
+    /// Reads more bytes into the buffer, making room for `wanted` of them (at most
+    /// [`PAYLOAD_ROOM`], at least [`HEADER_ROOM`]); `false` at end of stream. Reads straight
+    /// into the buffer's spare room: no chunk on the stack, which would live in every pending
+    /// read's future (one per exec connection), and no buffer before the first byte.
+    async fn fill(&mut self, wanted: usize) -> Result<bool, std::io::Error> {
+        let room = wanted.clamp(HEADER_ROOM, PAYLOAD_ROOM);
+        if self.buf.capacity() - self.buf.len() < room {
+            self.buf.reserve(room);
         }
         let n = self.io.read_buf(&mut self.buf).await?;
         Ok(n > 0)
@@ -208,7 +215,7 @@ impl<R: AsyncRead + Unpin> Reader<R> {
                 if let Some(found) = parse_header(&self.buf)? {
                     break found;
                 }
-                if !self.fill().await? {
+                if !self.fill(HEADER_ROOM).await? {
                     return if self.buf.is_empty() && self.partial.is_none() {
                         Ok(None)
                     } else {
@@ -219,11 +226,15 @@ impl<R: AsyncRead + Unpin> Reader<R> {
             // parse_header bounds len by MAX_MESSAGE, so it fits in usize.
             let len = usize::try_from(header.len).map_err(|_| FrameError::TooLarge(header.len))?;
             while self.buf.len() < size + len {
-                if !self.fill().await? {
+                if !self.fill(size + len - self.buf.len()).await? {
                     return Err(ReadError::Io(std::io::ErrorKind::UnexpectedEof.into()));
                 }
             }
             let mut payload: Vec<u8> = self.buf.drain(..size + len).skip(size).collect();
+            if self.buf.is_empty() && self.buf.capacity() > HEADER_ROOM {
+                // Nothing left to parse: an idle connection holds no large buffer.
+                self.buf = Vec::new();
+            }
             if let Some(key) = header.mask {
                 apply_mask(&mut payload, key);
             }
@@ -486,7 +497,7 @@ mod tests {
         bytes.extend(client_frame(
             true,
             OP_BINARY,
-            &big[..READ_ROOM * 3 + 1],
+            &big[..HEADER_ROOM * 3 + 1],
             key,
         ));
         // A pipe of 97 bytes: every read gets at most that many.
@@ -503,10 +514,21 @@ mod tests {
         );
         assert_eq!(
             r.next().await.ok(),
-            Some(Some(Message::Binary(big[..READ_ROOM * 3 + 1].to_vec())))
+            Some(Some(Message::Binary(big[..HEADER_ROOM * 3 + 1].to_vec())))
         );
         assert!(matches!(writer.await, Ok(Ok(()))));
         assert_eq!(r.next().await.ok(), Some(None));
+    }
+
+    #[tokio::test]
+    async fn a_reader_gives_its_buffer_back_once_a_large_message_is_read() {
+        let big = vec![5u8; 100_000];
+        let bytes = client_frame(true, OP_BINARY, &big, [1, 2, 3, 4]);
+        let mut r = Reader::new(bytes.as_slice());
+        assert_eq!(r.next().await.ok(), Some(Some(Message::Binary(big))));
+        assert_eq!(r.buf.capacity(), 0);
+        assert_eq!(r.next().await.ok(), Some(None));
+        assert!(r.buf.capacity() <= HEADER_ROOM);
     }
 
     #[tokio::test]

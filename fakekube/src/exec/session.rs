@@ -290,13 +290,14 @@ where
     } else {
         mpsc::channel::<Bytes>(OUTPUT_CHUNKS)
     };
-    let process = start(ExecIo {
+    // Boxed: held inline, the process's future would make this one (and every future that
+    // awaits it) larger by its size again, per open session.
+    let mut process = Box::pin(start(ExecIo {
         stdin: stdin_rx,
         stdout: stdout_tx,
         stderr: stderr_tx,
         tty: streams.tty.then_some(window_rx),
-    });
-    tokio::pin!(process);
+    }));
     let (mut out_open, mut err_open) = (true, !streams.tty);
     let mut exit: Option<ExitStatus> = None;
     let mut ok = true;

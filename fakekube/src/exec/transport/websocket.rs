@@ -7,8 +7,10 @@
 use super::super::codec::{self, Inbound, Protocol};
 use super::super::session::{Closer, FromClient, Link, Out, Streams, Transport, WRITER_ITEMS};
 use crate::websocket::{self, FrameError, Message, ReadError, Reader, Writer};
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, mpsc};
 
 /// Pongs waiting to be written; Pings beyond them are not answered.
 const PENDING_PONGS: usize = 4;
@@ -38,7 +40,7 @@ impl<S> WebSocket<S> {
 impl<S: AsyncRead + AsyncWrite + Send + 'static> Transport for WebSocket<S> {
     fn start(self, client: FromClient) -> Link {
         let (rd, wr) = tokio::io::split(self.io);
-        let (pong_tx, pong_rx) = mpsc::channel::<Control>(PENDING_PONGS);
+        let controls = Arc::new(Controls::default());
         let (out_tx, out_rx) = mpsc::channel::<Out>(WRITER_ITEMS);
         let first = if self.streams.stdout {
             codec::STDOUT
@@ -51,10 +53,10 @@ impl<S: AsyncRead + AsyncWrite + Send + 'static> Transport for WebSocket<S> {
             Writer::new(wr),
             self.protocol,
             first,
-            pong_rx,
+            controls.clone(),
             out_rx,
         ));
-        let reader = tokio::spawn(read_loop(Reader::new(rd), self.protocol, pong_tx, client));
+        let reader = tokio::spawn(read_loop(Reader::new(rd), self.protocol, controls, client));
         Link {
             out: out_tx,
             writer,
@@ -73,12 +75,72 @@ enum Control {
     TooLarge(u64),
 }
 
+/// The reader's requests to the writer, written before the session's output. A queue and a
+/// wake-up rather than a channel: a tokio channel allocates room for 32 items up front, and
+/// every open session has one of these, nearly always empty.
+#[derive(Debug, Default)]
+struct Controls {
+    /// The requests not yet written, oldest first.
+    queue: Mutex<VecDeque<Control>>,
+    /// Wakes the writer when a request arrives.
+    arrived: Notify,
+}
+
+impl Controls {
+    /// Queues a Pong, unless [`PENDING_PONGS`] wait already (that Ping is not answered).
+    fn pong(&self, payload: Vec<u8>) {
+        let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+        if queue.len() >= PENDING_PONGS {
+            return;
+        }
+        queue.push_back(Control::Pong(payload));
+        drop(queue);
+        self.arrived.notify_one();
+    }
+
+    /// Queues the refusal of a message that is too large (always: it is the reader's last).
+    fn too_large(&self, size: u64) {
+        self.queue
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push_back(Control::TooLarge(size));
+        self.arrived.notify_one();
+    }
+
+    /// The oldest request, when there is one.
+    fn take(&self) -> Option<Control> {
+        self.queue
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .pop_front()
+    }
+
+    /// Whether no request waits.
+    fn is_empty(&self) -> bool {
+        self.queue
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_empty()
+    }
+
+    /// The next request, once there is one. Dropping it loses nothing: the request stays
+    /// queued for the next call.
+    async fn next(&self) -> Control {
+        loop {
+            if let Some(c) = self.take() {
+                return c;
+            }
+            self.arrived.notified().await;
+        }
+    }
+}
+
 /// Reads the socket until the client goes: answers Pings, feeds stdin and resize, handles
 /// CLOSE and Close.
 async fn read_loop<R: AsyncRead + Unpin>(
     mut reader: Reader<R>,
     protocol: Protocol,
-    pong: mpsc::Sender<Control>,
+    controls: Arc<Controls>,
     mut client: FromClient,
 ) {
     let mut closed = false;
@@ -87,7 +149,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
             Ok(Some(m)) => m,
             Ok(None) => break,
             Err(ReadError::Frame(FrameError::TooLarge(size))) => {
-                let _ = pong.send(Control::TooLarge(size)).await;
+                controls.too_large(size);
                 break;
             }
             Err(e) => {
@@ -98,7 +160,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
         let data = match message {
             Message::Ping(p) => {
                 if !closed {
-                    let _ = pong.try_send(Control::Pong(p));
+                    controls.pong(p);
                 }
                 continue;
             }
@@ -136,23 +198,21 @@ async fn write_loop<W: AsyncWrite + Send + Unpin + 'static>(
     mut writer: Writer<W>,
     protocol: Protocol,
     first: u8,
-    mut pongs: mpsc::Receiver<Control>,
+    controls: Arc<Controls>,
     mut items: mpsc::Receiver<Out>,
 ) -> Option<Closer> {
     if send(&mut writer, protocol, first, &[]).await.is_err() || writer.flush().await.is_err() {
         return None;
     }
-    let mut pongs_open = true;
     loop {
         let result = tokio::select! {
             biased;
-            p = pongs.recv(), if pongs_open => match p {
-                Some(Control::Pong(p)) => writer.send(websocket::OP_PONG, &p).await,
-                Some(Control::TooLarge(size)) => {
+            c = controls.next() => match c {
+                Control::Pong(p) => writer.send(websocket::OP_PONG, &p).await,
+                Control::TooLarge(size) => {
                     refuse_too_large(&mut writer, protocol, size).await;
                     return None;
                 }
-                None => { pongs_open = false; continue; }
             },
             item = items.recv() => match item {
                 Some(Out::Data(channel, payload)) => {
@@ -178,7 +238,7 @@ async fn write_loop<W: AsyncWrite + Send + Unpin + 'static>(
         if result.is_err() {
             return None;
         }
-        if pongs.is_empty() && items.is_empty() && writer.flush().await.is_err() {
+        if controls.is_empty() && items.is_empty() && writer.flush().await.is_err() {
             return None;
         }
     }
