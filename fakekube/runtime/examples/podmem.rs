@@ -31,7 +31,10 @@ fn live() -> isize {
 fn pod_env(name: &str) -> Vec<(String, String)> {
     let ip = "10.96.0.1";
     let mut env = vec![
-        ("PATH".to_string(), fakekube_runtime::DEFAULT_PATH.to_string()),
+        (
+            "PATH".to_string(),
+            fakekube_runtime::DEFAULT_PATH.to_string(),
+        ),
         ("HOSTNAME".to_string(), name.to_string()),
     ];
     for (k, v) in [
@@ -66,8 +69,11 @@ struct Pod {
 async fn settle(pods: &[Pod]) {
     let steady = |p: &Pod| {
         let list = p.processes.list();
-        list.iter().any(|p| p.argv.first().is_some_and(|a| a == "sleep"))
-            && !list.iter().any(|p| p.argv.iter().any(|a| a.contains("HOSTNAME")))
+        list.iter()
+            .any(|p| p.argv.first().is_some_and(|a| a == "sleep"))
+            && !list
+                .iter()
+                .any(|p| p.argv.iter().any(|a| a.contains("HOSTNAME")))
     };
     while !pods.iter().all(steady) {
         tokio::task::yield_now().await;
@@ -168,7 +174,10 @@ fn main() {
         println!("  filesystem:                        {fs:>8.0}");
         println!("  main process (sh + sleep):         {main:>8.0}");
         println!("  after one exec of `echo $HOSTNAME`: {exec:>7.0}");
-        println!("  total:                             {:>8.0}", fs + main + exec);
+        println!(
+            "  total:                             {:>8.0}",
+            fs + main + exec
+        );
 
         // Writes the profile (with `--profile`) while the pods still hold what they hold.
         drop(profiler);
