@@ -302,7 +302,7 @@ impl Shell {
     /// Parses and runs program text in this shell; a syntax error exits with 2.
     fn run_source<'a>(&'a mut self, src: &'a str) -> BoxFuture<'a, Res> {
         Box::pin(async move {
-            match parser::parse(src) {
+            match parser::parse_shared(src) {
                 Ok(list) => self.run_list(&list).await,
                 Err(e) => {
                     self.error(&e.to_string()).await;
