@@ -93,7 +93,7 @@ impl Shell {
         for (k, v) in assigns {
             let old = self.vars.get(k).cloned();
             let exported = old.as_ref().is_some_and(|o| o.exported);
-            self.vars.insert(
+            self.vars_mut().insert(
                 k.clone(),
                 Var {
                     value: v.clone(),
@@ -109,8 +109,8 @@ impl Shell {
     fn restore(&mut self, saved: Vec<(String, Option<Var>)>) {
         for (k, old) in saved.into_iter().rev() {
             match old {
-                Some(v) => self.vars.insert(k, v),
-                None => self.vars.remove(&k),
+                Some(v) => self.vars_mut().insert(k, v),
+                None => self.vars_mut().remove(&k),
             };
         }
     }

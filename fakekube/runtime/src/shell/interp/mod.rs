@@ -131,8 +131,9 @@ impl Steps {
 /// Interpreter state.
 #[derive(Debug)]
 pub(crate) struct Shell {
-    /// Variables.
-    vars: HashMap<String, Var>,
+    /// Variables, shared with the subshells and jobs made from this shell until one of them
+    /// sets one ([`Shell::vars_mut`]).
+    vars: Arc<HashMap<String, Var>>,
     /// `$0`.
     arg0: String,
     /// `$1`…
@@ -203,7 +204,7 @@ impl Shell {
         }
         let steps = Steps::new(proc.processes.limits().steps);
         Shell {
-            vars,
+            vars: Arc::new(vars),
             arg0,
             params,
             cwd: proc.cwd,
@@ -348,6 +349,11 @@ impl Shell {
         self.vars.get(name).map(|v| v.value.clone())
     }
 
+    /// The variables, to change: this shell's own copy from now on.
+    fn vars_mut(&mut self) -> &mut HashMap<String, Var> {
+        Arc::make_mut(&mut self.vars)
+    }
+
     /// Sets a variable, keeping its export flag.
     fn set_var(&mut self, name: &str, value: String) {
         // What variables hold counts against the container's memory limit; past it the shell
@@ -359,10 +365,10 @@ impl Shell {
             self.processes
                 .uncharge(self.pid, (old - value.len()) as u64);
         }
-        match self.vars.get_mut(name) {
+        match self.vars_mut().get_mut(name) {
             Some(v) => v.value = value,
             None => {
-                self.vars.insert(
+                self.vars_mut().insert(
                     name.to_string(),
                     Var {
                         value,
