@@ -190,10 +190,11 @@ impl Shell {
             match found {
                 Ok((handler, argv)) => {
                     if self.depth >= MAX_NESTING {
-                        let _ = io
-                            .stderr
-                            .write_str(&format!("{}: {name}: nesting too deep\n", self.arg0))
-                            .await;
+                        let _ = Box::pin(
+                            io.stderr
+                                .write_str(&format!("{}: {name}: nesting too deep\n", self.arg0)),
+                        )
+                        .await;
                         return 126;
                     }
                     let mut proc = Process::new(
@@ -217,10 +218,11 @@ impl Shell {
                         SpawnError::Fs(e) => e.to_string(),
                         _ => "Permission denied".to_string(),
                     };
-                    let _ = io
-                        .stderr
-                        .write_str(&format!("{}: {name}: {msg}\n", self.arg0))
-                        .await;
+                    let _ = Box::pin(
+                        io.stderr
+                            .write_str(&format!("{}: {name}: {msg}\n", self.arg0)),
+                    )
+                    .await;
                     e.exit_code()
                 }
             }

@@ -327,13 +327,16 @@ impl Shell {
         Err(Flow::Exit(STEP_LIMIT_STATUS))
     }
 
-    /// Prints `$0: message` on the shell's stderr.
-    async fn error(&self, msg: &str) {
-        let _ = self
-            .io
-            .stderr
-            .write_str(&format!("{}: {msg}\n", self.arg0))
-            .await;
+    /// Prints `$0: message` on the shell's stderr. Boxed: a write's future inline would grow
+    /// the future of every command that may fail, for as long as it runs.
+    fn error<'a>(&'a self, msg: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let _ = self
+                .io
+                .stderr
+                .write_str(&format!("{}: {msg}\n", self.arg0))
+                .await;
+        })
     }
 
     /// Prints on the shell's stdout.
