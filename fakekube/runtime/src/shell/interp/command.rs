@@ -26,11 +26,8 @@ impl Shell {
                 let mut line: Vec<String> =
                     assigns.iter().map(|(k, v)| format!("{k}={v}")).collect();
                 line.extend(argv.iter().cloned());
-                let _ = self
-                    .io
-                    .stderr
-                    .write_str(&format!("+ {}\n", line.join(" ")))
-                    .await;
+                let _ =
+                    Box::pin(self.io.stderr.write_str(&format!("+ {}\n", line.join(" ")))).await;
             }
             let io = match self.redirect(&sc.redirects).await? {
                 Ok(io) => io,

@@ -22,7 +22,7 @@ mod fields;
 mod redirect;
 mod script;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -128,6 +128,37 @@ impl Steps {
     }
 }
 
+/// Trap actions by condition, sorted by name. A shell traps one or two conditions, if any: a
+/// short vector, not a map whose first node has room for eleven.
+#[derive(Debug, Default)]
+struct Traps(Vec<(String, String)>);
+
+impl Traps {
+    /// The action of a condition.
+    fn get(&self, name: &str) -> Option<&String> {
+        self.0.iter().find(|(k, _)| k == name).map(|(_, v)| v)
+    }
+
+    /// Sets the action of a condition.
+    fn insert(&mut self, name: String, action: String) {
+        match self.0.binary_search_by(|(k, _)| k.as_str().cmp(&name)) {
+            Ok(i) => self.0[i].1 = action,
+            Err(i) => self.0.insert(i, (name, action)),
+        }
+    }
+
+    /// Forgets the action of a condition, returning it.
+    fn remove(&mut self, name: &str) -> Option<String> {
+        let i = self.0.iter().position(|(k, _)| k == name)?;
+        Some(self.0.remove(i).1)
+    }
+
+    /// The conditions and their actions, by name.
+    fn iter(&self) -> impl Iterator<Item = (&String, &String)> {
+        self.0.iter().map(|(k, v)| (k, v))
+    }
+}
+
 /// Interpreter state.
 #[derive(Debug)]
 pub(crate) struct Shell {
@@ -145,7 +176,7 @@ pub(crate) struct Shell {
     /// Functions.
     functions: HashMap<String, Arc<Command>>,
     /// Trap actions by condition (`EXIT`, `TERM`…).
-    traps: BTreeMap<String, String>,
+    traps: Traps,
     /// Trapped signals that arrived (once a trap is set).
     signals: Option<mpsc::UnboundedReceiver<Signal>>,
     /// The sending side of `signals`, given to the process table.
@@ -210,7 +241,7 @@ impl Shell {
             cwd: proc.cwd,
             status: 0,
             functions: HashMap::new(),
-            traps: BTreeMap::new(),
+            traps: Traps::default(),
             signals: None,
             signals_tx: None,
             opts,
@@ -246,7 +277,7 @@ impl Shell {
             cwd: self.cwd.clone(),
             status: self.status,
             functions: self.functions.clone(),
-            traps: BTreeMap::new(),
+            traps: Traps::default(),
             signals: None,
             signals_tx: None,
             opts: self.opts,
@@ -339,12 +370,15 @@ impl Shell {
         })
     }
 
-    /// Prints on the shell's stdout.
-    async fn print(&self, text: &str) -> i32 {
-        match self.io.stdout.write_str(text).await {
-            Ok(()) => 0,
-            Err(_) => 1,
-        }
+    /// Prints on the shell's stdout. Boxed, like [`Shell::error`]: the builtins that print
+    /// share one dispatching future with `wait`, which a keep-alive loop sits in.
+    fn print<'a>(&'a self, text: &'a str) -> BoxFuture<'a, i32> {
+        Box::pin(async move {
+            match self.io.stdout.write_str(text).await {
+                Ok(()) => 0,
+                Err(_) => 1,
+            }
+        })
     }
 
     /// A variable's value.
