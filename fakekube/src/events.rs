@@ -80,8 +80,10 @@ pub(crate) fn record(
     );
     let ns = meta_str(&ev, "namespace").unwrap_or("default").to_string();
     let key = legacy_key(&ev);
+    // This recorder names its Events `<object>.<time>`: only those can be a repeat.
+    let prefix = format!("{}.", meta_str(regarding, "name").unwrap_or(""));
     let existing = store
-        .list_all(&rt, Some(&ns))
+        .list_named(&rt, &ns, &prefix)
         .into_iter()
         .find(|e| legacy_key(e) == key);
     match existing {

@@ -138,8 +138,9 @@ pub(crate) fn write_go_string(s: &str, out: &mut String) {
     out.push('"');
 }
 
-/// Appends [`go_json`] of `v`.
-fn write_go_json(v: &Value, out: &mut String) {
+/// Appends [`go_json`] of `v`: what Go's `encoding/json` writes for a value decoded into an
+/// `interface{}` (numbers are `float64` there; integers print alike).
+pub(crate) fn write_go_json(v: &Value, out: &mut String) {
     match v {
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
@@ -166,7 +167,7 @@ fn write_go_json(v: &Value, out: &mut String) {
                 if i > 0 {
                     out.push(',');
                 }
-                write_go_json(&Value::String(k.clone()), out);
+                write_go_string(k, out);
                 out.push(':');
                 write_go_json(x, out);
             }

@@ -28,14 +28,10 @@ impl Inner {
     /// Every stored CRD but `except`.
     fn other_crds(&self, except: &str) -> Vec<Arc<Value>> {
         self.objects
-            .get(&format!("{}.{}", crd::PLURAL, crd::GROUP))
-            .map(|m| {
-                m.iter()
-                    .filter(|((_, n), _)| n != except)
-                    .map(|(_, v)| v.clone())
-                    .collect()
-            })
-            .unwrap_or_default()
+            .all(&format!("{}.{}", crd::PLURAL, crd::GROUP))
+            .filter(|r| r.key.1 != except)
+            .map(|r| r.object)
+            .collect()
     }
 
     /// Admits a write of a CRD (its main resource or its status).
@@ -151,17 +147,13 @@ impl Inner {
     /// The names of the CRDs being deleted that still hold the cleanup finalizer.
     fn terminating_crds(&self) -> Vec<String> {
         self.objects
-            .get(&format!("{}.{}", crd::PLURAL, crd::GROUP))
-            .map(|m| {
-                m.iter()
-                    .filter(|(_, c)| {
-                        c.pointer("/metadata/deletionTimestamp").is_some()
-                            && finalizers(c).iter().any(|f| f == CLEANUP_FINALIZER)
-                    })
-                    .map(|((_, n), _)| n.clone())
-                    .collect()
+            .all(&format!("{}.{}", crd::PLURAL, crd::GROUP))
+            .filter(|r| {
+                r.object.pointer("/metadata/deletionTimestamp").is_some()
+                    && finalizers(&r.object).iter().any(|f| f == CLEANUP_FINALIZER)
             })
-            .unwrap_or_default()
+            .map(|r| r.key.1.clone())
+            .collect()
     }
 
     /// The CRD cleanup controller, run at once: deletes the CRD's objects; once none is left,
@@ -190,20 +182,13 @@ impl Inner {
         let storage = self.registry.storage(&group, &plural);
         let done = match (&storage, condition_is_true(&obj, "Established")) {
             (Some(storage), true) => {
-                let keys: Vec<(String, String)> = self
-                    .objects
-                    .get(&type_key(storage))
-                    .map(|m| m.keys().cloned().collect())
-                    .unwrap_or_default();
+                let keys: Vec<(String, String)> = self.objects.keys(&type_key(storage), ..);
                 for (ns, n) in keys {
                     if let Err(e) = self.delete(storage, &ns, &n, &DeleteOptions::default()) {
                         tracing::debug!(error = %e.message, "deleting an object of a deleted CRD");
                     }
                 }
-                let left = self
-                    .objects
-                    .get(&type_key(storage))
-                    .map_or(0, std::collections::BTreeMap::len);
+                let left = self.objects.count(&type_key(storage));
                 if left == 0 {
                     set_condition(
                         &mut next,

@@ -292,14 +292,10 @@ impl Inner {
             let rt = &rt;
             let names: Vec<String> = self
                 .objects
-                .get(&type_key(rt))
-                .map(|m| {
-                    m.keys()
-                        .filter(|(o, _)| o == ns)
-                        .map(|(_, n)| n.clone())
-                        .collect()
-                })
-                .unwrap_or_default();
+                .keys(&type_key(rt), super::objects::namespace_range(ns))
+                .into_iter()
+                .map(|(_, n)| n)
+                .collect();
             for n in names {
                 if let Some(obj) = self.get(rt, ns, &n) {
                     self.remove_now(rt, ns, &n, obj);

@@ -4,13 +4,16 @@
 //! All writes go through one lock, so every write gets the next resourceVersion and the event
 //! log is in resourceVersion order. Nothing here awaits while holding the lock.
 //!
-//! Reads share: a stored revision is an immutable `Arc`, a LIST returns a [`Page`] of them (no
-//! item is copied), and [`WireCache`] keeps each listed revision's JSON so that the next LIST
+//! Reads share: a stored revision is an immutable `Arc` (a packed Event is parsed for each
+//! read), a LIST returns a [`Page`] of them (no item is copied), and [`WireCache`] keeps each listed revision's JSON so that the next LIST
 //! of unchanged objects writes bytes it already has.
 //!
-//! Memory: each new revision is fitted to its size before it is shared (`compact`); the event
-//! log keeps `event_log_capacity` changes (older resourceVersions get 410 Expired); Events are
-//! deleted `event_ttl` after their last write (`expiry`), as the API server's `--event-ttl`.
+//! Memory: each new revision is fitted to its size before it is shared (`compact`); core
+//! Events, written often and read rarely, are kept as their compact JSON and parsed when read
+//! (`objects`); the event log keeps `event_log_capacity` changes (older resourceVersions get
+//! 410 Expired), and packs the revisions of its older entries that the store no longer serves
+//! (`history`); Events are deleted `event_ttl` after their last write (`expiry`), as the API
+//! server's `--event-ttl`.
 
 use crate::clock::Clock;
 use crate::managed_fields;
@@ -23,7 +26,7 @@ use crate::selector::{FieldSelector, LabelSelector, field_value};
 use crate::status::{ApiError, Cause, Target};
 use base64::Engine;
 use serde_json::{Map, Value, json};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::HashMap;
 use std::ops::Bound;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -33,9 +36,13 @@ mod compact;
 mod crds;
 mod deletion;
 mod expiry;
+mod history;
+mod objects;
 mod page;
 mod references;
 mod wire;
+
+use objects::namespace_range;
 
 pub(crate) use deletion::PVC_PROTECTION;
 pub(crate) use page::{Item, Page};
@@ -216,10 +223,9 @@ struct Inner {
     /// The kinds served: objects are kept in their storage version, and CRD writes change it.
     registry: Arc<Registry>,
     rv: u64,
-    objects: HashMap<TypeKey, BTreeMap<ObjKey, Arc<Value>>>,
-    log: VecDeque<Event>,
-    /// Every event with rv greater than this is in the log.
-    log_floor: u64,
+    objects: objects::Objects,
+    /// The last changes, for watches and the fake's own readers.
+    log: history::History,
     /// How many compactions there were: continue tokens from an earlier epoch are expired.
     epoch: u64,
     /// The resourceVersion of the last write to each type, so that readers caching what they
@@ -232,6 +238,14 @@ struct Inner {
     references: references::References,
     /// The Events' leases (the Event TTL).
     event_leases: expiry::EventLeases,
+}
+
+/// The namespace and name of an object.
+fn obj_key(obj: &Value) -> ObjKey {
+    (
+        meta_str(obj, "namespace").unwrap_or("").to_string(),
+        meta_str(obj, "name").unwrap_or("").to_string(),
+    )
 }
 
 /// A new stored revision: fitted to its size ([`compact::fit`]), then shared.
@@ -314,9 +328,8 @@ impl Store {
                 clock,
                 registry,
                 rv: 0,
-                objects: HashMap::new(),
-                log: VecDeque::new(),
-                log_floor: 0,
+                objects: objects::Objects::default(),
+                log: history::History::new(settings.event_log_capacity),
                 epoch: 0,
                 type_rv: HashMap::new(),
                 event_leases: expiry::EventLeases::new(settings.event_ttl),
@@ -373,8 +386,8 @@ impl Store {
     pub(crate) fn compact(&self) {
         if let Ok(mut i) = self.lock() {
             i.epoch += 1;
-            i.log_floor = i.rv;
-            i.log.clear();
+            let rv = i.rv;
+            i.log.compact(rv);
         }
     }
 
@@ -460,30 +473,28 @@ impl Store {
             (None, Some(n)) => Bound::Included((n.to_string(), String::new())),
             (None, None) => Bound::Unbounded,
         };
-        let empty = BTreeMap::new();
-        let all = inner.objects.get(&type_key(rt)).unwrap_or(&empty);
         let mut items = Vec::new();
         let mut last: Option<&ObjKey> = None;
         let mut remaining: u64 = 0;
-        for (key, obj) in all.range((from, Bound::Unbounded)) {
+        for read in inner.objects.range(&type_key(rt), (from, Bound::Unbounded)) {
             if let Some(ns) = ns
-                && key.0 != ns
+                && read.key.0 != ns
             {
                 break;
             }
-            if !matches(obj, q) {
+            if !matches(&read.object, q) {
                 continue;
             }
             if q.limit > 0 && items.len() >= q.limit {
                 remaining += 1;
                 continue;
             }
-            let object = inner.read_as(rt, obj)?;
+            let object = inner.read_as(rt, &read.object)?;
             items.push(Item {
-                revision: Arc::ptr_eq(&object, obj),
+                revision: read.shared && Arc::ptr_eq(&object, &read.object),
                 object,
             });
-            last = Some(key);
+            last = Some(read.key);
         }
         let mut metadata = Map::new();
         metadata.insert("resourceVersion".into(), json!(list_rv.to_string()));
@@ -513,36 +524,49 @@ impl Store {
         })
     }
 
+    /// The objects of a type in namespace `ns` whose names start with `prefix`, in name order,
+    /// in their storage version: a range of the store, not a scan of the namespace.
+    pub(crate) fn list_named(
+        &self,
+        rt: &Arc<ResourceType>,
+        ns: &str,
+        prefix: &str,
+    ) -> Vec<Arc<Value>> {
+        let Ok(inner) = self.lock() else {
+            return Vec::new();
+        };
+        let (_, end) = namespace_range(ns);
+        inner
+            .objects
+            .range(
+                &type_key(rt),
+                (Bound::Included((ns.to_string(), prefix.to_string())), end),
+            )
+            .take_while(|r| r.key.1.starts_with(prefix))
+            .map(|r| r.object)
+            .collect()
+    }
+
     /// Every object of a type (in a namespace or all), unpaged and in its storage version, for
     /// the controllers, the kubelet and the leak check.
     pub(crate) fn list_all(&self, rt: &Arc<ResourceType>, ns: Option<&str>) -> Vec<Arc<Value>> {
         let Ok(inner) = self.lock() else {
             return Vec::new();
         };
-        inner
-            .objects
-            .get(&type_key(rt))
-            .map(|m| {
-                m.iter()
-                    .filter(|((o, _), _)| ns.is_none_or(|n| n == o))
-                    .map(|(_, v)| v.clone())
-                    .collect()
-            })
-            .unwrap_or_default()
+        let kind = type_key(rt);
+        match ns {
+            Some(ns) => inner
+                .objects
+                .range(&kind, namespace_range(ns))
+                .map(|r| r.object)
+                .collect(),
+            None => inner.objects.all(&kind).map(|r| r.object).collect(),
+        }
     }
 
     /// Events after `rv`, or 410 when the log no longer reaches back that far.
     pub(crate) fn events_since(&self, rv: u64) -> Result<Vec<Event>, ApiError> {
-        let inner = self.lock()?;
-        if rv < inner.log_floor {
-            return Err(ApiError::expired(format!(
-                "too old resource version: {rv} ({})",
-                inner.log_floor
-            )));
-        }
-        // The log is in resourceVersion order: find the first newer event, don't scan.
-        let first = inner.log.partition_point(|e| e.rv <= rv);
-        Ok(inner.log.range(first..).cloned().collect())
+        self.lock()?.log.since(rv)
     }
 
     /// When the next Event's TTL runs out on the cluster's clock, if any Event is stored.
@@ -653,14 +677,10 @@ impl Store {
         let mut inner = self.lock()?;
         let keys: Vec<ObjKey> = inner
             .objects
-            .get(&type_key(rt))
-            .map(|m| {
-                m.iter()
-                    .filter(|((o, _), v)| ns.is_none_or(|n| n == o) && matches(v, q))
-                    .map(|(k, _)| k.clone())
-                    .collect()
-            })
-            .unwrap_or_default();
+            .all(&type_key(rt))
+            .filter(|r| ns.is_none_or(|n| n == r.key.0) && matches(&r.object, q))
+            .map(|r| r.key.clone())
+            .collect();
         let mut out = Vec::new();
         for (o, n) in keys {
             match inner.delete(rt, &o, &n, opts) {
@@ -716,15 +736,12 @@ fn matches(obj: &Value, q: &ListQuery) -> bool {
 impl Inner {
     fn get(&self, rt: &ResourceType, ns: &str, name: &str) -> Option<Arc<Value>> {
         self.objects
-            .get(&type_key(rt))?
-            .get(&(ns.to_string(), name.to_string()))
-            .cloned()
+            .get(&type_key(rt), &(ns.to_string(), name.to_string()))
     }
 
     fn namespace_exists(&self, ns: &str) -> bool {
         self.objects
-            .get("namespaces")
-            .is_some_and(|m| m.contains_key(&(String::new(), ns.to_string())))
+            .contains("namespaces", &(String::new(), ns.to_string()))
     }
 
     /// A stored object as `rt`'s version serves it.
@@ -760,42 +777,37 @@ impl Inner {
         prev: Option<Arc<Value>>,
     ) {
         let rv = self.rv;
-        let type_key = type_key(rt);
-        if kind != EventType::Deleted && type_key == expiry::EVENTS {
+        let kind_key = type_key(rt);
+        if kind != EventType::Deleted && kind_key == expiry::EVENTS {
             let key = (
                 meta_str(&object, "namespace").unwrap_or("").to_string(),
                 meta_str(&object, "name").unwrap_or("").to_string(),
             );
             self.event_leases.written(key, rv, self.clock.now());
         }
-        self.type_rv.insert(type_key, rv);
-        self.log.push_back(Event {
-            rv,
-            rt: Arc::clone(rt),
-            kind,
-            object,
-            prev,
-        });
-        while self.log.len() > self.settings.event_log_capacity {
-            if let Some(e) = self.log.pop_front() {
-                self.log_floor = e.rv;
-            }
-        }
+        self.type_rv.insert(kind_key, rv);
+        let objects = &self.objects;
+        self.log.push(
+            Event {
+                rv,
+                rt: Arc::clone(rt),
+                kind,
+                object,
+                prev,
+            },
+            |rt, revision| objects.serves(&type_key(rt), &obj_key(revision), revision),
+        );
     }
 
     fn put(&mut self, rt: &Arc<ResourceType>, ns: &str, name: &str, obj: Arc<Value>) {
         let key = (type_key(rt), (ns.to_string(), name.to_string()));
-        let old = self
-            .objects
-            .entry(key.0.clone())
-            .or_default()
-            .insert(key.1.clone(), obj.clone());
+        let old = self.objects.insert(&key.0, key.1.clone(), &obj);
         self.references.stored(&key, &obj, old.as_deref());
     }
 
     fn remove(&mut self, rt: &Arc<ResourceType>, ns: &str, name: &str) -> Option<Arc<Value>> {
         let key = (type_key(rt), (ns.to_string(), name.to_string()));
-        let old = self.objects.get_mut(&key.0)?.remove(&key.1)?;
+        let old = self.objects.remove(&key.0, &key.1)?;
         self.references.removed(&key, &old);
         Some(old)
     }

@@ -70,10 +70,14 @@ fn label_of(v: &Value) -> Option<String> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(128))]
 
+    /// Secrets are kept as trees, Events packed: both behave the same.
     #[test]
-    fn store_agrees_with_a_plain_map(ops in proptest::collection::vec(op(), 1..40)) {
+    fn store_agrees_with_a_plain_map(
+        plural in prop::sample::select(vec!["secrets", "events"]),
+        ops in proptest::collection::vec(op(), 1..40),
+    ) {
         let store = fresh_store();
-        let rt = &secrets();
+        let rt = &core(plural);
         // name -> (label value, resourceVersion)
         let mut model: BTreeMap<String, (String, u64)> = BTreeMap::new();
         let mut last_rv = store.resource_version();

@@ -13,9 +13,11 @@
 //!
 //! Differences from Go: a `resource.Quantity` is written as the client wrote it (Go writes its
 //! canonical form, so `1024Mi` and `1Gi` hash alike there and differ here); a value of the
-//! wrong JSON type for its field (which Go's decoder would refuse) is written as given.
+//! wrong JSON type for its field (which Go's decoder would refuse) is written as Go writes the
+//! untyped value. Numbers are written as Go writes them (`8888.0` as `8888`, `1e21` as
+//! `1e+21`), as the API server stores a custom resource's numbers through Go's encoder.
 
-use crate::schema::write_go_string;
+use crate::schema::{write_go_json, write_go_string};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -129,34 +131,34 @@ fn encode(ty: &Ty, v: Option<&Value>, out: &mut String) {
             Some(Value::Array(items)) => {
                 array(items, out, |item, out| encode(inner, Some(item), out))
             }
-            Some(other) => raw(other, out),
+            Some(other) => write_go_json(other, out),
             None => out.push_str("null"),
         },
         Ty::Map(inner) => match v {
             Some(Value::Object(m)) => sorted_object(m, out, |x, out| encode(inner, Some(x), out)),
-            Some(other) => raw(other, out),
+            Some(other) => write_go_json(other, out),
             None => out.push_str("null"),
         },
         Ty::Struct(name) => encode_struct(name, v, out),
         Ty::String => match v {
-            Some(v) => raw(v, out),
+            Some(v) => write_go_json(v, out),
             None => out.push_str("\"\""),
         },
         Ty::Int | Ty::Float | Ty::IntOrString => match v {
-            Some(v) => raw(v, out),
+            Some(v) => write_go_json(v, out),
             None => out.push('0'),
         },
         Ty::Bool => match v {
-            Some(v) => raw(v, out),
+            Some(v) => write_go_json(v, out),
             None => out.push_str("false"),
         },
         Ty::Quantity => match v {
             Some(Value::Number(n)) => write_go_string(&n.to_string(), out),
-            Some(v) => raw(v, out),
+            Some(v) => write_go_json(v, out),
             None => out.push_str("\"0\""),
         },
         Ty::Bytes | Ty::Time | Ty::Raw => match v {
-            Some(v) => raw(v, out),
+            Some(v) => write_go_json(v, out),
             None => out.push_str("null"),
         },
     }
@@ -167,7 +169,7 @@ fn encode_struct(name: &str, v: Option<&Value>, out: &mut String) {
     let Some(fields) = structs().get(name) else {
         // Not in the table: cannot happen for the roots' reachable types.
         match v {
-            Some(v) => raw(v, out),
+            Some(v) => write_go_json(v, out),
             None => out.push_str("{}"),
         }
         return;
@@ -206,16 +208,6 @@ fn is_empty(ty: &Ty, v: Option<&Value>) -> bool {
         Ty::Slice(_) => v.as_array().is_some_and(Vec::is_empty),
         Ty::Map(_) => v.as_object().is_some_and(serde_json::Map::is_empty),
         Ty::Ptr(_) | Ty::Struct(_) | Ty::Quantity | Ty::IntOrString | Ty::Time | Ty::Raw => false,
-    }
-}
-
-/// `v` as Go writes an untyped value: map keys sorted, strings escaped as Go does.
-fn raw(v: &Value, out: &mut String) {
-    match v {
-        Value::String(s) => write_go_string(s, out),
-        Value::Array(items) => array(items, out, raw),
-        Value::Object(m) => sorted_object(m, out, raw),
-        other => out.push_str(&other.to_string()),
     }
 }
 

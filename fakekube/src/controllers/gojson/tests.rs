@@ -119,3 +119,19 @@ fn every_struct_the_roots_reach_is_in_the_table() {
     assert!(seen.contains(&"core.Container"));
     assert_eq!(seen.len(), structs().len());
 }
+
+#[test]
+fn a_whole_number_written_with_a_fraction_is_written_as_go_writes_it() {
+    // The API server decodes a custom resource's `8888.0` as a float64, accepts it for an
+    // integer field, and stores `8888`; the controller reads that into an int32.
+    let spec = json!({
+        "podTemplate": { "spec": { "containers": [ {
+            "name": "main", "image": "busybox", "ports": [ { "containerPort": 8888.0 } ],
+        } ] } },
+    });
+    let blueprint = marshal(SANDBOX_BLUEPRINT, &spec);
+    assert!(
+        blueprint.contains(r#""ports":[{"containerPort":8888}]"#),
+        "{blueprint}"
+    );
+}
