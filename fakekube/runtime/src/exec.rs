@@ -184,7 +184,9 @@ async fn run(spec: ExecSpec, io: ExecIo, root: Option<&mut Option<Root>>) -> Exi
             let (stdin, discipline) = match io.stdin {
                 Some(typed) => {
                     let (tx, rx) = mpsc::channel(TTY_INPUT_CHUNKS);
-                    let run = Discipline::new(term.clone()).run(typed, tx, io.stdout);
+                    // Boxed: only a terminal pays for the line discipline's state, not every
+                    // running process's future.
+                    let run = Box::pin(Discipline::new(term.clone()).run(typed, tx, io.stdout));
                     (Input::terminal(rx, term.clone()), Some(run))
                 }
                 None => (Input::empty(), None),

@@ -1,7 +1,11 @@
 //! What a fresh root holds: the directories every image has, `/dev/null` and `/dev/zero`, a
 //! minimal `/etc`, the executables it is given, and the mount points of its volumes.
+//!
+//! The tree is built once as an [`Image`] and shared by every filesystem made from it: each
+//! gets a clone of the image's root, whose directories it shares until it writes in them (see
+//! [`Dir`]). So a running pod holds only what it changed, not a copy of the image.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use super::path::components;
 use super::storage::{StorageBudget, Usage};
@@ -35,24 +39,20 @@ const STANDARD_DIRS: &[(&str, u32)] = &[
     ("/workspace", 0o755),
 ];
 
-impl PodFs {
-    /// A fresh filesystem: the usual directories, `/dev/null` and `/dev/zero`, a minimal `/etc`,
-    /// and each volume mounted at its path (a path that is not absolute is taken from `/`; a later
-    /// mount at the same path wins). It has no programs: a container's filesystem comes from
-    /// [`Programs::pod_fs`](crate::Programs::pod_fs), which adds their `/bin` entries.
-    pub fn new(mounts: Vec<(String, Volume)>) -> Self {
-        Self::with_executables(std::iter::empty(), mounts, &StorageBudget::unlimited())
-    }
+/// A root tree to make filesystems from: the standard directories and files plus the given
+/// executables. Cloning shares it.
+#[derive(Debug, Clone)]
+pub(crate) struct Image {
+    /// The root directory, shared by every filesystem made from the image until written.
+    root: Dir,
+    /// The bytes its files hold, charged to each filesystem made from it.
+    bytes: usize,
+}
 
-    /// [`PodFs::new`] with executable files (mode 0755) laid down in the root tree before the
-    /// volumes are mounted: absolute paths in existing directories, and their content. What it
-    /// holds is charged to `budget`, volumes included (each to the budget of the first
-    /// filesystem that mounts it).
-    pub(crate) fn with_executables(
-        executables: impl IntoIterator<Item = (String, Vec<u8>)>,
-        mounts: Vec<(String, Volume)>,
-        budget: &StorageBudget,
-    ) -> Self {
+impl Image {
+    /// The standard image with executable files (mode 0755) added: absolute paths in existing
+    /// directories, and their content.
+    pub(crate) fn new(executables: impl IntoIterator<Item = (String, Vec<u8>)>) -> Self {
         let mut root = Dir::new(0o755);
         for (path, mode) in STANDARD_DIRS {
             if let Ok(parts) = components(path)
@@ -60,25 +60,24 @@ impl PodFs {
                 && let Ok(parent) = walk_dir_mut(&mut root, parents)
             {
                 parent
-                    .entries
+                    .entries_mut()
                     .insert(last.clone(), Node::Dir(Dir::new(*mode)));
             }
         }
         let t = now();
-        if let Some(Node::Dir(dev)) = root.entries.get_mut("dev") {
-            dev.entries
-                .insert("null".into(), Node::Dev(Device::Null, t));
-            dev.entries
-                .insert("zero".into(), Node::Dev(Device::Zero, t));
+        if let Some(Node::Dir(dev)) = root.entries_mut().get_mut("dev") {
+            let entries = dev.entries_mut();
+            entries.insert("null".into(), Node::Dev(Device::Null, t));
+            entries.insert("zero".into(), Node::Dev(Device::Zero, t));
         }
         let etc_files: [(&str, &[u8]); 3] = [
             ("passwd", b"root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n"),
             ("group", b"root:x:0:\nnogroup:x:65534:\n"),
             ("hosts", b"127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"),
         ];
-        if let Some(Node::Dir(etc)) = root.entries.get_mut("etc") {
+        if let Some(Node::Dir(etc)) = root.entries_mut().get_mut("etc") {
             for (name, data) in etc_files {
-                etc.entries.insert(
+                etc.entries_mut().insert(
                     name.into(),
                     Node::File(File {
                         data: data.to_vec(),
@@ -98,10 +97,51 @@ impl PodFs {
                     mode: 0o755,
                     mtime: t,
                 };
-                dir.entries.insert(last.clone(), Node::File(file));
+                dir.entries_mut().insert(last.clone(), Node::File(file));
             }
         }
+        let bytes = root.entries().values().map(Node::size).sum();
+        Image { root, bytes }
+    }
 
+    /// The standard image without executables, made once.
+    fn standard() -> &'static Image {
+        static STANDARD: OnceLock<Image> = OnceLock::new();
+        STANDARD.get_or_init(|| Image::new(std::iter::empty()))
+    }
+}
+
+impl PodFs {
+    /// A fresh filesystem: the usual directories, `/dev/null` and `/dev/zero`, a minimal `/etc`,
+    /// and each volume mounted at its path (a path that is not absolute is taken from `/`; a later
+    /// mount at the same path wins). It has no programs: a container's filesystem comes from
+    /// [`Programs::pod_fs`](crate::Programs::pod_fs), which adds their `/bin` entries.
+    pub fn new(mounts: Vec<(String, Volume)>) -> Self {
+        Self::from_image(Image::standard(), mounts, &StorageBudget::unlimited())
+    }
+
+    /// [`PodFs::new`] with executable files (mode 0755) laid down in the root tree before the
+    /// volumes are mounted (see [`Image::new`]). What it holds is charged to `budget`, volumes
+    /// included (each to the budget of the first filesystem that mounts it).
+    #[cfg(test)]
+    pub(crate) fn with_executables(
+        executables: impl IntoIterator<Item = (String, Vec<u8>)>,
+        mounts: Vec<(String, Volume)>,
+        budget: &StorageBudget,
+    ) -> Self {
+        Self::from_image(&Image::new(executables), mounts, budget)
+    }
+
+    /// A fresh filesystem whose root is `image`'s tree (shared with it until written), with
+    /// each volume mounted at its path as in [`PodFs::new`]. What the root holds, the image's
+    /// files included as if they were its own, is charged to `budget`, and so is each volume
+    /// the first time a filesystem mounts it.
+    pub(crate) fn from_image(
+        image: &Image,
+        mounts: Vec<(String, Volume)>,
+        budget: &StorageBudget,
+    ) -> Self {
+        let mut root = image.root.clone();
         let mut table: Vec<(Vec<String>, Volume)> = Vec::new();
         for (path, volume) in mounts {
             let Ok(parts) = components(&path) else {
@@ -111,7 +151,7 @@ impl PodFs {
             let mut cur = &mut root;
             for p in &parts {
                 let entry = cur
-                    .entries
+                    .entries_mut()
                     .entry(p.clone())
                     .or_insert_with(|| Node::Dir(Dir::new(0o755)));
                 if !matches!(entry, Node::Dir(_)) {
@@ -128,7 +168,13 @@ impl PodFs {
         }
         table.sort_by_key(|(p, _)| std::cmp::Reverse(p.len()));
         let usage = Usage::new(budget.clone());
-        usage.charge_initial(root.entries.values().map(Node::size).sum());
+        let bytes = if table.is_empty() {
+            image.bytes
+        } else {
+            // A mount point may have replaced a file of the image.
+            root.entries().values().map(Node::size).sum()
+        };
+        usage.charge_initial(bytes);
         PodFs {
             root: Arc::new(Mutex::new(root)),
             usage,

@@ -15,11 +15,11 @@ mod path;
 mod storage;
 mod tree;
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 
+pub(crate) use image::Image;
 pub(crate) use path::{components, join, normalize};
 pub use storage::StorageBudget;
 use storage::Usage;
@@ -188,12 +188,7 @@ impl PodFs {
         let loc = self.locate(path)?;
         let tree = lock(&loc.tree);
         if loc.rel.is_empty() {
-            return Ok(Node::Dir(Dir {
-                entries: BTreeMap::new(),
-                mode: tree.mode,
-                mtime: tree.mtime,
-            })
-            .metadata());
+            return Ok(Node::Dir(tree.clone()).metadata());
         }
         walk(&tree, &loc.rel).map(Node::metadata)
     }
@@ -210,7 +205,7 @@ impl PodFs {
         let entries: Vec<DirEntry> = {
             let tree = lock(&loc.tree);
             let dir = walk_dir(&tree, &loc.rel)?;
-            dir.entries
+            dir.entries()
                 .iter()
                 .map(|(name, node)| DirEntry {
                     name: name.clone(),
@@ -297,9 +292,16 @@ impl PodFs {
         let Some((last, parents)) = loc.rel.split_last() else {
             return Err(FsError::IsADirectory);
         };
+        // What needs no change is answered without making the tree's directories private.
+        match walk(&tree, &loc.rel) {
+            Ok(Node::File(_)) if !truncate => return Ok(WriteTarget::File(norm)),
+            Ok(Node::Dir(_)) => return Err(FsError::IsADirectory),
+            Ok(Node::Dev(d, _)) => return Ok(WriteTarget::Device(*d)),
+            _ => {}
+        }
         let dir = walk_dir_mut(&mut tree, parents)?;
         let t = now();
-        match dir.entries.get_mut(last) {
+        match dir.entries_mut().get_mut(last) {
             Some(Node::File(f)) => {
                 if truncate {
                     loc.usage.shrink(f.data.len());
@@ -311,7 +313,7 @@ impl PodFs {
             Some(Node::Dir(_)) => Err(FsError::IsADirectory),
             Some(Node::Dev(d, _)) => Ok(WriteTarget::Device(*d)),
             None => {
-                dir.entries.insert(
+                dir.entries_mut().insert(
                     last.clone(),
                     Node::File(File {
                         data: Vec::new(),
@@ -332,8 +334,13 @@ impl PodFs {
         let Some((last, parents)) = loc.rel.split_last() else {
             return Err(FsError::IsADirectory);
         };
+        match walk(&tree, &loc.rel)? {
+            Node::File(_) => {}
+            Node::Dev(..) => return Ok(()),
+            Node::Dir(_) => return Err(FsError::IsADirectory),
+        }
         let dir = walk_dir_mut(&mut tree, parents)?;
-        match dir.entries.get_mut(last) {
+        match dir.entries_mut().get_mut(last) {
             Some(Node::File(f)) => {
                 if f.data.len().saturating_add(data.len()) > MAX_FILE_SIZE {
                     return Err(FsError::NoSpace);
@@ -367,11 +374,11 @@ impl PodFs {
         let Some((last, parents)) = loc.rel.split_last() else {
             return Err(FsError::Exists);
         };
-        let dir = walk_dir_mut(&mut tree, parents)?;
-        if dir.entries.contains_key(last) {
+        if walk_dir(&tree, parents)?.entries().contains_key(last) {
             return Err(FsError::Exists);
         }
-        dir.entries
+        let dir = walk_dir_mut(&mut tree, parents)?;
+        dir.entries_mut()
             .insert(last.clone(), Node::Dir(Dir::new(mode & 0o7777)));
         dir.mtime = now();
         Ok(())
@@ -404,13 +411,13 @@ impl PodFs {
         if loc.is_mount_root {
             let mut tree = lock(&loc.tree);
             if recursive {
-                let freed: usize = tree.entries.values().map(Node::size).sum();
-                tree.entries.clear();
+                let freed: usize = tree.entries().values().map(Node::size).sum();
+                tree.entries_mut().clear();
                 loc.usage.shrink(freed);
                 tree.mtime = now();
             } else if !dir_ok {
                 return Err(FsError::IsADirectory);
-            } else if !tree.entries.is_empty() {
+            } else if !tree.entries().is_empty() {
                 return Err(FsError::NotEmpty);
             }
             return Err(FsError::Busy);
@@ -422,20 +429,20 @@ impl PodFs {
         let Some((last, parents)) = loc.rel.split_last() else {
             return Err(FsError::Busy);
         };
-        let dir = walk_dir_mut(&mut tree, parents)?;
-        match dir.entries.get(last) {
+        match walk_dir(&tree, parents)?.entries().get(last) {
             None => return Err(FsError::NotFound),
             Some(Node::Dir(d)) => {
                 if !recursive && !dir_ok {
                     return Err(FsError::IsADirectory);
                 }
-                if !recursive && !d.entries.is_empty() {
+                if !recursive && !d.entries().is_empty() {
                     return Err(FsError::NotEmpty);
                 }
             }
             Some(_) => {}
         }
-        if let Some(node) = dir.entries.remove(last) {
+        let dir = walk_dir_mut(&mut tree, parents)?;
+        if let Some(node) = dir.entries_mut().remove(last) {
             loc.usage.shrink(node.size());
         }
         dir.mtime = now();
@@ -468,11 +475,7 @@ impl PodFs {
         let loc = self.locate(path)?;
         let mut tree = lock(&loc.tree);
         let Some((last, parents)) = loc.rel.split_last() else {
-            let mut node = Node::Dir(Dir {
-                entries: BTreeMap::new(),
-                mode: tree.mode,
-                mtime: tree.mtime,
-            });
+            let mut node = Node::Dir(tree.clone());
             f(&mut node);
             if let Node::Dir(d) = node {
                 tree.mode = d.mode;
@@ -480,8 +483,9 @@ impl PodFs {
             }
             return Ok(());
         };
+        walk(&tree, &loc.rel)?;
         let dir = walk_dir_mut(&mut tree, parents)?;
-        let node = dir.entries.get_mut(last).ok_or(FsError::NotFound)?;
+        let node = dir.entries_mut().get_mut(last).ok_or(FsError::NotFound)?;
         f(node);
         Ok(())
     }
@@ -542,15 +546,15 @@ impl PodFs {
             }
             return Ok(Node::Dir(tree.clone()));
         };
-        let dir = walk_dir_mut(&mut tree, parents)?;
-        if take {
-            let node = dir.entries.remove(last).ok_or(FsError::NotFound)?;
-            loc.usage.shrink(node.size());
-            dir.mtime = now();
-            Ok(node)
-        } else {
-            dir.entries.get(last).cloned().ok_or(FsError::NotFound)
+        if !take {
+            return walk(&tree, &loc.rel).cloned();
         }
+        walk(&tree, &loc.rel)?;
+        let dir = walk_dir_mut(&mut tree, parents)?;
+        let node = dir.entries_mut().remove(last).ok_or(FsError::NotFound)?;
+        loc.usage.shrink(node.size());
+        dir.mtime = now();
+        Ok(node)
     }
 
     /// Stores a node at a path, replacing a file but not a directory.
@@ -563,15 +567,15 @@ impl PodFs {
         let Some((last, parents)) = loc.rel.split_last() else {
             return Err(FsError::Busy);
         };
-        let dir = walk_dir_mut(&mut tree, parents)?;
-        match (dir.entries.get(last), &node) {
+        match (walk_dir(&tree, parents)?.entries().get(last), &node) {
             (Some(Node::Dir(_)), Node::Dir(_)) => return Err(FsError::Exists),
             (Some(Node::Dir(_)), _) => return Err(FsError::IsADirectory),
             (Some(_), Node::Dir(_)) => return Err(FsError::NotADirectory),
             _ => {}
         }
         loc.usage.grow(node.size())?;
-        if let Some(old) = dir.entries.insert(last.clone(), node) {
+        let dir = walk_dir_mut(&mut tree, parents)?;
+        if let Some(old) = dir.entries_mut().insert(last.clone(), node) {
             loc.usage.shrink(old.size());
         }
         dir.mtime = now();

@@ -115,3 +115,72 @@ fn appending_beyond_the_size_cap_fails_with_no_space() {
     assert_eq!(fs.append("/tmp/f", &big), Ok(()));
     assert_eq!(fs.append("/tmp/f", b"x"), Err(FsError::NoSpace));
 }
+
+/// Two filesystems made from one image with a `/bin/tool` of 4 bytes, charged to `budget`.
+fn two_from_one_image(mounts: Vec<(String, Volume)>, budget: &StorageBudget) -> (PodFs, PodFs) {
+    let image = Image::new([("/bin/tool".to_string(), b"tool".to_vec())]);
+    (
+        PodFs::from_image(&image, mounts.clone(), budget),
+        PodFs::from_image(&image, mounts, budget),
+    )
+}
+
+#[test]
+fn a_write_in_one_pod_is_not_seen_in_another_made_from_the_same_image() {
+    let (a, b) = two_from_one_image(vec![], &StorageBudget::unlimited());
+    assert_eq!(a.write("/bin/tool", b"changed"), Ok(()));
+    assert_eq!(a.write("/tmp/new", b"new"), Ok(()));
+    assert_eq!(a.append("/etc/hosts", b"10.0.0.1\tdb\n"), Ok(()));
+    assert_eq!(a.mkdir_all("/usr/local/lib/x", 0o755), Ok(()));
+    assert_eq!(a.remove("/etc/passwd", false, false), Ok(()));
+    assert_eq!(a.chmod("/opt", 0o700), Ok(()));
+    assert_eq!(a.rename("/etc/group", "/root/group"), Ok(()));
+
+    assert_eq!(a.read("/bin/tool").as_deref(), Ok(&b"changed"[..]));
+    assert_eq!(b.read("/bin/tool").as_deref(), Ok(&b"tool"[..]));
+    assert_eq!(b.read("/tmp/new"), Err(FsError::NotFound));
+    let hosts = b.read("/etc/hosts").unwrap_or_default();
+    assert!(!hosts.windows(2).any(|w| w == b"db"), "{hosts:?}");
+    assert!(!b.exists("/usr/local/lib"));
+    assert!(b.exists("/etc/passwd"));
+    assert!(b.exists("/etc/group"));
+    assert!(!b.exists("/root/group"));
+    assert_eq!(b.metadata("/opt").map(|m| m.mode), Ok(0o755));
+
+    // And the other way round.
+    assert_eq!(b.write("/tmp/other", b"b"), Ok(()));
+    assert!(!a.exists("/tmp/other"));
+}
+
+#[test]
+fn a_volume_is_shared_by_pods_made_from_the_same_image() {
+    let volume = Volume::new();
+    let (a, b) = two_from_one_image(
+        vec![("/workspace".into(), volume.clone())],
+        &StorageBudget::unlimited(),
+    );
+    assert_eq!(a.write("/workspace/a.txt", b"from a"), Ok(()));
+    assert_eq!(b.read("/workspace/a.txt").as_deref(), Ok(&b"from a"[..]));
+    assert_eq!(b.remove("/workspace/a.txt", false, false), Ok(()));
+    assert!(!a.exists("/workspace/a.txt"));
+    assert_eq!(b.write("/tmp/b.txt", b"root"), Ok(()));
+    assert!(!a.exists("/tmp/b.txt"));
+}
+
+#[test]
+fn ephemeral_bytes_are_the_image_plus_what_that_pod_changed() {
+    let budget = StorageBudget::unlimited();
+    let (a, b) = two_from_one_image(vec![], &budget);
+    let fresh = a.ephemeral_bytes();
+    assert_eq!(b.ephemeral_bytes(), fresh);
+    assert!(fresh >= 4, "the image's files count: {fresh}");
+
+    assert_eq!(a.write("/tmp/f", &[0u8; 100]), Ok(()));
+    assert_eq!(a.ephemeral_bytes(), fresh + 100);
+    assert_eq!(b.ephemeral_bytes(), fresh);
+
+    assert_eq!(a.remove("/bin/tool", false, false), Ok(()));
+    assert_eq!(a.ephemeral_bytes(), fresh + 96);
+    assert_eq!(b.ephemeral_bytes(), fresh);
+    assert_eq!(budget.used(), 2 * fresh + 96);
+}

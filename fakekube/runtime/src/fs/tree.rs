@@ -2,7 +2,7 @@
 //! a tree by path components.
 
 use std::collections::BTreeMap;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::FsError;
@@ -95,11 +95,15 @@ pub(super) struct File {
     pub(super) mtime: i64,
 }
 
-/// A directory's entries.
+/// A directory's entries. Cloning a directory shares its entries (the whole subtree below
+/// it) until one of the clones changes them: [`Dir::entries_mut`] copies this one level then,
+/// and the directories on a path are made private one by one as [`walk_dir_mut`] walks it.
+/// So every filesystem made from one image shares the image's tree, and holds only the
+/// directories it wrote in.
 #[derive(Debug, Clone)]
 pub(super) struct Dir {
-    /// Entries by name.
-    pub(super) entries: BTreeMap<String, Node>,
+    /// Entries by name, shared with the clones of this directory until written.
+    entries: Arc<BTreeMap<String, Node>>,
     /// Permission bits.
     pub(super) mode: u32,
     /// Modification time (seconds).
@@ -110,10 +114,22 @@ impl Dir {
     /// An empty directory with the given permission bits, modified now.
     pub(super) fn new(mode: u32) -> Self {
         Dir {
-            entries: BTreeMap::new(),
+            entries: Arc::default(),
             mode,
             mtime: now(),
         }
+    }
+
+    /// The entries, to read.
+    pub(super) fn entries(&self) -> &BTreeMap<String, Node> {
+        &self.entries
+    }
+
+    /// The entries, to change: this directory's own copy from now on (made now if they are
+    /// shared with another clone). The nodes in it are clones, so the directories below are
+    /// still shared.
+    pub(super) fn entries_mut(&mut self) -> &mut BTreeMap<String, Node> {
+        Arc::make_mut(&mut self.entries)
     }
 }
 
@@ -122,7 +138,7 @@ impl Node {
     pub(super) fn size(&self) -> usize {
         match self {
             Node::File(f) => f.data.len(),
-            Node::Dir(d) => d.entries.values().map(Node::size).sum(),
+            Node::Dir(d) => d.entries().values().map(Node::size).sum(),
             Node::Dev(..) => 0,
         }
     }
@@ -171,14 +187,14 @@ pub(super) fn walk<'a>(dir: &'a Dir, parts: &[String]) -> Result<&'a Node, FsErr
         return Err(FsError::InvalidArgument);
     };
     let parent = walk_dir(dir, parents)?;
-    parent.entries.get(last).ok_or(FsError::NotFound)
+    parent.entries().get(last).ok_or(FsError::NotFound)
 }
 
 /// Walks `parts` from `dir` and returns the directory they name.
 pub(super) fn walk_dir<'a>(dir: &'a Dir, parts: &[String]) -> Result<&'a Dir, FsError> {
     let mut cur = dir;
     for p in parts {
-        match cur.entries.get(p) {
+        match cur.entries().get(p) {
             Some(Node::Dir(d)) => cur = d,
             Some(_) => return Err(FsError::NotADirectory),
             None => return Err(FsError::NotFound),
@@ -187,11 +203,14 @@ pub(super) fn walk_dir<'a>(dir: &'a Dir, parts: &[String]) -> Result<&'a Dir, Fs
     Ok(cur)
 }
 
-/// Mutable twin of [`walk_dir`].
+/// Mutable twin of [`walk_dir`]: the directories it passes through (`dir` included, the one
+/// it returns not) become private to this tree ([`Dir::entries_mut`]); the one it returns
+/// does when its entries are changed. A path that fails copies nothing.
 pub(super) fn walk_dir_mut<'a>(dir: &'a mut Dir, parts: &[String]) -> Result<&'a mut Dir, FsError> {
+    walk_dir(dir, parts)?;
     let mut cur = dir;
     for p in parts {
-        match cur.entries.get_mut(p) {
+        match cur.entries_mut().get_mut(p) {
             Some(Node::Dir(d)) => cur = d,
             Some(_) => return Err(FsError::NotADirectory),
             None => return Err(FsError::NotFound),

@@ -141,10 +141,7 @@ impl Process {
         {
             Ok(slot) => slot,
             Err(e) => {
-                let _ = self
-                    .stderr
-                    .write_str(&format!("sh: can't fork: {e}\n"))
-                    .await;
+                self.err_line(format!("sh: can't fork: {e}\n")).await;
                 return 2;
             }
         };
@@ -241,11 +238,22 @@ impl Process {
     }
 
     /// Prints `NAME: message` on standard error (a failure to do so is ignored, as C tools do).
-    pub(crate) async fn err(&self, msg: &str) {
-        let _ = self
-            .stderr
-            .write_str(&format!("{}: {msg}\n", self.name()))
-            .await;
+    /// Boxed, as every error path is: a write's future is some hundreds of bytes, and inline it
+    /// would grow the future of each program that may fail, for as long as it runs.
+    pub(crate) fn err<'a>(&'a self, msg: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let _ = self
+                .stderr
+                .write_str(&format!("{}: {msg}\n", self.name()))
+                .await;
+        })
+    }
+
+    /// Writes a whole line on standard error, boxed (see [`Process::err`]).
+    pub(crate) fn err_line(&self, line: String) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            let _ = self.stderr.write_str(&line).await;
+        })
     }
 
     /// A process for a child program with other arguments and the same everything else.

@@ -7,9 +7,9 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
-use crate::fs::{PodFs, StorageBudget, Volume};
+use crate::fs::{Image, PodFs, StorageBudget, Volume};
 
 use super::{BoxFuture, Handler, Process};
 
@@ -80,6 +80,9 @@ pub struct Programs {
     registered: Arc<RwLock<HashMap<String, Handler>>>,
     /// What the filesystems made by [`Programs::pod_fs`] are charged to.
     budget: Arc<RwLock<StorageBudget>>,
+    /// The image every [`Programs::pod_fs`] starts from (and shares until it writes), made
+    /// at the first.
+    image: Arc<OnceLock<Image>>,
 }
 
 impl std::fmt::Debug for Programs {
@@ -104,6 +107,7 @@ impl Programs {
             table,
             registered: Arc::default(),
             budget: Arc::default(),
+            image: Arc::default(),
         }
     }
 
@@ -142,13 +146,17 @@ impl Programs {
     /// every program of the table in its directories (mode 0755), and each volume mounted at its
     /// path. What it holds (volumes included) is charged to the registry's
     /// [`StorageBudget`].
+    /// The pods' filesystems share the image's tree until they write in it: each holds only
+    /// what it changed.
     pub fn pod_fs(&self, mounts: Vec<(String, Volume)>) -> PodFs {
-        let entries = self.table.iter().flat_map(|p| {
-            p.dirs
-                .iter()
-                .map(|dir| (format!("{dir}/{}", p.name), entry(p.name)))
+        let image = self.image.get_or_init(|| {
+            Image::new(self.table.iter().flat_map(|p| {
+                p.dirs
+                    .iter()
+                    .map(|dir| (format!("{dir}/{}", p.name), entry(p.name)))
+            }))
         });
-        PodFs::with_executables(entries, mounts, &self.storage_budget())
+        PodFs::from_image(image, mounts, &self.storage_budget())
     }
 
     /// Charges the filesystems [`Programs::pod_fs`] makes from now on (every clone of this

@@ -164,8 +164,9 @@ const VERDICTS_KEPT: usize = 64;
 struct Table {
     /// The last pid handed out.
     last_pid: u32,
-    /// The running processes, by pid.
-    entries: BTreeMap<u32, Entry>,
+    /// The running processes, by pid (boxed: a map node has room for eleven, and most
+    /// containers run two or three).
+    entries: BTreeMap<u32, Box<Entry>>,
     /// The container's limits.
     limits: Limits,
     /// Bytes charged to all processes.
@@ -418,7 +419,7 @@ impl ProcessTable {
         table.memory += PROCESS_MEMORY;
         table.entries.insert(
             pid,
-            Entry {
+            Box::new(Entry {
                 ppid,
                 argv,
                 started: SystemTime::now(),
@@ -427,7 +428,7 @@ impl ProcessTable {
                 traps: None,
                 tree: parent_tree.unwrap_or(pid),
                 memory: PROCESS_MEMORY,
-            },
+            }),
         );
         if pid == 1 && table.held & Signal::Kill.bit() != 0 {
             table.held = 0;

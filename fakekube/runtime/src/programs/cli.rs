@@ -5,7 +5,7 @@ use bytes::Bytes;
 
 use crate::fs::FsError;
 use crate::io::{Input, WriteError};
-use crate::process::Process;
+use crate::process::{BoxFuture, Process};
 
 /// Options parsed GNU style: short flags (clustered, with values), long options, operands.
 #[derive(Debug, Default)]
@@ -143,16 +143,16 @@ pub(crate) fn open_input(proc: &Process, name: &str) -> Result<Input, FsError> {
 }
 
 /// Prints a usage error and GNU's hint; returns `code`.
-pub(crate) async fn usage(proc: &Process, msg: &str, code: i32) -> i32 {
-    proc.err(msg).await;
-    let _ = proc
-        .stderr
-        .write_str(&format!(
+pub(crate) fn usage<'a>(proc: &'a Process, msg: &'a str, code: i32) -> BoxFuture<'a, i32> {
+    Box::pin(async move {
+        proc.err(msg).await;
+        proc.err_line(format!(
             "Try '{} --help' for more information.\n",
             proc.name()
         ))
         .await;
-    code
+        code
+    })
 }
 
 /// Most bytes a program that needs all of its input at once (`sort`, `tar`, `sed -i`) reads.

@@ -62,10 +62,11 @@ pub(crate) async fn sh_main(proc: Process) -> i32 {
                 'i' => force_interactive = on,
                 'l' | 'v' | 'f' | 'm' | 'a' | 'h' | 'C' | 'n' | 'b' => {}
                 other => {
-                    let _ = proc
-                        .stderr
-                        .write_str(&format!("sh: -{other}: invalid option\n"))
-                        .await;
+                    let _ = Box::pin(
+                        proc.stderr
+                            .write_str(&format!("sh: -{other}: invalid option\n")),
+                    )
+                    .await;
                     return 2;
                 }
             }
@@ -76,7 +77,7 @@ pub(crate) async fn sh_main(proc: Process) -> i32 {
     let argv0 = proc.argv.first().cloned().unwrap_or_else(|| "sh".into());
     let (script, arg0, params) = if command_mode {
         let Some(script) = rest.first().cloned() else {
-            let _ = proc.stderr.write_str("sh: -c requires an argument\n").await;
+            let _ = Box::pin(proc.stderr.write_str("sh: -c requires an argument\n")).await;
             return 2;
         };
         let arg0 = rest.get(1).cloned().unwrap_or(argv0);
@@ -89,17 +90,19 @@ pub(crate) async fn sh_main(proc: Process) -> i32 {
                 rest[1..].to_vec(),
             ),
             Ok(_) => {
-                let _ = proc
-                    .stderr
-                    .write_str(&format!("sh: {file}: File too large\n"))
-                    .await;
+                let _ = Box::pin(
+                    proc.stderr
+                        .write_str(&format!("sh: {file}: File too large\n")),
+                )
+                .await;
                 return 2;
             }
             Err(e) => {
-                let _ = proc
-                    .stderr
-                    .write_str(&format!("sh: cannot open {file}: {e}\n"))
-                    .await;
+                let _ = Box::pin(
+                    proc.stderr
+                        .write_str(&format!("sh: cannot open {file}: {e}\n")),
+                )
+                .await;
                 return 127;
             }
         }

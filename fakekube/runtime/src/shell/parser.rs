@@ -6,6 +6,8 @@
 //! [`MAX_PARSE_DEPTH`] so hostile input cannot exhaust the stack.
 
 use std::cell::Cell;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use super::ast::{
     AndOr, Command, Compound, Connector, Item, List, Param, ParamOp, Part, Pipeline, RedirOp,
@@ -252,6 +254,33 @@ pub(crate) fn parse_next(src: &str, at_eof: bool) -> Result<Next, ParseError> {
 /// Parses a whole program.
 pub(crate) fn parse(src: &str) -> Result<List, ParseError> {
     parse_at_depth(src, 0)
+}
+
+/// Longest program [`parse_shared`] keeps.
+const SHARED_MAX_SOURCE: usize = 1024;
+/// Most programs [`parse_shared`] keeps; past it, it starts over.
+const SHARED_MAX_PROGRAMS: usize = 128;
+
+/// [`parse`], sharing the result with every other caller of the same short program: every
+/// container started with the same command line (thousands of pods of one template) and every
+/// exec of the same `sh -c` holds one parsed program between them instead of a copy each.
+pub(crate) fn parse_shared(src: &str) -> Result<Arc<List>, ParseError> {
+    static SHARED: OnceLock<Mutex<HashMap<String, Arc<List>>>> = OnceLock::new();
+    if src.len() > SHARED_MAX_SOURCE {
+        return parse(src).map(Arc::new);
+    }
+    let shared = SHARED.get_or_init(Mutex::default);
+    let lock = || shared.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(list) = lock().get(src) {
+        return Ok(list.clone());
+    }
+    let list = Arc::new(parse(src)?);
+    let mut map = lock();
+    if map.len() >= SHARED_MAX_PROGRAMS {
+        map.clear();
+    }
+    map.insert(src.to_string(), list.clone());
+    Ok(list)
 }
 
 /// Parses a whole program, counting nesting from `depth` (for backquotes).
@@ -1373,5 +1402,28 @@ mod tests {
         fn shell_like_input_never_panics_the_parser(src in "[a-z $'\"`\\\\(){}|&;<>#=\n*?-]{0,120}") {
             let _ = parse(&src);
         }
+    }
+
+    #[test]
+    fn the_same_short_program_is_parsed_once_and_shared() {
+        let src = "trap 'exit 0' TERM; while true; do sleep 3600 & wait; done # shared";
+        // Other tests' programs may fill the table and start it over between two calls: a
+        // few tries.
+        let shared = (0..3).any(|_| {
+            matches!(
+                (parse_shared(src), parse_shared(src)),
+                (Ok(a), Ok(b)) if Arc::ptr_eq(&a, &b) && parse(src).as_ref() == Ok(&*a)
+            )
+        });
+        assert!(shared);
+        let long = format!("true {}", "x".repeat(SHARED_MAX_SOURCE));
+        let (Ok(c), Ok(d)) = (parse_shared(&long), parse_shared(&long)) else {
+            panic!("the long program parses");
+        };
+        assert!(!Arc::ptr_eq(&c, &d));
+        assert_eq!(
+            parse_shared("if true"),
+            Err(ParseError::Expecting("then".into()))
+        );
     }
 }

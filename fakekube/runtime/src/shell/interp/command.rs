@@ -26,11 +26,8 @@ impl Shell {
                 let mut line: Vec<String> =
                     assigns.iter().map(|(k, v)| format!("{k}={v}")).collect();
                 line.extend(argv.iter().cloned());
-                let _ = self
-                    .io
-                    .stderr
-                    .write_str(&format!("+ {}\n", line.join(" ")))
-                    .await;
+                let _ =
+                    Box::pin(self.io.stderr.write_str(&format!("+ {}\n", line.join(" ")))).await;
             }
             let io = match self.redirect(&sc.redirects).await? {
                 Ok(io) => io,
@@ -93,7 +90,7 @@ impl Shell {
         for (k, v) in assigns {
             let old = self.vars.get(k).cloned();
             let exported = old.as_ref().is_some_and(|o| o.exported);
-            self.vars.insert(
+            self.vars_mut().insert(
                 k.clone(),
                 Var {
                     value: v.clone(),
@@ -109,8 +106,8 @@ impl Shell {
     fn restore(&mut self, saved: Vec<(String, Option<Var>)>) {
         for (k, old) in saved.into_iter().rev() {
             match old {
-                Some(v) => self.vars.insert(k, v),
-                None => self.vars.remove(&k),
+                Some(v) => self.vars_mut().insert(k, v),
+                None => self.vars_mut().remove(&k),
             };
         }
     }
@@ -190,10 +187,11 @@ impl Shell {
             match found {
                 Ok((handler, argv)) => {
                     if self.depth >= MAX_NESTING {
-                        let _ = io
-                            .stderr
-                            .write_str(&format!("{}: {name}: nesting too deep\n", self.arg0))
-                            .await;
+                        let _ = Box::pin(
+                            io.stderr
+                                .write_str(&format!("{}: {name}: nesting too deep\n", self.arg0)),
+                        )
+                        .await;
                         return 126;
                     }
                     let mut proc = Process::new(
@@ -217,10 +215,11 @@ impl Shell {
                         SpawnError::Fs(e) => e.to_string(),
                         _ => "Permission denied".to_string(),
                     };
-                    let _ = io
-                        .stderr
-                        .write_str(&format!("{}: {name}: {msg}\n", self.arg0))
-                        .await;
+                    let _ = Box::pin(
+                        io.stderr
+                            .write_str(&format!("{}: {name}: {msg}\n", self.arg0)),
+                    )
+                    .await;
                     e.exit_code()
                 }
             }

@@ -30,8 +30,6 @@ impl Shell {
             if !item.background {
                 return self.run_and_or(&item.and_or).await;
             }
-            let mut sub = self.subshell();
-            sub.io.stdin = Input::empty();
             let slot = match self
                 .processes
                 .start(self.pid, vec![self.arg0.clone()], &self.cancel)
@@ -42,6 +40,10 @@ impl Shell {
                     return Ok(2);
                 }
             };
+            // Made after the only await, so that no copy of the shell state lives in this
+            // future (one per running list item).
+            let mut sub = self.subshell();
+            sub.io.stdin = Input::empty();
             sub.pid = slot.pid;
             sub.cancel = slot.token.clone();
             sub.execs_last = item.and_or.rest.is_empty()

@@ -22,7 +22,7 @@ mod fields;
 mod redirect;
 mod script;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -128,11 +128,43 @@ impl Steps {
     }
 }
 
+/// Trap actions by condition, sorted by name. A shell traps one or two conditions, if any: a
+/// short vector, not a map whose first node has room for eleven.
+#[derive(Debug, Default)]
+struct Traps(Vec<(String, String)>);
+
+impl Traps {
+    /// The action of a condition.
+    fn get(&self, name: &str) -> Option<&String> {
+        self.0.iter().find(|(k, _)| k == name).map(|(_, v)| v)
+    }
+
+    /// Sets the action of a condition.
+    fn insert(&mut self, name: String, action: String) {
+        match self.0.binary_search_by(|(k, _)| k.as_str().cmp(&name)) {
+            Ok(i) => self.0[i].1 = action,
+            Err(i) => self.0.insert(i, (name, action)),
+        }
+    }
+
+    /// Forgets the action of a condition, returning it.
+    fn remove(&mut self, name: &str) -> Option<String> {
+        let i = self.0.iter().position(|(k, _)| k == name)?;
+        Some(self.0.remove(i).1)
+    }
+
+    /// The conditions and their actions, by name.
+    fn iter(&self) -> impl Iterator<Item = (&String, &String)> {
+        self.0.iter().map(|(k, v)| (k, v))
+    }
+}
+
 /// Interpreter state.
 #[derive(Debug)]
 pub(crate) struct Shell {
-    /// Variables.
-    vars: HashMap<String, Var>,
+    /// Variables, shared with the subshells and jobs made from this shell until one of them
+    /// sets one ([`Shell::vars_mut`]).
+    vars: Arc<HashMap<String, Var>>,
     /// `$0`.
     arg0: String,
     /// `$1`…
@@ -144,7 +176,7 @@ pub(crate) struct Shell {
     /// Functions.
     functions: HashMap<String, Arc<Command>>,
     /// Trap actions by condition (`EXIT`, `TERM`…).
-    traps: BTreeMap<String, String>,
+    traps: Traps,
     /// Trapped signals that arrived (once a trap is set).
     signals: Option<mpsc::UnboundedReceiver<Signal>>,
     /// The sending side of `signals`, given to the process table.
@@ -203,13 +235,13 @@ impl Shell {
         }
         let steps = Steps::new(proc.processes.limits().steps);
         Shell {
-            vars,
+            vars: Arc::new(vars),
             arg0,
             params,
             cwd: proc.cwd,
             status: 0,
             functions: HashMap::new(),
-            traps: BTreeMap::new(),
+            traps: Traps::default(),
             signals: None,
             signals_tx: None,
             opts,
@@ -245,7 +277,7 @@ impl Shell {
             cwd: self.cwd.clone(),
             status: self.status,
             functions: self.functions.clone(),
-            traps: BTreeMap::new(),
+            traps: Traps::default(),
             signals: None,
             signals_tx: None,
             opts: self.opts,
@@ -302,7 +334,7 @@ impl Shell {
     /// Parses and runs program text in this shell; a syntax error exits with 2.
     fn run_source<'a>(&'a mut self, src: &'a str) -> BoxFuture<'a, Res> {
         Box::pin(async move {
-            match parser::parse(src) {
+            match parser::parse_shared(src) {
                 Ok(list) => self.run_list(&list).await,
                 Err(e) => {
                     self.error(&e.to_string()).await;
@@ -326,26 +358,37 @@ impl Shell {
         Err(Flow::Exit(STEP_LIMIT_STATUS))
     }
 
-    /// Prints `$0: message` on the shell's stderr.
-    async fn error(&self, msg: &str) {
-        let _ = self
-            .io
-            .stderr
-            .write_str(&format!("{}: {msg}\n", self.arg0))
-            .await;
+    /// Prints `$0: message` on the shell's stderr. Boxed: a write's future inline would grow
+    /// the future of every command that may fail, for as long as it runs.
+    fn error<'a>(&'a self, msg: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let _ = self
+                .io
+                .stderr
+                .write_str(&format!("{}: {msg}\n", self.arg0))
+                .await;
+        })
     }
 
-    /// Prints on the shell's stdout.
-    async fn print(&self, text: &str) -> i32 {
-        match self.io.stdout.write_str(text).await {
-            Ok(()) => 0,
-            Err(_) => 1,
-        }
+    /// Prints on the shell's stdout. Boxed, like [`Shell::error`]: the builtins that print
+    /// share one dispatching future with `wait`, which a keep-alive loop sits in.
+    fn print<'a>(&'a self, text: &'a str) -> BoxFuture<'a, i32> {
+        Box::pin(async move {
+            match self.io.stdout.write_str(text).await {
+                Ok(()) => 0,
+                Err(_) => 1,
+            }
+        })
     }
 
     /// A variable's value.
     fn var(&self, name: &str) -> Option<String> {
         self.vars.get(name).map(|v| v.value.clone())
+    }
+
+    /// The variables, to change: this shell's own copy from now on.
+    fn vars_mut(&mut self) -> &mut HashMap<String, Var> {
+        Arc::make_mut(&mut self.vars)
     }
 
     /// Sets a variable, keeping its export flag.
@@ -359,10 +402,10 @@ impl Shell {
             self.processes
                 .uncharge(self.pid, (old - value.len()) as u64);
         }
-        match self.vars.get_mut(name) {
+        match self.vars_mut().get_mut(name) {
             Some(v) => v.value = value,
             None => {
-                self.vars.insert(
+                self.vars_mut().insert(
                     name.to_string(),
                     Var {
                         value,

@@ -143,7 +143,7 @@ impl Shell {
     fn publish_traps(&mut self) {
         let mut trapped = Vec::new();
         let mut ignored = Vec::new();
-        for (name, action) in &self.traps {
+        for (name, action) in self.traps.iter() {
             if let Some(sig) = Signal::parse(name) {
                 if action.is_empty() {
                     ignored.push(sig);

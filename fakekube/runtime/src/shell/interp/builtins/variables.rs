@@ -28,7 +28,7 @@ impl Shell {
                 self.error(&format!("{name}: {k}: bad variable name")).await;
                 return Ok(2);
             }
-            let entry = self.vars.entry(k.to_string()).or_insert(Var {
+            let entry = self.vars_mut().entry(k.to_string()).or_insert(Var {
                 value: String::new(),
                 exported: false,
             });
@@ -65,7 +65,7 @@ impl Shell {
                     self.functions.remove(n);
                 }
                 n => {
-                    self.vars.remove(n);
+                    self.vars_mut().remove(n);
                 }
             }
         }
