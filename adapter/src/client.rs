@@ -298,8 +298,14 @@ enum Via<'a> {
     Upgrade(&'a mut hyper::client::conn::http1::SendRequest<Full<Bytes>>),
 }
 
-/// A connection opened for an upgrade by [`KubeClient::connect_for_upgrade`].
-pub(crate) struct UpgradeConnection(TokioIo<TlsConn>);
+/// How many upgrade connections (`pods/exec`) a client opens at once: each holds its turn from
+/// its TCP connect until the server answers the upgrade, so a burst of a thousand execs waits
+/// here, not as a thousand TLS handshakes and requests queued on the API server. A running
+/// exec holds no turn.
+const UPGRADES_AT_ONCE: usize = 64;
+
+/// A connection opened for an upgrade by [`KubeClient::connect_for_upgrade`], with its turn.
+pub(crate) struct UpgradeConnection(TokioIo<TlsConn>, tokio::sync::OwnedSemaphorePermit);
 
 /// The pooled client of API requests. Until a first request has its connection, requests wait
 /// for it: hyper learns only from the TLS handshake that a connection is HTTP/2 and can carry
@@ -338,6 +344,8 @@ pub(crate) struct KubeClient {
     api: Arc<ApiClient>,
     /// Opens the connections of upgrades (`pods/exec`): HTTP/1.1 only.
     upgrades: Connector,
+    /// The turns of upgrades being opened ([`UPGRADES_AT_ONCE`]).
+    upgrade_turns: Arc<tokio::sync::Semaphore>,
     /// Where the token comes from.
     credentials: Arc<Credentials>,
 }
@@ -398,6 +406,7 @@ impl KubeClient {
                 first: tokio::sync::Mutex::new(()),
             }),
             upgrades: connector(&[b"http/1.1"]),
+            upgrade_turns: Arc::new(tokio::sync::Semaphore::new(UPGRADES_AT_ONCE)),
             credentials,
         })
     }
@@ -453,11 +462,16 @@ impl KubeClient {
 
     /// Opens an HTTP/1.1 connection for [`send_upgrade`](Self::send_upgrade). Callers start it
     /// while they look up what the upgrade is for, so the TLS handshake overlaps that lookup.
+    /// Waits for a turn first ([`UPGRADES_AT_ONCE`]).
     pub(crate) async fn connect_for_upgrade(&self) -> Result<UpgradeConnection, KubeError> {
+        let turn = Arc::clone(&self.upgrade_turns)
+            .acquire_owned()
+            .await
+            .map_err(|e| KubeError::Transport(e.into()))?;
         let io = tower::Service::call(&mut self.upgrades.clone(), Uri::default())
             .await
             .map_err(|e| KubeError::Transport(e.into()))?;
-        Ok(UpgradeConnection(io))
+        Ok(UpgradeConnection(io, turn))
     }
 
     /// Sends a GET that asks for an upgrade (its `Connection` and `Upgrade` headers are in
@@ -485,7 +499,9 @@ impl KubeClient {
         {
             headers.insert(header::HOST, host);
         }
-        let (mut sender, conn) = hyper::client::conn::http1::handshake(connection.0)
+        // The turn is given back once the server has answered, when this returns.
+        let UpgradeConnection(io, _turn) = connection;
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(io)
             .await
             .map_err(|e| KubeError::Transport(e.into()))?;
         tokio::spawn(async move {
