@@ -1054,4 +1054,32 @@ mod tests {
         let message = with_causes(&error);
         assert!(!message.contains("PRIVATE KEY"), "{message}");
     }
+
+    #[tokio::test]
+    async fn no_more_than_the_allowed_upgrade_connections_are_opened_at_once() {
+        let (ca, server_cert, server_key, client_cert, client_key) = pki();
+        let addr = serve_requiring_client_certificates(&ca, &server_cert, &server_key).await;
+        let identity = crate::identity::filled_slot(
+            crate::identity::certified_key(client_cert.as_bytes(), client_key.as_bytes()).unwrap(),
+        );
+        let client = KubeClient::new(
+            &format!("https://{addr}"),
+            tls_config(ca.as_bytes(), Some(identity)).unwrap(),
+            Arc::new(Credentials::new(crate::credentials::TokenSource::None)),
+        )
+        .unwrap();
+        let mut open = Vec::new();
+        for _ in 0..UPGRADES_AT_ONCE {
+            open.push(client.connect_for_upgrade().await.unwrap());
+        }
+        assert_eq!(client.upgrade_turns.available_permits(), 0);
+        let next = tokio::spawn({
+            let client = client.clone();
+            async move { client.connect_for_upgrade().await.map(|_| ()) }
+        });
+        open.pop();
+        next.await.unwrap().unwrap();
+        drop(open);
+        assert_eq!(client.upgrade_turns.available_permits(), UPGRADES_AT_ONCE);
+    }
 }
