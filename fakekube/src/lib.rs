@@ -85,9 +85,8 @@
 //!   objects by their controller reference or by a label, never by scanning a kind).
 //! - Store: `store` (objects, resourceVersions, the change log watches and controllers follow,
 //!   graceful deletion of pods, garbage collection, LIST pages that share the stored revisions
-//!   and their JSON, revisions fitted to their size, Events and the log's older revisions
-//!   kept as compact JSON, the Events' TTL; admission calls into the
-//!   registry), `events` (the Event recorders of the kubelet and the controllers, and the task
+//!   and their JSON, revisions fitted to their size, Events kept as compact JSON, the
+//!   Events' TTL; admission calls into the registry), `events` (the Event recorders of the kubelet and the controllers, and the task
 //!   that deletes Events past their TTL), `clock` (the cluster's time, which
 //!   tests may advance), `inspect` (the handle's in-process
 //!   reads: one object, waiting for a state, the leak check), `selector` (label and field

@@ -11,8 +11,7 @@
 //! Memory: each new revision is fitted to its size before it is shared (`compact`); core
 //! Events, written often and read rarely, are kept as their compact JSON and parsed when read
 //! (`objects`); the event log keeps `event_log_capacity` changes (older resourceVersions get
-//! 410 Expired), and packs the revisions of its older entries that the store no longer serves
-//! (`history`); Events are deleted `event_ttl` after their last write (`expiry`), as the API
+//! 410 Expired; `history`); Events are deleted `event_ttl` after their last write (`expiry`), as the API
 //! server's `--event-ttl`.
 
 use crate::clock::Clock;
@@ -238,14 +237,6 @@ struct Inner {
     references: references::References,
     /// The Events' leases (the Event TTL).
     event_leases: expiry::EventLeases,
-}
-
-/// The namespace and name of an object.
-fn obj_key(obj: &Value) -> ObjKey {
-    (
-        meta_str(obj, "namespace").unwrap_or("").to_string(),
-        meta_str(obj, "name").unwrap_or("").to_string(),
-    )
 }
 
 /// A new stored revision: fitted to its size ([`compact::fit`]), then shared.
@@ -786,17 +777,13 @@ impl Inner {
             self.event_leases.written(key, rv, self.clock.now());
         }
         self.type_rv.insert(kind_key, rv);
-        let objects = &self.objects;
-        self.log.push(
-            Event {
-                rv,
-                rt: Arc::clone(rt),
-                kind,
-                object,
-                prev,
-            },
-            |rt, revision| objects.serves(&type_key(rt), &obj_key(revision), revision),
-        );
+        self.log.push(Event {
+            rv,
+            rt: Arc::clone(rt),
+            kind,
+            object,
+            prev,
+        });
     }
 
     fn put(&mut self, rt: &Arc<ResourceType>, ns: &str, name: &str, obj: Arc<Value>) {

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
-/// A revision as the store or its log keeps it.
+/// A revision as the store keeps it.
 #[derive(Debug, Clone)]
 pub(super) enum Kept {
     /// The tree, shared with readers.
@@ -101,15 +101,6 @@ impl Objects {
         self.by_type
             .get(type_key)
             .is_some_and(|m| m.contains_key(key))
-    }
-
-    /// Whether `revision` is the tree the store serves for its object now.
-    pub(super) fn serves(&self, type_key: &str, key: &ObjKey, revision: &Arc<Value>) -> bool {
-        self.by_type
-            .get(type_key)
-            .and_then(|m| m.get(key))
-            .and_then(Kept::shared)
-            .is_some_and(|current| Arc::ptr_eq(current, revision))
     }
 
     /// The objects of a type whose keys fall in `range`, in key order (a packed object that
@@ -218,7 +209,6 @@ mod tests {
             serde_json::to_string(&*read).ok(),
             serde_json::to_string(&*event).ok()
         );
-        assert!(!objects.serves(expiry::EVENTS, &key("p.1"), &event));
     }
 
     #[test]
@@ -228,7 +218,6 @@ mod tests {
         objects.insert("pods", key("p"), &pod);
         let read = objects.get("pods", &key("p")).expect("stored");
         assert!(Arc::ptr_eq(&read, &pod));
-        assert!(objects.serves("pods", &key("p"), &pod));
         let listed: Vec<bool> = objects.all("pods").map(|r| r.shared).collect();
         assert_eq!(listed, [true]);
     }
