@@ -17,7 +17,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -156,6 +156,8 @@ pub(crate) struct Link {
     pub(crate) writer: JoinHandle<Option<Closer>>,
     /// The reader (aborted when the session is over).
     pub(crate) reader: JoinHandle<()>,
+    /// Fires once the transport's initial frame is on the wire (`None`: it sends none).
+    pub(crate) greeted: Option<oneshot::Receiver<()>>,
 }
 
 /// A connection an exec session can run over.
@@ -263,6 +265,7 @@ where
         out: out_tx,
         writer,
         reader,
+        greeted,
     } = transport.start(FromClient {
         stdin: stdin_tx,
         tty: streams.tty,
@@ -281,6 +284,10 @@ where
         output_bytes: 0,
     };
     if !config.early_frame_delay.is_zero() {
+        // The pause counts from the initial frame on the wire, however late the writer ran.
+        if let Some(greeted) = greeted {
+            let _ = greeted.await;
+        }
         tokio::time::sleep(config.early_frame_delay).await;
     }
 

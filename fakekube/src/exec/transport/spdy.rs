@@ -158,6 +158,7 @@ impl Transport for Spdy {
             out: out_tx,
             writer,
             reader,
+            greeted: None,
         }
     }
 }

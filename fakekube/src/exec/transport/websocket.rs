@@ -10,7 +10,7 @@ use crate::websocket::{self, FrameError, Message, ReadError, Reader, Writer};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::{Notify, mpsc, oneshot};
 
 /// Pongs waiting to be written; Pings beyond them are not answered.
 const PENDING_PONGS: usize = 4;
@@ -49,10 +49,11 @@ impl<S: AsyncRead + AsyncWrite + Send + 'static> Transport for WebSocket<S> {
         } else {
             codec::ERROR
         };
+        let (greet_tx, greeted) = oneshot::channel();
         let writer = tokio::spawn(write_loop(
             Writer::new(wr),
             self.protocol,
-            first,
+            (first, greet_tx),
             controls.clone(),
             out_rx,
         ));
@@ -61,6 +62,7 @@ impl<S: AsyncRead + AsyncWrite + Send + 'static> Transport for WebSocket<S> {
             out: out_tx,
             writer,
             reader,
+            greeted: Some(greeted),
         }
     }
 }
@@ -197,13 +199,14 @@ async fn read_loop<R: AsyncRead + Unpin>(
 async fn write_loop<W: AsyncWrite + Send + Unpin + 'static>(
     mut writer: Writer<W>,
     protocol: Protocol,
-    first: u8,
+    (first, greeted): (u8, oneshot::Sender<()>),
     controls: Arc<Controls>,
     mut items: mpsc::Receiver<Out>,
 ) -> Option<Closer> {
     if send(&mut writer, protocol, first, &[]).await.is_err() || writer.flush().await.is_err() {
         return None;
     }
+    let _ = greeted.send(());
     loop {
         let result = tokio::select! {
             biased;
