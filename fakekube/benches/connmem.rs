@@ -19,14 +19,16 @@
 //! exec stage, or the idle one with `-- --idle-only`), for `dh_view.html`.
 //! Run with `cargo bench -p fakekube --bench connmem`.
 
+#[path = "support/client_tls.rs"]
+mod client_tls;
+
+use client_tls::client_tls;
 use fakekube::FakeKube;
 use futures_util::{StreamExt, stream};
-use rustls::RootCertStore;
-use rustls_pki_types::{CertificateDer, ServerName, pem::PemObject};
+use rustls_pki_types::ServerName;
 use std::io::{BufRead, BufReader, Write};
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
@@ -317,19 +319,4 @@ async fn open_exec(target: &Target) -> Result<WebSocketStream<TlsStream<TcpStrea
         Some(Ok(Message::Binary(_))) => Ok(ws),
         other => Err(format!("expected the initial message, got {other:?}").into()),
     }
-}
-
-/// A client TLS configuration trusting `ca_pem`, offering HTTP/1.1 only.
-fn client_tls(ca_pem: &str) -> Result<TlsConnector, BoxError> {
-    let mut roots = RootCertStore::empty();
-    for cert in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
-        roots.add(cert?)?;
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(TlsConnector::from(Arc::new(config)))
 }

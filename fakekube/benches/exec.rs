@@ -13,6 +13,10 @@
 #[path = "support/raw_tls.rs"]
 mod raw_tls;
 
+#[path = "support/client_tls.rs"]
+mod client_tls;
+
+use client_tls::client_tls;
 use fakekube::FakeKube;
 use futures_util::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
@@ -20,9 +24,7 @@ use kube::api::{Api, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use raw_tls::RawServer;
-use rustls::RootCertStore;
-use rustls_pki_types::{CertificateDer, ServerName, pem::PemObject};
-use std::sync::Arc;
+use rustls_pki_types::ServerName;
 use std::time::{Duration, Instant};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
@@ -159,21 +161,6 @@ async fn create_pod(kube: &FakeKube) -> Result<(), BoxError> {
     })
     .await?;
     Ok(())
-}
-
-/// A client TLS configuration trusting `ca_pem`.
-fn client_tls(ca_pem: &str) -> Result<TlsConnector, BoxError> {
-    let mut roots = RootCertStore::empty();
-    for cert in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
-        roots.add(cert?)?;
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(TlsConnector::from(Arc::new(config)))
 }
 
 /// What one exec returned.
