@@ -631,22 +631,6 @@ impl KubeClient {
         }
     }
 
-    /// GETs `path` and returns the body of a successful answer unread, for a stream (a
-    /// watch); an error answer is read and returned as its Status.
-    pub(crate) async fn stream(&self, path_and_query: &str) -> Result<Incoming, KubeError> {
-        tracing::debug!(path = path_only(path_and_query), "API stream");
-        let response = self
-            .send(Method::GET, path_and_query, &HeaderMap::new(), None)
-            .await?;
-        let status = response.status();
-        if status.is_success() {
-            return Ok(response.into_body());
-        }
-        let headers = response.headers().clone();
-        let body = read_body(response.into_body()).await?;
-        Err(status_error(status, &headers, &body))
-    }
-
     /// GETs `path` and decodes the JSON answer.
     pub(crate) async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, KubeError> {
         decode(&self.call(Method::GET, path, None).await?)

@@ -30,8 +30,6 @@
 //! - `manifest`: the objects sent and the rules reading the objects back.
 //! - `exec`, `files`: the exec WebSocket protocol, and files on top of it.
 //! - `provider`: [`AgentSandbox`], the [`Provider`](sandbox_contract::Provider).
-//! - `watch`: the one watch per pool (its Sandboxes or its SandboxClaims) that wakes the
-//!   readiness waits, when the Role grants `watch`; the polls stay as its safety net.
 //! - `clock`: [`Clock`], the time `shutdownTime` is computed from (the system's, or a fake
 //!   cluster's that tests move).
 //! - `preflight`: [`AgentSandbox::preflight`], whether a pool's cluster is ready for it.
@@ -42,10 +40,7 @@
 //!
 //! - Stdin (and so `write_file`) needs the `v5.channel.k8s.io` exec protocol (Kubernetes 1.30
 //!   or later); against a v4-only server they answer `unsupported_operation`.
-//! - Readiness is polled with GET, from 1 ms up to every 250 ms, unless the Role grants
-//!   `watch` (the provider page's Role does not): then one watch per pool wakes the waits and
-//!   the polls are only the safety net. A refused watch is asked for again after 10 minutes,
-//!   one that failed otherwise after 30 s. `preflight` does not report a missing `watch`.
+//! - Readiness is polled with GET (the Role has no `watch`), from 1 ms up to every 250 ms.
 //! - An exec plugin's renewed client certificate is presented by new connections only; an
 //!   open HTTP/2 connection keeps the certificate of its handshake.
 //! - `stop` returns once the sandbox's pod is gone, and `start` of a sandbox still stopping
@@ -80,7 +75,6 @@ mod manifest;
 mod preflight;
 mod provider;
 mod retry;
-mod watch;
 
 // The public interface is:
 pub use clock::Clock;

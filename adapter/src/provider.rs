@@ -28,7 +28,6 @@ use crate::manifest::{
     Readiness, SandboxView, TEMPLATE_ANNOTATION,
 };
 use crate::preflight::{PreflightError, PreflightProblem};
-use crate::watch::{Registration, Watch};
 
 /// Where an in-cluster pod finds its service account token, CA and namespace.
 pub const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
@@ -83,17 +82,7 @@ pub struct ConnectOptions {
     page_size: u32,
     /// What `shutdownTime` is computed from.
     clock: Clock,
-    /// The first and the longest pause between two readiness polls.
-    poll_backoff: (Duration, Duration),
 }
-
-/// The longest pause between two readiness polls while the pool's watch is open: the polls
-/// are then only the safety net for a change the watch missed, and at thousands of waits their
-/// GETs would cost the API server more than the watch saves.
-const WATCHED_POLL_MAX: Duration = Duration::from_secs(4);
-
-/// The first and the longest pause between two readiness polls by default.
-const POLL_BACKOFF: (Duration, Duration) = (Duration::from_millis(1), Duration::from_millis(250));
 
 impl std::fmt::Debug for ConnectOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -120,7 +109,6 @@ impl Default for ConnectOptions {
             ready_timeout: DEFAULT_READY_TIMEOUT,
             page_size: PAGE_SIZE,
             clock: Clock::system(),
-            poll_backoff: POLL_BACKOFF,
         }
     }
 }
@@ -194,16 +182,6 @@ impl ConnectOptions {
     /// default.
     pub fn with_clock(mut self, clock: Clock) -> Self {
         self.clock = clock;
-        self
-    }
-
-    /// Polls readiness with pauses doubling from `first` up to `longest` (1 ms to 250 ms by
-    /// default; `first` is at least 1 ms). Where the Role grants `watch`, a wait is woken by
-    /// the pool's watch and the polls are only its safety net, so longer pauses send fewer
-    /// requests; without `watch` they are how fast a ready sandbox is seen.
-    pub fn with_poll_backoff(mut self, first: Duration, longest: Duration) -> Self {
-        let first = first.max(Duration::from_millis(1));
-        self.poll_backoff = (first, longest.max(first));
         self
     }
 }
@@ -454,11 +432,6 @@ struct Inner {
     page_size: u32,
     /// What `shutdownTime` is computed from.
     clock: Clock,
-    /// The first and the longest pause between two readiness polls.
-    poll_backoff: (Duration, Duration),
-    /// The watch of the pool's Sandboxes (direct mode) or SandboxClaims (warm pool) that
-    /// wakes the readiness waits.
-    watch: Watch,
 }
 
 impl AgentSandbox {
@@ -489,24 +462,6 @@ impl AgentSandbox {
             None => Mode::Direct,
         };
         let capabilities = pool.config.capabilities();
-        let (collection, kind) = match mode {
-            Mode::Direct => (
-                format!("/apis/agents.x-k8s.io/v1beta1/namespaces/{namespace}/sandboxes"),
-                "sandboxes",
-            ),
-            Mode::Warm { .. } => (
-                format!(
-                    "/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/{namespace}/sandboxclaims"
-                ),
-                "sandboxclaims",
-            ),
-        };
-        let watch = Watch::new(
-            client.clone(),
-            collection,
-            &format!("{POOL_LABEL}={}", pool.name),
-            format!("pool {} {kind}", pool.name),
-        );
         tracing::debug!(pool = %pool.name, %namespace, "agent-sandbox provider set up");
         Ok(AgentSandbox {
             inner: Arc::new(Inner {
@@ -520,8 +475,6 @@ impl AgentSandbox {
                 ready_timeout: options.ready_timeout,
                 page_size: options.page_size,
                 clock: options.clock,
-                poll_backoff: options.poll_backoff,
-                watch,
             }),
         })
     }
@@ -795,52 +748,16 @@ impl AgentSandbox {
         })
     }
 
-    /// Registers a wait for `name` with the pool's watch when the watch is of `kind` and
-    /// can be had; `known_rv` is a resourceVersion read before the wait, to open it from.
-    fn watch_for(
-        &self,
-        kind: CreatedKind,
-        name: &str,
-        known_rv: Option<&str>,
-    ) -> Option<Registration> {
-        let watched = match self.inner.mode {
-            Mode::Direct => CreatedKind::Sandbox,
-            Mode::Warm { .. } => CreatedKind::SandboxClaim,
-        };
-        (kind == watched)
-            .then(|| self.inner.watch.register(name, known_rv))
-            .flatten()
-    }
-
-    /// Polls until `probe` says done, with a backoff doubling from 1 ms to 250 ms (a fast
-    /// backend answers within a few polls; a slow one gets no more requests than a 5 ms start
-    /// would send; up to [`WATCHED_POLL_MAX`] while the watch is open), until the readiness
-    /// timeout; transient errors are retried until then.
-    /// Between two polls the pool's watch (`wake`, registered before the first poll) hands
-    /// over each new state of the object, judged at once without a GET; without a watch the
-    /// second poll comes at once (a controller often finishes during the first round trip).
-    /// When the object was `just_created` after the wait registered with a watch that was
-    /// open by then, the first poll is left out: the object is pending, and every change
-    /// since comes from the watch. `what` is the timeout error's subject (`sandbox x was not
-    /// ready`).
-    async fn poll<T>(
-        &self,
-        what: &str,
-        mut probe: impl AsyncProbe<T>,
-        wake: Option<Registration>,
-        just_created: bool,
-    ) -> Result<T, Error> {
+    /// Polls until `probe` says done: once more at once (a controller often finishes during
+    /// the first round trip), then with a backoff doubling from 1 ms to 250 ms (a fast backend
+    /// answers within a few polls; a slow one gets no more requests than a 5 ms start would
+    /// send), until the readiness timeout; transient errors are retried until then. `what` is
+    /// the timeout error's subject (`sandbox x was not ready`).
+    async fn poll<T>(&self, what: &str, mut probe: impl AsyncProbe<T>) -> Result<T, Error> {
         let deadline = tokio::time::Instant::now() + self.inner.ready_timeout;
-        let (first, longest) = self.inner.poll_backoff;
         let mut delay = Duration::ZERO;
-        let mut skip = just_created && wake.as_ref().is_some_and(Registration::live);
         loop {
-            let step = if std::mem::take(&mut skip) {
-                Ok(Step::Wait("it was just created".to_owned()))
-            } else {
-                probe.step().await
-            };
-            let last = match step {
+            let last = match probe.step().await {
                 Ok(Step::Done(value)) => return Ok(value),
                 Ok(Step::Wait(why)) => why,
                 Err(e) if e.is_transient() => {
@@ -859,94 +776,49 @@ impl AgentSandbox {
                 )));
             }
             if delay.is_zero() {
-                delay = first;
-                if wake.is_none() {
-                    continue;
-                }
-            }
-            let until = now + delay.min(deadline - now);
-            // Under an open watch the polls are only the safety net: they space out further.
-            let longest = match &wake {
-                Some(wake) if wake.live() => longest.max(WATCHED_POLL_MAX),
-                _ => longest,
-            };
-            delay = (delay * 2).min(longest);
-            let Some(wake) = &wake else {
-                tokio::time::sleep_until(until).await;
-                continue;
-            };
-            loop {
-                let object = tokio::select! {
-                    () = tokio::time::sleep_until(until) => break,
-                    object = wake.woken() => object,
-                };
-                let Some(object) = object else { break };
-                match probe.judge(object).await {
-                    Some(Ok(Step::Done(value))) => return Ok(value),
-                    Some(Ok(Step::Wait(_))) => {}
-                    Some(Err(e)) if !e.is_transient() => return Err(e),
-                    Some(Err(_)) | None => break,
-                }
+                delay = Duration::from_millis(1);
+            } else {
+                tokio::time::sleep(delay.min(deadline - now)).await;
+                delay = (delay * 2).min(Duration::from_millis(250));
             }
         }
     }
 
     /// Waits until the suspended Sandbox `name` has no pod left: its pod ends once its main
     /// process does, at the latest when `terminationGracePeriodSeconds` runs out. A timeout
-    /// says the pod is still terminating. `known_rv` is the Sandbox's resourceVersion as last
-    /// read.
-    async fn wait_stopped(&self, name: &str, known_rv: &str) -> Result<SandboxView, Error> {
-        let wake = self.watch_for(CreatedKind::Sandbox, name, Some(known_rv));
+    /// says the pod is still terminating.
+    async fn wait_stopped(&self, name: &str) -> Result<SandboxView, Error> {
         self.poll(
             &format!("sandbox {name} had not stopped"),
             StoppedProbe {
                 provider: self,
                 name,
             },
-            wake,
-            false,
         )
         .await
     }
 
     /// Waits until the Sandbox `name` is ready for its current generation, failing fast on a
-    /// missing image (the Sandbox is then deleted) or a crash loop. `wake` is the wait's
-    /// registration with the watch, made before the object was `just_created` or read.
-    async fn wait_sandbox_ready(
-        &self,
-        name: &str,
-        wake: Option<Registration>,
-        just_created: bool,
-    ) -> Result<SandboxView, Error> {
+    /// missing image (the Sandbox is then deleted) or a crash loop.
+    async fn wait_sandbox_ready(&self, name: &str) -> Result<SandboxView, Error> {
         self.poll(
             &format!("sandbox {name} was not ready"),
             SandboxProbe {
                 provider: self,
                 name,
             },
-            wake,
-            just_created,
         )
         .await
     }
 
     /// Waits until the claim `name` is ready, failing fast on reasons that will not change.
-    /// `wake` is the wait's registration with the watch, made before the claim was
-    /// `just_created` or read.
-    async fn wait_claim_ready(
-        &self,
-        name: &str,
-        wake: Option<Registration>,
-        just_created: bool,
-    ) -> Result<ClaimView, Error> {
+    async fn wait_claim_ready(&self, name: &str) -> Result<ClaimView, Error> {
         self.poll(
             &format!("sandbox {name} was not ready"),
             ClaimProbe {
                 provider: self,
                 name,
             },
-            wake,
-            just_created,
         )
         .await
     }
@@ -999,29 +871,23 @@ impl AgentSandbox {
             self.shutdown_for(request.ttl),
         );
         let name = request.id.as_str();
-        // Registered before the write, the wait misses no change after it.
-        let wake = self.watch_for(CreatedKind::Sandbox, name, None);
-        let just_created = match self
+        match self
             .inner
             .client
             .create::<_, SandboxView>(&self.sandboxes_path(), &manifest)
             .await
         {
-            Ok(_) => {
-                tracing::debug!(sandbox = name, "Sandbox created");
-                true
-            }
+            Ok(_) => tracing::debug!(sandbox = name, "Sandbox created"),
             Err(e) if e.is_conflict() => {
                 let existing = adoptable(name, self.get_sandbox(name).await, |v| &v.metadata)?;
                 if existing.is_suspended_mode() {
                     return self.sandbox_from_direct(&existing).await;
                 }
                 tracing::debug!(sandbox = name, "Sandbox exists; adopting it");
-                false
             }
             Err(e) => return Err(e.into()),
-        };
-        let ready = self.wait_sandbox_ready(name, wake, just_created).await?;
+        }
+        let ready = self.wait_sandbox_ready(name).await?;
         self.sandbox_from_direct(&ready).await
     }
 
@@ -1046,25 +912,19 @@ impl AgentSandbox {
             self.shutdown_for(request.ttl),
         );
         let name = request.id.as_str();
-        // Registered before the write, the wait misses no change after it.
-        let wake = self.watch_for(CreatedKind::SandboxClaim, name, None);
-        let just_created = match self
+        match self
             .inner
             .client
             .create::<_, ClaimView>(&self.claims_path(), &manifest)
             .await
         {
-            Ok(_) => {
-                tracing::debug!(sandbox = name, "SandboxClaim created");
-                true
-            }
+            Ok(_) => tracing::debug!(sandbox = name, "SandboxClaim created"),
             Err(e) if e.is_conflict() => {
                 adoptable(name, self.get_claim(name).await, |v| &v.metadata)?;
-                false
             }
             Err(e) => return Err(e.into()),
-        };
-        let ready = self.wait_claim_ready(name, wake, just_created).await?;
+        }
+        let ready = self.wait_claim_ready(name).await?;
         self.sandbox_from_claim(&ready)
     }
 
@@ -1364,26 +1224,8 @@ enum Step<T> {
 
 /// Something [`AgentSandbox::poll`] can ask whether it is done.
 trait AsyncProbe<T> {
-    /// Checks once, reading the object.
+    /// Checks once.
     fn step(&mut self) -> impl std::future::Future<Output = Result<Step<T>, Error>> + Send;
-
-    /// Judges `object`, a state of the object the pool's watch saw, without reading it again
-    /// (nor its pod: the polls still check that). `None` when it is not an object of this
-    /// pool's kind: it is read instead.
-    fn judge(
-        &mut self,
-        object: serde_json::Value,
-    ) -> impl std::future::Future<Output = Option<Result<Step<T>, Error>>> + Send;
-}
-
-/// Decodes an object the watch saw, if it is this pool's.
-fn watched<T: serde::de::DeserializeOwned>(
-    provider: &AgentSandbox,
-    object: serde_json::Value,
-    meta: impl Fn(&T) -> &manifest::ObjectMeta,
-) -> Option<T> {
-    let view: T = serde_json::from_value(object).ok()?;
-    provider.is_ours(&meta(&view).labels).then_some(view)
 }
 
 /// Polls a Sandbox's readiness.
@@ -1394,10 +1236,11 @@ struct SandboxProbe<'a> {
     name: &'a str,
 }
 
-impl SandboxProbe<'_> {
-    /// Judges a state of the Sandbox, checking its pod when it is pending and `check_pod`.
-    async fn assess(&self, view: SandboxView, check_pod: bool) -> Result<Step<SandboxView>, Error> {
-        let view = still_starting(self.name, Ok(view), |v| &v.metadata)?;
+impl AsyncProbe<SandboxView> for SandboxProbe<'_> {
+    async fn step(&mut self) -> Result<Step<SandboxView>, Error> {
+        let view = still_starting(self.name, self.provider.get_sandbox(self.name).await, |v| {
+            &v.metadata
+        })?;
         match manifest::sandbox_readiness(&view) {
             Readiness::Ready => Ok(Step::Done(view)),
             Readiness::Expired => Err(Error::invalid_state(format!(
@@ -1410,29 +1253,10 @@ impl SandboxProbe<'_> {
             ))),
             Readiness::Suspended { .. } => Ok(Step::Wait("the sandbox is suspended".into())),
             Readiness::Pending(why) => {
-                if check_pod {
-                    self.provider.check_pod(self.name, view.pod_name()).await?;
-                }
+                self.provider.check_pod(self.name, view.pod_name()).await?;
                 Ok(Step::Wait(why))
             }
         }
-    }
-}
-
-impl AsyncProbe<SandboxView> for SandboxProbe<'_> {
-    async fn step(&mut self) -> Result<Step<SandboxView>, Error> {
-        let view = still_starting(self.name, self.provider.get_sandbox(self.name).await, |v| {
-            &v.metadata
-        })?;
-        self.assess(view, true).await
-    }
-
-    async fn judge(
-        &mut self,
-        object: serde_json::Value,
-    ) -> Option<Result<Step<SandboxView>, Error>> {
-        let view = watched(self.provider, object, |v: &SandboxView| &v.metadata)?;
-        Some(self.assess(view, false).await)
     }
 }
 
@@ -1444,11 +1268,11 @@ struct ClaimProbe<'a> {
     name: &'a str,
 }
 
-impl ClaimProbe<'_> {
-    /// Judges a state of the claim, checking its sandbox's pod when it is pending and
-    /// `check_pod`.
-    async fn assess(&self, view: ClaimView, check_pod: bool) -> Result<Step<ClaimView>, Error> {
-        let view = still_starting(self.name, Ok(view), |v| &v.metadata)?;
+impl AsyncProbe<ClaimView> for ClaimProbe<'_> {
+    async fn step(&mut self) -> Result<Step<ClaimView>, Error> {
+        let view = still_starting(self.name, self.provider.get_claim(self.name).await, |v| {
+            &v.metadata
+        })?;
         match manifest::claim_readiness(&view) {
             ClaimReadiness::Ready(_) => Ok(Step::Done(view)),
             ClaimReadiness::Refused { reason, message } => {
@@ -1477,29 +1301,12 @@ impl ClaimProbe<'_> {
                 ))
             }
             ClaimReadiness::Pending(why) => {
-                if check_pod
-                    && let Some(sandbox) =
-                        view.status.sandbox.as_ref().filter(|s| !s.name.is_empty())
-                {
+                if let Some(sandbox) = view.status.sandbox.as_ref().filter(|s| !s.name.is_empty()) {
                     self.provider.check_pod(self.name, &sandbox.name).await?;
                 }
                 Ok(Step::Wait(why))
             }
         }
-    }
-}
-
-impl AsyncProbe<ClaimView> for ClaimProbe<'_> {
-    async fn step(&mut self) -> Result<Step<ClaimView>, Error> {
-        let view = still_starting(self.name, self.provider.get_claim(self.name).await, |v| {
-            &v.metadata
-        })?;
-        self.assess(view, true).await
-    }
-
-    async fn judge(&mut self, object: serde_json::Value) -> Option<Result<Step<ClaimView>, Error>> {
-        let view = watched(self.provider, object, |v: &ClaimView| &v.metadata)?;
-        Some(self.assess(view, false).await)
     }
 }
 
@@ -1720,9 +1527,7 @@ impl Provider for AgentSandbox {
         if !view.is_suspended_mode() {
             self.set_mode(name, "Suspended").await?;
         }
-        let stopped = self
-            .wait_stopped(name, &view.metadata.resource_version)
-            .await?;
+        let stopped = self.wait_stopped(name).await?;
         self.sandbox_from_direct(&stopped).await
     }
 
@@ -1745,16 +1550,10 @@ impl Provider for AgentSandbox {
             // The new pod takes the old one's name, so on a cluster it comes only once the old
             // pod is gone: wait for the stop to finish first, so the readiness seen next is the
             // new pod's, not the terminating one's.
-            self.wait_stopped(name, &view.metadata.resource_version)
-                .await?;
+            self.wait_stopped(name).await?;
         }
         self.set_mode(name, "Running").await?;
-        let wake = self.watch_for(
-            CreatedKind::Sandbox,
-            name,
-            Some(&view.metadata.resource_version),
-        );
-        let ready = self.wait_sandbox_ready(name, wake, false).await?;
+        let ready = self.wait_sandbox_ready(name).await?;
         self.sandbox_from_direct(&ready).await
     }
 
@@ -1857,27 +1656,14 @@ struct StoppedProbe<'a> {
 impl AsyncProbe<SandboxView> for StoppedProbe<'_> {
     async fn step(&mut self) -> Result<Step<SandboxView>, Error> {
         let view = self.provider.get_sandbox(self.name).await?;
-        Ok(stopped(view))
-    }
-
-    async fn judge(
-        &mut self,
-        object: serde_json::Value,
-    ) -> Option<Result<Step<SandboxView>, Error>> {
-        let view = watched(self.provider, object, |v: &SandboxView| &v.metadata)?;
-        Some(Ok(stopped(view)))
-    }
-}
-
-/// Whether a suspended Sandbox's pod is gone.
-fn stopped(view: SandboxView) -> Step<SandboxView> {
-    match manifest::sandbox_readiness(&view) {
-        Readiness::Suspended { done: true } => Step::Done(view),
-        _ => Step::Wait(
-            "its pod is still terminating (a main process that ignores SIGTERM keeps it until \
-             the pod's terminationGracePeriodSeconds, 30 s by default, run out)"
-                .to_owned(),
-        ),
+        match manifest::sandbox_readiness(&view) {
+            Readiness::Suspended { done: true } => Ok(Step::Done(view)),
+            _ => Ok(Step::Wait(
+                "its pod is still terminating (a main process that ignores SIGTERM keeps it until \
+                 the pod's terminationGracePeriodSeconds, 30 s by default, run out)"
+                    .to_owned(),
+            )),
+        }
     }
 }
 
