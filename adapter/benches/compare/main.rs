@@ -12,6 +12,8 @@
 //! `ci/python-venv.sh`; ci/bench.sh does both. A client that is not installed gets a row saying
 //! so. The clients and the server share the machine's cores.
 
+#[path = "../../../fakekube/benches/support/client_tls.rs"]
+mod client_tls;
 #[path = "../support/fakekube_process.rs"]
 mod fakekube_process;
 #[path = "../../../fakekube/benches/support/raw_tls.rs"]

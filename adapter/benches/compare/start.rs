@@ -5,14 +5,13 @@
 use fakekube::FakeKube;
 use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::TokioIo;
-use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, ServerName};
+use rustls_pki_types::ServerName;
 use std::path::Path;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::net::TcpStream;
 
 use crate::BoxError;
+use crate::client_tls::client_tls;
 use crate::clients;
 use crate::fakekube_process::FakeKubeProcess;
 
@@ -32,19 +31,9 @@ pub async fn in_process(n: usize) -> Result<Vec<Duration>, BoxError> {
 
 /// `GET /version` over a new TLS connection trusting the server's CA; fails unless 200.
 async fn first_request(kube: &FakeKube) -> Result<(), BoxError> {
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in CertificateDer::pem_slice_iter(kube.ca_pem().as_bytes()) {
-        roots.add(cert?)?;
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
     let tcp = TcpStream::connect(kube.addr()).await?;
     tcp.set_nodelay(true)?;
-    let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
+    let tls = client_tls(kube.ca_pem())?
         .connect(ServerName::try_from("127.0.0.1")?, tcp)
         .await?;
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls)).await?;

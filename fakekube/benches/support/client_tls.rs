@@ -1,6 +1,6 @@
 //! The TLS client of the benches that speak to the fake over their own connections (an exec's
 //! WebSocket): trusting the fake's CA, offering HTTP/1.1 only. Included with `#[path]` by the
-//! `exec` and `connmem` benches.
+//! `exec` and `connmem` benches, and by the adapter's `compare` bench.
 
 use rustls::RootCertStore;
 use rustls_pki_types::{CertificateDer, pem::PemObject};
