@@ -10,14 +10,7 @@ use std::time::{Duration, SystemTime};
 use support::{Client, Proto, read_lines, sandbox, sandboxes};
 
 async fn start() -> (FakeKube, Client) {
-    // The API server alone: these tests check what clients write, not what controllers do.
-    support::start(
-        FakeKube::builder()
-            .namespace("sb")
-            .controllers(false)
-            .kubelet(false),
-    )
-    .await
+    support::start_api_server().await
 }
 
 fn assert_status(reply: &support::Reply, code: u16, reason: &str) {

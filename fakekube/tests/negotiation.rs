@@ -14,13 +14,7 @@ const METADATA: &str = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;
 const METADATA_LIST: &str = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
 
 async fn start() -> (FakeKube, Client) {
-    support::start(
-        FakeKube::builder()
-            .namespace("sb")
-            .controllers(false)
-            .kubelet(false),
-    )
-    .await
+    support::start_api_server().await
 }
 
 fn pod(name: &str) -> Value {

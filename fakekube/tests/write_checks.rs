@@ -11,13 +11,7 @@ use serde_json::{Value, json};
 use support::{Client, Reply, sandbox, sandboxes};
 
 async fn start() -> (FakeKube, Client) {
-    support::start(
-        FakeKube::builder()
-            .namespace("sb")
-            .controllers(false)
-            .kubelet(false),
-    )
-    .await
+    support::start_api_server().await
 }
 
 #[track_caller]

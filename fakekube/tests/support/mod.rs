@@ -28,6 +28,18 @@ pub async fn start(builder: fakekube::Builder) -> (fakekube::FakeKube, Client) {
     (kube, client)
 }
 
+/// Starts the API server alone (no controllers, no kubelet) with namespace `sb`, and a client:
+/// for the tests of what clients write, not of what controllers do.
+pub async fn start_api_server() -> (fakekube::FakeKube, Client) {
+    start(
+        fakekube::FakeKube::builder()
+            .namespace("sb")
+            .controllers(false)
+            .kubelet(false),
+    )
+    .await
+}
+
 /// The protocol a request goes over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Proto {
