@@ -1,8 +1,6 @@
 //! Values printed the way the Go API server prints them in messages: `%v`, `strconv.Quote`,
 //! `encoding/json`.
 
-use std::collections::BTreeMap;
-
 use serde_json::Value;
 
 /// A value as `field.Error` prints a bad value: strings quoted, numbers and booleans plain,
@@ -150,30 +148,46 @@ pub(crate) fn write_go_json(v: &Value, out: &mut String) {
             out.push_str(&go_float_with(f, |exp| !(-6..21).contains(&exp), false));
         }
         Value::String(s) => write_go_string(s, out),
-        Value::Array(list) => {
-            out.push('[');
-            for (i, x) in list.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_go_json(x, out);
-            }
-            out.push(']');
-        }
-        Value::Object(map) => {
-            let sorted: BTreeMap<&String, &Value> = map.iter().collect();
-            out.push('{');
-            for (i, (k, x)) in sorted.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_go_string(k, out);
-                out.push(':');
-                write_go_json(x, out);
-            }
-            out.push('}');
-        }
+        Value::Array(list) => write_go_array(list, out, write_go_json),
+        Value::Object(map) => write_go_map(map, out, write_go_json),
     }
+}
+
+/// Appends a JSON array of `items`, each written by `item`.
+pub(crate) fn write_go_array(
+    items: &[Value],
+    out: &mut String,
+    mut item: impl FnMut(&Value, &mut String),
+) {
+    out.push('[');
+    for (i, x) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        item(x, out);
+    }
+    out.push(']');
+}
+
+/// Appends a JSON object as Go writes a map: keys sorted and escaped as Go does, each value
+/// written by `value`.
+pub(crate) fn write_go_map(
+    map: &serde_json::Map<String, Value>,
+    out: &mut String,
+    mut value: impl FnMut(&Value, &mut String),
+) {
+    let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+    entries.sort_by_key(|(k, _)| *k);
+    out.push('{');
+    for (i, (k, v)) in entries.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_go_string(k, out);
+        out.push(':');
+        value(v, out);
+    }
+    out.push('}');
 }
 
 #[cfg(test)]

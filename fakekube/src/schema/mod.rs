@@ -70,7 +70,9 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
 
 pub(crate) use field_error::FieldError;
-pub(crate) use go_format::{go_quote, write_go_json, write_go_string};
+pub(crate) use go_format::{
+    go_quote, write_go_array, write_go_json, write_go_map, write_go_string,
+};
 
 /// Why a schema could not be loaded.
 #[derive(Debug, thiserror::Error)]

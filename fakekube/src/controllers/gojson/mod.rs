@@ -17,7 +17,7 @@
 //! untyped value. Numbers are written as Go writes them (`8888.0` as `8888`, `1e21` as
 //! `1e+21`), as the API server stores a custom resource's numbers through Go's encoder.
 
-use crate::schema::{write_go_json, write_go_string};
+use crate::schema::{write_go_array, write_go_json, write_go_map, write_go_string};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -129,13 +129,13 @@ fn encode(ty: &Ty, v: Option<&Value>, out: &mut String) {
         },
         Ty::Slice(inner) => match v {
             Some(Value::Array(items)) => {
-                array(items, out, |item, out| encode(inner, Some(item), out))
+                write_go_array(items, out, |item, out| encode(inner, Some(item), out))
             }
             Some(other) => write_go_json(other, out),
             None => out.push_str("null"),
         },
         Ty::Map(inner) => match v {
-            Some(Value::Object(m)) => sorted_object(m, out, |x, out| encode(inner, Some(x), out)),
+            Some(Value::Object(m)) => write_go_map(m, out, |x, out| encode(inner, Some(x), out)),
             Some(other) => write_go_json(other, out),
             None => out.push_str("null"),
         },
@@ -209,39 +209,6 @@ fn is_empty(ty: &Ty, v: Option<&Value>) -> bool {
         Ty::Map(_) => v.as_object().is_some_and(serde_json::Map::is_empty),
         Ty::Ptr(_) | Ty::Struct(_) | Ty::Quantity | Ty::IntOrString | Ty::Time | Ty::Raw => false,
     }
-}
-
-/// A JSON array of `items`, each written by `item`.
-fn array(items: &[Value], out: &mut String, mut item: impl FnMut(&Value, &mut String)) {
-    out.push('[');
-    for (i, x) in items.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        item(x, out);
-    }
-    out.push(']');
-}
-
-/// A JSON object as Go writes a map: keys sorted and escaped as Go does, each value written by
-/// `value`.
-fn sorted_object(
-    m: &serde_json::Map<String, Value>,
-    out: &mut String,
-    mut value: impl FnMut(&Value, &mut String),
-) {
-    let mut entries: Vec<(&String, &Value)> = m.iter().collect();
-    entries.sort_by_key(|(k, _)| *k);
-    out.push('{');
-    for (i, (k, v)) in entries.into_iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        write_go_string(k, out);
-        out.push(':');
-        value(v, out);
-    }
-    out.push('}');
 }
 
 #[cfg(test)]
