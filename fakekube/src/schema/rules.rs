@@ -7,7 +7,7 @@
 use serde_json::Value;
 use std::collections::HashSet;
 
-use super::cel::{self, OldSelf, to_cel};
+use super::cel::{self, OldSelf, Selection, to_cel_reads};
 use super::field_error::{
     FIELD_VALUE_DUPLICATE, FIELD_VALUE_FORBIDDEN, FIELD_VALUE_INVALID, FIELD_VALUE_REQUIRED,
     FieldError,
@@ -45,9 +45,16 @@ fn rule_error_string(rule: &Value, text: &str) -> String {
         .to_string()
 }
 
-/// The message of a failed rule: its `messageExpression` when that evaluates to a non-empty
-/// line, else its default message.
-fn failure_message(rule: &Value, text: &str, this: &::cel::Value, old: &OldSelfValue) -> String {
+/// The message of a failed rule at a node of schema `s`: its `messageExpression` when that
+/// evaluates to a non-empty line, else its default message.
+fn failure_message(
+    rule: &Value,
+    text: &str,
+    new: &Value,
+    old: Option<&Value>,
+    s: &Value,
+    root: bool,
+) -> String {
     let fallback = || default_message(rule, text);
     let Some(expr) = str_of(rule, "messageExpression") else {
         return fallback();
@@ -55,7 +62,12 @@ fn failure_message(rule: &Value, text: &str, this: &::cel::Value, old: &OldSelfV
     let Ok(compiled) = cel::compile(expr) else {
         return fallback();
     };
-    match cel::evaluate(&compiled, this.clone(), old.bind(compiled.uses_old_self)) {
+    let this = to_cel_reads(new, Some(s), root, &compiled.self_reads);
+    let old = match old {
+        Some(o) => OldSelfValue::Present(to_cel_reads(o, Some(s), root, &compiled.old_self_reads)),
+        None => OldSelfValue::Absent,
+    };
+    match cel::evaluate(&compiled, this, old.bind(compiled.uses_old_self)) {
         Ok(::cel::Value::String(s)) if !s.trim().is_empty() && !s.contains('\n') => {
             s.trim().to_string()
         }
@@ -108,8 +120,8 @@ fn node_rules(
         return;
     };
     let kind = schema_types(s).first().copied().unwrap_or("object");
-    let mut this: Option<::cel::Value> = None;
-    let mut old_value: Option<OldSelfValue> = None;
+    let mut due = Vec::with_capacity(rules.len());
+    let (mut self_reads, mut old_reads) = (Selection::default(), Selection::default());
     for rule in rules {
         let Some(text) = str_of(rule, "rule") else {
             continue;
@@ -125,15 +137,22 @@ fn node_rules(
         if compiled.uses_old_self && old.is_none() && !optional_old {
             continue;
         }
-        let this = this
-            .get_or_insert_with(|| to_cel(new, Some(s), root))
-            .clone();
-        let old_v = old_value.get_or_insert_with(|| match old {
-            Some(o) => OldSelfValue::Present(to_cel(o, Some(s), root)),
-            None => OldSelfValue::Absent,
-        });
+        self_reads.add(&compiled.self_reads);
+        old_reads.add(&compiled.old_self_reads);
+        due.push((rule, text, compiled, optional_old));
+    }
+    if due.is_empty() {
+        return;
+    }
+    // Converted once for every rule due here, with only what they read.
+    let this = to_cel_reads(new, Some(s), root, &self_reads);
+    let old_v = match old {
+        Some(o) => OldSelfValue::Present(to_cel_reads(o, Some(s), root, &old_reads)),
+        None => OldSelfValue::Absent,
+    };
+    for (rule, text, compiled, optional_old) in due {
         let binding = match (compiled.uses_old_self, optional_old) {
-            (true, true) => OldSelf::Optional(match old_v {
+            (true, true) => OldSelf::Optional(match &old_v {
                 OldSelfValue::Present(v) => Some(v.clone()),
                 OldSelfValue::Absent => None,
             }),
@@ -144,7 +163,7 @@ fn node_rules(
         match cel::evaluate(&compiled, this.clone(), binding) {
             Ok(::cel::Value::Bool(true)) => {}
             Ok(::cel::Value::Bool(false)) => {
-                let message = failure_message(rule, text, &this, old_v);
+                let message = failure_message(rule, text, new, old, s, root);
                 let at = rule_field(path, rule);
                 out.push(match str_of(rule, "reason") {
                     Some(FIELD_VALUE_FORBIDDEN) => {

@@ -5,6 +5,7 @@
 
 use cel::IdedExpr;
 use cel::common::ast::{EntryExpr, Expr, SourceInfo};
+use std::collections::BTreeSet;
 
 /// Type names an expression may use as values (`type(x) == map`).
 const TYPE_NAMES: &[&str] = &[
@@ -178,10 +179,59 @@ const NOT_IMPLEMENTED: &[(&str, &str)] = &[
 ];
 
 /// What the compiler found in a rule that compiles.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub(super) struct Findings {
     /// Whether the rule reads `oldSelf` (a transition rule).
     pub(super) uses_old_self: bool,
+    /// What the rule reads of `self`.
+    pub(super) self_reads: Selection,
+    /// What the rule reads of `oldSelf`.
+    pub(super) old_self_reads: Selection,
+}
+
+/// What an expression reads of a variable: only the fields it selects by name (`self.a`,
+/// `has(self.a)`), or the whole value when it uses the variable any other way. A value
+/// converted with only the selected fields evaluates the expression exactly as the whole
+/// value does, for less.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(in crate::schema) enum Selection {
+    /// These fields and nothing else (none: the variable is not read).
+    Fields(BTreeSet<String>),
+    /// The whole value.
+    Whole,
+}
+
+impl Default for Selection {
+    fn default() -> Self {
+        Selection::Fields(BTreeSet::new())
+    }
+}
+
+impl Selection {
+    /// Adds what `other` reads.
+    pub(in crate::schema) fn add(&mut self, other: &Selection) {
+        match (&mut *self, other) {
+            (Selection::Whole, _) => {}
+            (_, Selection::Whole) => *self = Selection::Whole,
+            (Selection::Fields(mine), Selection::Fields(theirs)) => {
+                mine.extend(theirs.iter().cloned());
+            }
+        }
+    }
+
+    /// Whether field `name` is read.
+    pub(in crate::schema) fn reads(&self, name: &str) -> bool {
+        match self {
+            Selection::Whole => true,
+            Selection::Fields(fields) => fields.contains(name),
+        }
+    }
+
+    fn field(&mut self, name: &str) {
+        if let Selection::Fields(fields) = self {
+            fields.insert(name.to_string());
+        }
+    }
 }
 
 /// Why a rule does not compile.
@@ -207,7 +257,22 @@ pub(super) fn check(expr: &IdedExpr) -> Result<Findings, CheckError> {
 fn walk(e: &IdedExpr, scope: &mut Vec<String>, f: &mut Findings) -> Result<(), CheckError> {
     match &e.expr {
         Expr::Ident(name) => ident(name, e.id, scope, f),
-        Expr::Select(s) => walk(&s.operand, scope, f),
+        Expr::Select(s) => {
+            if let Expr::Ident(name) = &s.operand.expr
+                && !scope.contains(name)
+            {
+                match name.as_str() {
+                    "self" => f.self_reads.field(&s.field),
+                    "oldSelf" => {
+                        f.uses_old_self = true;
+                        f.old_self_reads.field(&s.field);
+                    }
+                    _ => return walk(&s.operand, scope, f),
+                }
+                return Ok(());
+            }
+            walk(&s.operand, scope, f)
+        }
         Expr::Call(c) => {
             let namespace = match c.target.as_deref().map(|t| &t.expr) {
                 Some(Expr::Ident(ns))
@@ -265,11 +330,19 @@ fn walk(e: &IdedExpr, scope: &mut Vec<String>, f: &mut Findings) -> Result<(), C
 }
 
 fn ident(name: &str, id: u64, scope: &[String], f: &mut Findings) -> Result<(), CheckError> {
+    let shadowed = scope.iter().any(|s| s == name);
     if name == "oldSelf" {
         f.uses_old_self = true;
+        if !shadowed {
+            f.old_self_reads = Selection::Whole;
+        }
         return Ok(());
     }
-    if name == "self" || scope.iter().any(|s| s == name) || TYPE_NAMES.contains(&name) {
+    if name == "self" && !shadowed {
+        f.self_reads = Selection::Whole;
+        return Ok(());
+    }
+    if shadowed || TYPE_NAMES.contains(&name) {
         return Ok(());
     }
     Err(CheckError::Undeclared {

@@ -3,6 +3,7 @@
 //! `date` and `date-time` as timestamps, objects as maps; at the root and in embedded
 //! resources `metadata` shows only `name` and `generateName`.
 
+use super::Selection;
 use crate::schema::node::{Additional, additional, flag, items, properties, str_of};
 use cel::Value;
 use serde_json::Value as Json;
@@ -30,26 +31,49 @@ pub(in crate::schema) fn to_cel(v: &Json, s: Option<&Json>, root: bool) -> Value
                 list.iter().map(|x| to_cel(x, item, embedded)).collect(),
             ))
         }
-        Json::Object(map) => {
-            let mut out: HashMap<String, Value> = HashMap::with_capacity(map.len());
-            for (k, x) in map {
-                if root && k == "metadata" {
-                    out.insert(k.clone(), visible_metadata(x));
-                    continue;
-                }
-                let sub = s.and_then(|s| match properties(s).and_then(|p| p.get(k)) {
-                    Some(p) => Some(p),
-                    None => match additional(s) {
-                        Additional::Schema(a) => Some(a),
-                        _ => None,
-                    },
-                });
-                let embedded = sub.is_some_and(|x| flag(x, "x-kubernetes-embedded-resource"));
-                out.insert(k.clone(), to_cel(x, sub, embedded));
-            }
-            out.into()
-        }
+        Json::Object(map) => object(map, s, root, |_| true),
     }
+}
+
+/// The CEL value of `v` as an expression that reads `reads` of it sees it: an object keeps
+/// only the fields read (selecting any of them, or testing it with `has`, gives what it gives
+/// on the whole object); anything else is converted whole.
+pub(in crate::schema) fn to_cel_reads(
+    v: &Json,
+    s: Option<&Json>,
+    root: bool,
+    reads: &Selection,
+) -> Value {
+    match (v, reads) {
+        (Json::Object(map), Selection::Fields(_)) => object(map, s, root, |k| reads.reads(k)),
+        _ => to_cel(v, s, root),
+    }
+}
+
+/// An object's fields for which `keep` holds, as a CEL map.
+fn object(
+    map: &serde_json::Map<String, Json>,
+    s: Option<&Json>,
+    root: bool,
+    keep: impl Fn(&str) -> bool,
+) -> Value {
+    let mut out: HashMap<String, Value> = HashMap::with_capacity(map.len());
+    for (k, x) in map.iter().filter(|(k, _)| keep(k)) {
+        if root && k == "metadata" {
+            out.insert(k.clone(), visible_metadata(x));
+            continue;
+        }
+        let sub = s.and_then(|s| match properties(s).and_then(|p| p.get(k)) {
+            Some(p) => Some(p),
+            None => match additional(s) {
+                Additional::Schema(a) => Some(a),
+                _ => None,
+            },
+        });
+        let embedded = sub.is_some_and(|x| flag(x, "x-kubernetes-embedded-resource"));
+        out.insert(k.clone(), to_cel(x, sub, embedded));
+    }
+    out.into()
 }
 
 /// A string, typed by its format.

@@ -16,7 +16,8 @@ mod library;
 mod net;
 mod quantity;
 
-pub(super) use convert::to_cel;
+pub(in crate::schema) use check::Selection;
+pub(super) use convert::to_cel_reads;
 
 use cel::objects::OptionalValue;
 use cel::{Context, Env, Program, Value};
@@ -29,6 +30,10 @@ pub(super) struct Compiled {
     program: Program,
     /// Whether it reads `oldSelf`.
     pub(super) uses_old_self: bool,
+    /// What it reads of `self`.
+    pub(super) self_reads: Selection,
+    /// What it reads of `oldSelf`.
+    pub(super) old_self_reads: Selection,
 }
 
 /// The environment, built once per process; `None` if the `cel` crate refused a declaration
@@ -86,6 +91,8 @@ fn compile_uncached(source: &str) -> Result<Arc<Compiled>, String> {
     Ok(Arc::new(Compiled {
         program,
         uses_old_self: findings.uses_old_self,
+        self_reads: findings.self_reads,
+        old_self_reads: findings.old_self_reads,
     }))
 }
 

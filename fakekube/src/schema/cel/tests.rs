@@ -1,6 +1,7 @@
 //! The CEL environment: the functions Kubernetes' rules use, the compiler's checks, and the
 //! refusal of what fakekube cannot evaluate.
 
+use super::convert::to_cel;
 use super::*;
 use serde_json::json;
 
@@ -156,4 +157,85 @@ fn values_are_typed_by_their_schema() {
         evaluate(&c, to_cel(&obj, Some(&s), true), OldSelf::Unbound),
         Ok(Value::Bool(true))
     );
+}
+
+#[test]
+fn a_rule_reads_only_the_fields_it_selects_of_self_and_old_self() {
+    let fields = |names: &[&str]| Selection::Fields(names.iter().map(|n| n.to_string()).collect());
+    let c = compile("has(self.a) && self.b.c == oldSelf.b.c").expect("compiles");
+    assert_eq!(c.self_reads, fields(&["a", "b"]));
+    assert_eq!(c.old_self_reads, fields(&["b"]));
+    let c = compile("has(self.v) == has(oldSelf.v) && (!has(self.v) || self.v == oldSelf.v)")
+        .expect("compiles");
+    assert_eq!(
+        (c.self_reads.clone(), c.old_self_reads.clone()),
+        (fields(&["v"]), fields(&["v"]))
+    );
+    // A comprehension variable named `self` is not the node's value.
+    let c = compile("[1].all(self, self > 0) && self.a > 0").expect("compiles");
+    assert_eq!(c.self_reads, fields(&["a"]));
+    assert_eq!(c.old_self_reads, fields(&[]));
+    for whole in [
+        "self == oldSelf",
+        "size(self) > 0",
+        "self.all(k, k != 'x')",
+        "'a' in self",
+    ] {
+        let c = compile(whole).expect("compiles");
+        assert_eq!(c.self_reads, Selection::Whole, "{whole}");
+    }
+    assert_eq!(
+        compile("self == oldSelf").expect("compiles").old_self_reads,
+        Selection::Whole
+    );
+}
+
+mod reads {
+    use super::super::convert::to_cel;
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Rules over an object with fields `a`, `b` and `c`, reading some or all of it.
+    const RULES: &[&str] = &[
+        "has(self.a) == has(oldSelf.a) && (!has(self.a) || self.a == oldSelf.a)",
+        "self.a > 1 || has(self.b)",
+        "self.b.x == 'y'",
+        "size(self) >= 2",
+        "self == oldSelf",
+        "has(self.c) ? self.c.size() > 0 : oldSelf.a == 1",
+        "self.all(k, k != 'c') || self.a == oldSelf.a",
+        "[0].exists(self, self == 0) && !has(self.b)",
+    ];
+
+    fn field() -> impl Strategy<Value = serde_json::Value> {
+        prop_oneof![
+            (0i64..3).prop_map(|i| json!(i)),
+            "[xy]".prop_map(|s| json!(s)),
+            "[xy]".prop_map(|s| json!({ "x": s })),
+            prop::collection::vec(0i64..2, 0..2).prop_map(|v| json!(v)),
+        ]
+    }
+
+    fn object() -> impl Strategy<Value = serde_json::Value> {
+        prop::collection::btree_map(prop::sample::select(vec!["a", "b", "c"]), field(), 0..4)
+            .prop_map(|m| json!(m))
+    }
+
+    proptest! {
+        #[test]
+        fn a_rule_evaluates_the_same_on_only_what_it_reads(
+            rule in prop::sample::select(RULES),
+            new in object(),
+            old in object(),
+        ) {
+            let c = compile(rule).expect("compiles");
+            let whole = evaluate(&c, to_cel(&new, None, false), OldSelf::Value(to_cel(&old, None, false)));
+            let read = evaluate(
+                &c,
+                to_cel_reads(&new, None, false, &c.self_reads),
+                OldSelf::Value(to_cel_reads(&old, None, false, &c.old_self_reads)),
+            );
+            prop_assert_eq!(whole, read);
+        }
+    }
 }
