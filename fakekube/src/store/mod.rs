@@ -31,6 +31,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::watch;
 
+mod admission;
 mod compact;
 mod crds;
 mod deletion;
@@ -40,6 +41,11 @@ mod objects;
 mod page;
 mod references;
 mod wire;
+
+use admission::{
+    NewObject, PreparedCreate, PreparedUpdate, UpdateOutcome, UpdateRequest, admit, check_body,
+    mutate, namespace_not_found, prepare_create,
+};
 
 use objects::namespace_range;
 
@@ -239,6 +245,11 @@ struct Inner {
     event_leases: expiry::EventLeases,
 }
 
+/// Whether two stored objects are the same revision: every write gives a new resourceVersion.
+fn same_revision(a: &Arc<Value>, b: &Arc<Value>) -> bool {
+    Arc::ptr_eq(a, b) || meta_str(a, "resourceVersion") == meta_str(b, "resourceVersion")
+}
+
 /// A new stored revision: fitted to its size ([`compact::fit`]), then shared.
 fn revision(mut obj: Value) -> Arc<Value> {
     compact::fit(&mut obj);
@@ -263,23 +274,6 @@ fn field_causes(errors: Vec<FieldError>) -> Vec<Cause> {
             field: Some(e.field),
         })
         .collect()
-}
-
-/// Everything of an object that is not metadata (or status, when `status` is a subresource):
-/// what bumps `generation`. A custom kind without a status subresource counts status changes
-/// too, as the API server does.
-fn spec_part(obj: &Value, with_status: bool) -> Map<String, Value> {
-    obj.as_object()
-        .map(|o| {
-            o.iter()
-                .filter(|(k, _)| {
-                    !matches!(k.as_str(), "metadata" | "kind" | "apiVersion")
-                        && (with_status || k.as_str() != "status")
-                })
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -390,7 +384,19 @@ impl Store {
     }
 
     fn notify(&self, inner: &Inner) {
-        self.changed.send_replace(inner.rv);
+        self.publish(inner.rv);
+    }
+
+    /// Tells the subscribers that the store has reached `rv`; a later resourceVersion already
+    /// told stands (writers that publish after releasing the lock may publish out of order).
+    fn publish(&self, rv: u64) {
+        self.changed.send_if_modified(|seen| {
+            let newer = rv > *seen;
+            if newer {
+                *seen = rv;
+            }
+            newer
+        });
     }
 
     /// One object.
@@ -600,10 +606,38 @@ impl Store {
         obj: Value,
         opts: WriteOptions,
     ) -> Result<(Arc<Value>, Vec<String>), ApiError> {
+        if crds::is_crd_kind(rt) {
+            // A CRD's admission reads the other CRDs: made in one hold of the lock.
+            let mut inner = self.lock()?;
+            let out = inner.create(rt, ns, obj, opts)?;
+            self.notify(&inner);
+            return Ok(out);
+        }
+        // Admission, the costly part, runs without the lock; the commit stores the object if
+        // its name is still free and its namespace still there.
+        let mut obj = obj;
+        let (name, registry) = {
+            let inner = self.lock()?;
+            (
+                inner.name_new(rt, ns, &mut obj)?,
+                Arc::clone(&inner.registry),
+            )
+        };
+        let prepared = prepare_create(&registry, rt, obj, &opts, |obj| {
+            admit(&registry, rt, &name, obj, None, Part::Main, &opts)
+        })?;
         let mut inner = self.lock()?;
-        let out = inner.create(rt, ns, obj, opts)?;
-        self.notify(&inner);
-        Ok(out)
+        if rt.namespaced && !inner.namespace_exists(ns) {
+            return Err(namespace_not_found(ns));
+        }
+        let (stored, warnings) = inner.commit_create(rt, ns, &name, prepared)?;
+        let rv = inner.rv;
+        drop(inner);
+        if opts.dry_run {
+            return Ok((stored, warnings));
+        }
+        self.publish(rv);
+        Ok((present(&registry, rt, &stored)?, warnings))
     }
 
     /// Replaces an object (PUT), or its status.
@@ -616,10 +650,54 @@ impl Store {
         part: Part,
         opts: WriteOptions,
     ) -> Result<(Arc<Value>, Vec<String>), ApiError> {
+        check_body(&obj)?;
+        let conditional = meta_str(&obj, "resourceVersion").is_some_and(|rv| !rv.is_empty());
+        if !conditional || crds::is_crd_kind(rt) {
+            // An unconditional update applies to whatever is stored when it is made, and a
+            // CRD's admission reads the other CRDs: both are made in one hold of the lock.
+            let mut inner = self.lock()?;
+            let out = inner.update(rt, ns, name, obj, part, opts, true)?;
+            self.notify(&inner);
+            return Ok(out);
+        }
+        // Admission, the costly part, runs without the lock against the revision the update
+        // names; the commit stores it only if that revision is still the one stored, as the
+        // API server's storage does with the resourceVersion precondition.
+        let (stored, registry) = {
+            let inner = self.lock()?;
+            let stored = inner
+                .get(rt, ns, name)
+                .ok_or_else(|| ApiError::not_found(target(rt, name)))?;
+            (stored, Arc::clone(&inner.registry))
+        };
+        let request = UpdateRequest {
+            rt,
+            ns,
+            name,
+            part,
+            opts: &opts,
+            require_rv: true,
+        };
+        let prepared = request.prepare(&registry, obj, stored, |obj, old| {
+            admit(&registry, rt, name, obj, Some(old), part, &opts)
+        })?;
+        if !matches!(prepared.outcome, UpdateOutcome::Write(_)) {
+            // Nothing to store: the answer stands as of the revision read.
+            return Inner::answer(prepared);
+        }
         let mut inner = self.lock()?;
-        let out = inner.update(rt, ns, name, obj, part, opts, true)?;
-        self.notify(&inner);
-        Ok(out)
+        match inner.get(rt, ns, name) {
+            None => return Err(ApiError::not_found(target(rt, name))),
+            Some(now) if !same_revision(&now, &prepared.stored) => {
+                return Err(ApiError::stale(target(rt, name)));
+            }
+            Some(_) => {}
+        }
+        let (stored, warnings) = inner.commit_update(rt, ns, name, prepared)?;
+        let rv = inner.rv;
+        drop(inner);
+        self.publish(rv);
+        Ok((present(&registry, rt, &stored)?, warnings))
     }
 
     /// Patches an object (or its status); server-side apply creates it when absent.
@@ -740,11 +818,6 @@ impl Inner {
         present(&self.registry, rt, obj)
     }
 
-    /// An admitted object in `rt`'s version, as it is stored.
-    fn to_storage(&self, rt: &ResourceType, obj: Value) -> Result<Value, ApiError> {
-        Ok(self.registry.to_storage(rt, &obj)?.unwrap_or(obj))
-    }
-
     /// Tells `rt`'s schema that `stored`, just written, passed its validation as it is: when
     /// `rt` is the stored version, nothing but `metadata` changed after admission.
     fn admitted(rt: &ResourceType, stored: &Arc<Value>) {
@@ -799,9 +872,8 @@ impl Inner {
         Some(old)
     }
 
-    /// The kind's mutator (an in-process mutating webhook) on a write of its main resource,
-    /// then schema pruning, defaulting and validation of a custom kind; the CRD checks and
-    /// status of a CRD; core defaults for the rest.
+    /// Admits a write of `obj`: a CRD's with the CRD checks, which see the other CRDs (after
+    /// its mutator), anything else as [`admit`] does.
     fn admit(
         &self,
         rt: &Arc<ResourceType>,
@@ -811,59 +883,12 @@ impl Inner {
         part: Part,
         opts: &WriteOptions,
     ) -> Result<Vec<String>, ApiError> {
-        let mut warnings = Vec::new();
-        if part == Part::Main
-            && let Some(mutator) = self.registry.mutator(&rt.group, &rt.kind)
-        {
-            mutator.mutate(obj, old).map_err(|reason| {
-                ApiError::bad_request(format!(
-                    "admission webhook \"{}\" denied the request: {reason}",
-                    mutator.name()
-                ))
-            })?;
-        }
         if crds::is_crd_kind(rt) {
+            mutate(&self.registry, rt, obj, old, part)?;
             self.admit_crd(obj, old, part)?;
-        } else if let Some(schema) = rt.schema() {
-            let unknown = schema.prune(obj);
-            if !unknown.is_empty() {
-                match opts.field_validation {
-                    FieldValidation::Strict => {
-                        let list: Vec<String> = unknown
-                            .iter()
-                            .map(|f| format!("unknown field \"{f}\""))
-                            .collect();
-                        let prefix = if opts.patch {
-                            String::new()
-                        } else {
-                            format!(
-                                "{} in version \"{}\" cannot be handled as a {}: ",
-                                rt.kind, rt.version, rt.kind
-                            )
-                        };
-                        return Err(ApiError::bad_request(format!(
-                            "{prefix}strict decoding error: {}",
-                            list.join(", ")
-                        )));
-                    }
-                    FieldValidation::Warn => {
-                        warnings.extend(unknown.iter().map(|f| format!("unknown field \"{f}\"")));
-                    }
-                    FieldValidation::Ignore => {}
-                }
-            }
-            schema.apply_defaults(obj);
-            let errs = schema.validate(obj, old);
-            if !errs.is_empty() {
-                return Err(ApiError::invalid(target(rt, name), field_causes(errs)));
-            }
-        } else {
-            let causes = crate::defaults::admit_core(rt, obj, old);
-            if !causes.is_empty() {
-                return Err(ApiError::invalid(target(rt, name), causes));
-            }
+            return Ok(Vec::new());
         }
-        Ok(warnings)
+        admit(&self.registry, rt, name, obj, old, part, opts)
     }
 
     fn create(
@@ -873,20 +898,26 @@ impl Inner {
         mut obj: Value,
         opts: WriteOptions,
     ) -> Result<(Arc<Value>, Vec<String>), ApiError> {
-        if !obj.is_object() {
-            return Err(ApiError::bad_request(
-                "the body of the request must be a JSON object",
-            ));
+        let name = self.name_new(rt, ns, &mut obj)?;
+        let prepared = prepare_create(&self.registry, rt, obj, &opts, |obj| {
+            self.admit(rt, &name, obj, None, Part::Main, &opts)
+        })?;
+        let (stored, warnings) = self.commit_create(rt, ns, &name, prepared)?;
+        if opts.dry_run {
+            return Ok((stored, warnings));
         }
+        Ok((self.read_as(rt, &stored)?, warnings))
+    }
+
+    /// Checks where a new object goes and names it: the namespace exists, the name (or one
+    /// generated from `generateName`) is valid, the kind's CRD is not terminating; fills in
+    /// the metadata a create sets. Returns the name.
+    fn name_new(&self, rt: &ResourceType, ns: &str, obj: &mut Value) -> Result<String, ApiError> {
+        check_body(obj)?;
         if rt.namespaced && !self.namespace_exists(ns) {
-            return Err(ApiError::not_found(Target {
-                group: "",
-                resource: "namespaces",
-                kind: "Namespace",
-                name: ns,
-            }));
+            return Err(namespace_not_found(ns));
         }
-        let md = meta::metadata_mut(&mut obj)
+        let md = meta::metadata_mut(obj)
             .ok_or_else(|| ApiError::bad_request("metadata must be an object"))?;
         let mut name = md
             .get("name")
@@ -984,40 +1015,38 @@ impl Inner {
         {
             return Err(Inner::refuse_while_terminating(rt));
         }
-        let warnings = self.admit(rt, &name, &mut obj, None, Part::Main, &opts)?;
-        managed_fields::carry_over(None, &mut obj);
-        if let Some(manager) = &opts.manager {
-            let scope = field_scope(rt, Part::Main);
-            let keys = field_keys(rt);
-            managed_fields::record_update(
-                &Value::Null,
-                &mut obj,
-                manager,
-                &rt.api_version(),
-                scope,
-                &keys,
-            );
-        }
+        Ok(name)
+    }
+
+    /// Stores a create prepared by [`prepare_create`], unless the name is taken; returns the
+    /// revision stored, or a dry run's object as it is (in the version written).
+    fn commit_create(
+        &mut self,
+        rt: &Arc<ResourceType>,
+        ns: &str,
+        name: &str,
+        prepared: PreparedCreate,
+    ) -> Result<(Arc<Value>, Vec<String>), ApiError> {
+        let PreparedCreate { obj, warnings } = prepared;
         // Storage refuses a taken name only after admission and validation, as etcd's
         // create-if-absent does in the API server; a dry run asks storage too.
-        if self.get(rt, ns, &name).is_some() {
-            return Err(ApiError::already_exists(target(rt, &name)));
+        if self.get(rt, ns, name).is_some() {
+            return Err(ApiError::already_exists(target(rt, name)));
         }
-        deletion::protect_in_use(rt, &mut obj);
-        if opts.dry_run {
-            return Ok((Arc::new(obj), warnings));
-        }
-        let mut obj = self.to_storage(rt, obj)?;
+        let mut obj = match obj {
+            NewObject::DryRun(obj) => return Ok((Arc::new(obj), warnings)),
+            NewObject::Write(obj) => obj,
+        };
         let rv = self.next_rv();
         if let Some(md) = meta::metadata_mut(&mut obj) {
             md.insert("resourceVersion".into(), json!(rv.to_string()));
         }
-        let obj = revision(obj);
+        let obj = Arc::new(obj);
         Inner::admitted(rt, &obj);
-        self.put(rt, ns, &name, obj.clone());
+        self.put(rt, ns, name, obj.clone());
         self.record(rt, EventType::Added, obj.clone(), None);
         if rt.group.is_empty() && rt.plural == "namespaces" {
-            self.on_namespace_created(&name);
+            self.on_namespace_created(name);
         }
         if crds::is_crd_kind(rt) {
             self.crd_written(&obj);
@@ -1028,11 +1057,11 @@ impl Inner {
         let owners = owner_uids(&obj);
         if !owners.is_empty()
             && !owners.iter().any(|u| self.uid_exists(u))
-            && let Err(e) = self.delete(rt, ns, &name, &DeleteOptions::default())
+            && let Err(e) = self.delete(rt, ns, name, &DeleteOptions::default())
         {
             tracing::debug!(error = %e.message, "collecting an object born without owners");
         }
-        Ok((self.read_as(rt, &obj)?, warnings))
+        Ok((obj, warnings))
     }
 
     fn on_namespace_created(&mut self, ns: &str) {
@@ -1050,171 +1079,77 @@ impl Inner {
         rt: &Arc<ResourceType>,
         ns: &str,
         name: &str,
-        mut obj: Value,
+        obj: Value,
         part: Part,
         opts: WriteOptions,
         require_rv: bool,
     ) -> Result<(Arc<Value>, Vec<String>), ApiError> {
-        if !obj.is_object() {
-            return Err(ApiError::bad_request(
-                "the body of the request must be a JSON object",
-            ));
-        }
+        check_body(&obj)?;
         let stored = self
             .get(rt, ns, name)
             .ok_or_else(|| ApiError::not_found(target(rt, name)))?;
-        let old = self.read_as(rt, &stored)?;
-        // The handler's name and namespace checks come before storage's resourceVersion
-        // checks: a body naming another object is a bad request whatever its version.
-        check_identity(rt, ns, name, &obj)?;
-        let old_rv = meta_str(&old, "resourceVersion").unwrap_or("").to_string();
-        let given_rv = meta_str(&obj, "resourceVersion").unwrap_or("").to_string();
-        if given_rv.is_empty() {
-            // Core kinds allow unconditional updates; custom resources do not, and the API
-            // server names them by their resource in that error.
-            if require_rv && rt.custom {
-                let by_resource = Target {
-                    kind: &rt.plural,
-                    ..target(rt, name)
-                };
-                return Err(ApiError::invalid(
-                    by_resource,
-                    vec![Cause {
-                        reason: "FieldValueInvalid".into(),
-                        message: "Invalid value: 0x0: must be specified for an update".into(),
-                        field: Some("metadata.resourceVersion".into()),
-                    }],
-                ));
-            }
-        } else if given_rv != old_rv {
-            return Err(ApiError::stale(target(rt, name)));
+        let request = UpdateRequest {
+            rt,
+            ns,
+            name,
+            part,
+            opts: &opts,
+            require_rv,
+        };
+        let prepared = request.prepare(&self.registry, obj, stored, |obj, old| {
+            self.admit(rt, name, obj, Some(old), part, &opts)
+        })?;
+        if !matches!(prepared.outcome, UpdateOutcome::Write(_)) {
+            return Inner::answer(prepared);
         }
-        if let Some(uid) = meta_str(&obj, "uid")
-            && !uid.is_empty()
-            && Some(uid) != meta_str(&old, "uid")
-        {
-            return Err(ApiError::conflict(
-                target(rt, name),
-                &format!(
-                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                    meta_str(&old, "uid").unwrap_or("")
-                ),
-            ));
+        let (stored, warnings) = self.commit_update(rt, ns, name, prepared)?;
+        Ok((self.read_as(rt, &stored)?, warnings))
+    }
+
+    /// The answer to an update that stores nothing: the object unchanged, or as a dry run
+    /// would store it.
+    fn answer(prepared: PreparedUpdate) -> Result<(Arc<Value>, Vec<String>), ApiError> {
+        match prepared.outcome {
+            UpdateOutcome::Unchanged => Ok((prepared.old, prepared.warnings)),
+            UpdateOutcome::DryRun(obj) => Ok((obj, prepared.warnings)),
+            UpdateOutcome::Write(_) => Err(ApiError::internal("an update left unstored")),
         }
-        // Start from the right base for the part written.
-        if part == Part::Status {
-            let status = obj.get("status").cloned();
-            // The managed fields are the one piece of metadata a status write carries (those
-            // an apply to the status computed, or a client's own).
-            let managed = obj
-                .get("metadata")
-                .and_then(|m| m.get("managedFields"))
-                .cloned();
-            let mut base = Value::clone(&old);
-            if let Some(o) = base.as_object_mut() {
-                match status {
-                    Some(s) => o.insert("status".into(), s),
-                    None => o.remove("status"),
-                };
-            }
-            if let (Some(list), Some(md)) = (managed, meta::metadata_mut(&mut base)) {
-                md.insert("managedFields".into(), list);
-            }
-            obj = base;
-        } else if rt.status == StatusMode::Subresource
-            && let Some(o) = obj.as_object_mut()
-        {
-            match old.get("status") {
-                Some(s) => o.insert("status".into(), s.clone()),
-                None => o.remove("status"),
-            };
-        }
-        // Keep what a client may not change.
-        let old_md = old.get("metadata").cloned().unwrap_or_else(|| json!({}));
-        let old_finalizers = finalizers(&old);
-        let md = meta::metadata_mut(&mut obj)
-            .ok_or_else(|| ApiError::bad_request("metadata must be an object"))?;
-        for k in [
-            "name",
-            "namespace",
-            "uid",
-            "creationTimestamp",
-            "deletionTimestamp",
-            "deletionGracePeriodSeconds",
-            "generation",
-            "generateName",
-        ] {
-            match old_md.get(k) {
-                Some(v) => md.insert(k.into(), v.clone()),
-                None => md.remove(k),
-            };
-        }
-        md.remove("resourceVersion");
-        if let Some(o) = obj.as_object_mut() {
-            o.insert("apiVersion".into(), json!(rt.api_version()));
-            o.insert("kind".into(), json!(rt.kind));
-        }
-        let deleting = old_md.get("deletionTimestamp").is_some();
-        if deleting {
-            let new_f = finalizers(&obj);
-            if let Some(added) = new_f.iter().find(|f| !old_finalizers.contains(f)) {
-                return Err(ApiError::invalid(
-                    target(rt, name),
-                    vec![Cause {
-                        reason: "FieldValueForbidden".into(),
-                        message: format!(
-                            "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{{\"{added}\"}}"
-                        ),
-                        field: Some("metadata.finalizers".into()),
-                    }],
-                ));
-            }
-        }
-        let warnings = self.admit(rt, name, &mut obj, Some(&old), part, &opts)?;
-        managed_fields::carry_over(Some(&old), &mut obj);
-        if let Some(manager) = &opts.manager {
-            let scope = field_scope(rt, part);
-            let keys = field_keys(rt);
-            managed_fields::record_update(&old, &mut obj, manager, &rt.api_version(), scope, &keys);
-        }
-        let with_status = rt.custom && rt.status == StatusMode::Plain;
-        if rt.has_spec
-            && !opts.binding
-            && spec_part(&obj, with_status) != spec_part(&old, with_status)
-        {
-            let g = old
-                .get("metadata")
-                .and_then(|m| m.get("generation"))
-                .and_then(Value::as_i64)
-                .unwrap_or(0);
-            if let Some(md) = meta::metadata_mut(&mut obj) {
-                md.insert("generation".into(), json!(g + 1));
-            }
-        }
-        // A write that changes nothing keeps the resourceVersion and makes no event.
-        let mut unchanged = obj.clone();
-        if let Some(md) = meta::metadata_mut(&mut unchanged) {
-            md.insert("resourceVersion".into(), json!(old_rv));
-        }
-        if unchanged == *old {
-            return Ok((old, warnings));
-        }
-        if opts.dry_run {
-            return Ok((Arc::new(unchanged), warnings));
-        }
-        let mut obj = self.to_storage(rt, obj)?;
+    }
+
+    /// Stores an update prepared against the revision still stored; returns the revision
+    /// stored (the last one, when the update completed a deletion).
+    fn commit_update(
+        &mut self,
+        rt: &Arc<ResourceType>,
+        ns: &str,
+        name: &str,
+        prepared: PreparedUpdate,
+    ) -> Result<(Arc<Value>, Vec<String>), ApiError> {
+        let PreparedUpdate {
+            stored,
+            old,
+            outcome: UpdateOutcome::Write(mut obj),
+            warnings,
+        } = prepared
+        else {
+            return Inner::answer(prepared);
+        };
         let rv = self.next_rv();
         if let Some(md) = meta::metadata_mut(&mut obj) {
             md.insert("resourceVersion".into(), json!(rv.to_string()));
         }
-        let obj = revision(obj);
+        let obj = Arc::new(obj);
         Inner::admitted(rt, &obj);
+        let deleting = old
+            .get("metadata")
+            .and_then(|m| m.get("deletionTimestamp"))
+            .is_some();
         if deleting && deletion::ready_to_remove(&obj) {
             self.remove(rt, ns, name);
             self.record(rt, EventType::Deleted, obj.clone(), Some(stored));
             self.collect_garbage(&obj);
             self.removed(rt, &obj);
-            return Ok((self.read_as(rt, &obj)?, warnings));
+            return Ok((obj, warnings));
         }
         let owners_before = owner_uids(&old);
         self.put(rt, ns, name, obj.clone());
@@ -1232,7 +1167,7 @@ impl Inner {
         {
             tracing::debug!(error = %e.message, "collecting an object whose owners are gone");
         }
-        Ok((self.read_as(rt, &obj)?, warnings))
+        Ok((obj, warnings))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -1398,5 +1333,7 @@ fn patch_error(e: patch::PatchError) -> ApiError {
     err
 }
 
+#[cfg(test)]
+mod concurrency_tests;
 #[cfg(test)]
 mod model_tests;
