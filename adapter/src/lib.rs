@@ -72,6 +72,7 @@ pub mod fuzzing;
 mod identity;
 mod kubeconfig;
 mod manifest;
+mod poll;
 mod preflight;
 mod provider;
 mod retry;

@@ -27,6 +27,7 @@ use crate::manifest::{
     self, ClaimReadiness, ClaimView, ID_LABEL, ListView, POOL_LABEL, PodProblem, PodView,
     Readiness, SandboxView, TEMPLATE_ANNOTATION,
 };
+use crate::poll::{self, AsyncProbe, Step};
 use crate::preflight::{PreflightError, PreflightProblem};
 
 /// Where an in-cluster pod finds its service account token, CA and namespace.
@@ -748,40 +749,9 @@ impl AgentSandbox {
         })
     }
 
-    /// Polls until `probe` says done: once more at once (a controller often finishes during
-    /// the first round trip), then with a backoff doubling from 1 ms to 250 ms (a fast backend
-    /// answers within a few polls; a slow one gets no more requests than a 5 ms start would
-    /// send), until the readiness timeout; transient errors are retried until then. `what` is
-    /// the timeout error's subject (`sandbox x was not ready`).
-    async fn poll<T>(&self, what: &str, mut probe: impl AsyncProbe<T>) -> Result<T, Error> {
-        let deadline = tokio::time::Instant::now() + self.inner.ready_timeout;
-        let mut delay = Duration::ZERO;
-        loop {
-            let last = match probe.step().await {
-                Ok(Step::Done(value)) => return Ok(value),
-                Ok(Step::Wait(why)) => why,
-                Err(e) if e.is_transient() => {
-                    if let Some(after) = e.retry_after() {
-                        delay = delay.max(after);
-                    }
-                    e.to_string()
-                }
-                Err(e) => return Err(e),
-            };
-            let now = tokio::time::Instant::now();
-            if now >= deadline {
-                return Err(Error::unavailable(format!(
-                    "{what} after {}s: {last}",
-                    self.inner.ready_timeout.as_secs()
-                )));
-            }
-            if delay.is_zero() {
-                delay = Duration::from_millis(1);
-            } else {
-                tokio::time::sleep(delay.min(deadline - now)).await;
-                delay = (delay * 2).min(Duration::from_millis(250));
-            }
-        }
+    /// Polls `probe` until it says done, within the readiness timeout ([`poll::until_ready`]).
+    async fn poll<T>(&self, what: &str, probe: impl AsyncProbe<T>) -> Result<T, Error> {
+        poll::until_ready(self.inner.ready_timeout, what, probe).await
     }
 
     /// Waits until the suspended Sandbox `name` has no pod left: its pod ends once its main
@@ -1212,20 +1182,6 @@ fn check_running(sandbox: &Sandbox) -> Result<(), Error> {
             sandbox.id
         ))),
     }
-}
-
-/// One step of a readiness poll.
-enum Step<T> {
-    /// Ready, with the value.
-    Done(T),
-    /// Not yet, and why.
-    Wait(String),
-}
-
-/// Something [`AgentSandbox::poll`] can ask whether it is done.
-trait AsyncProbe<T> {
-    /// Checks once.
-    fn step(&mut self) -> impl std::future::Future<Output = Result<Step<T>, Error>> + Send;
 }
 
 /// Polls a Sandbox's readiness.
