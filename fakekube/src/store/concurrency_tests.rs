@@ -52,20 +52,8 @@ fn gated_store() -> (Arc<Store>, Arc<ResourceType>, Receiver<()>, Sender<()>) {
             release: Mutex::new(release_rx),
         }),
     );
-    let store = Arc::new(Store::new(StoreSettings::default(), registry));
-    let ns = store
-        .registry()
-        .find("", "v1", "namespaces")
-        .expect("namespaces");
+    let store = Arc::new(super::model_tests::store_with_namespace(registry));
     let secrets = store.registry().find("", "v1", "secrets").expect("secrets");
-    store
-        .create(
-            &ns,
-            "",
-            json!({ "metadata": { "name": "m" } }),
-            WriteOptions::default(),
-        )
-        .expect("namespace");
     store
         .create(
             &secrets,
@@ -75,6 +63,18 @@ fn gated_store() -> (Arc<Store>, Arc<ResourceType>, Receiver<()>, Sender<()>) {
         )
         .expect("secret");
     (store, secrets, entered, release)
+}
+
+/// Lets the held write through and returns its refusal, a 409 whose message says `why`.
+fn refusal(held: std::thread::JoinHandle<Written>, release: &Sender<()>, why: &str) -> ApiError {
+    release.send(()).expect("release");
+    let refused = held
+        .join()
+        .expect("joins")
+        .expect_err("the held write is refused");
+    assert_eq!(refused.code, 409, "{}", refused.message);
+    assert!(refused.message.contains(why), "{}", refused.message);
+    refused
 }
 
 /// What a store write answers.
@@ -163,17 +163,7 @@ fn an_update_whose_revision_was_replaced_during_its_admission_is_refused_as_stal
             WriteOptions::default(),
         )
         .expect("the other write, made meanwhile, is stored");
-    release.send(()).expect("release");
-    let refused = held
-        .join()
-        .expect("joins")
-        .expect_err("the held write is refused");
-    assert_eq!(refused.code, 409, "{}", refused.message);
-    assert!(
-        refused.message.contains("the object has been modified"),
-        "{}",
-        refused.message
-    );
+    refusal(held, &release, "the object has been modified");
     let now = store.get(&secrets, "m", "s").expect("secret");
     assert_eq!(
         now.pointer("/metadata/labels"),
@@ -200,17 +190,7 @@ fn a_create_whose_name_was_taken_during_its_admission_is_refused_as_existing() {
             WriteOptions::default(),
         )
         .expect("the other create, made meanwhile, is stored");
-    release.send(()).expect("release");
-    let refused = held
-        .join()
-        .expect("joins")
-        .expect_err("the held create is refused");
-    assert_eq!(refused.code, 409, "{}", refused.message);
-    assert!(
-        refused.message.contains("already exists"),
-        "{}",
-        refused.message
-    );
+    refusal(held, &release, "already exists");
     let now = store.get(&secrets, "m", "n").expect("secret");
     assert_eq!(now.pointer("/metadata/labels/hold"), None);
 }

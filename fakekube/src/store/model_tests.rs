@@ -40,7 +40,12 @@ fn core(plural: &str) -> Arc<ResourceType> {
 }
 
 fn fresh_store() -> Store {
-    let store = Store::new(StoreSettings::default(), Arc::default());
+    store_with_namespace(Arc::default())
+}
+
+/// A store serving `registry`'s kinds, with namespace `m`.
+pub(super) fn store_with_namespace(registry: Arc<Registry>) -> Store {
+    let store = Store::new(StoreSettings::default(), registry);
     let ns = core("namespaces");
     store
         .create(
