@@ -27,7 +27,9 @@
 //!
 //! - kubectl older than 1.33 sometimes drops WebSocket frames that arrive right after the
 //!   handshake (fixed upstream in kubernetes PR #131203; seen here with 1.31.9 and 1.32.5:
-//!   `Unknown stream id 1, discarding message`). For a `User-Agent` of such a kubectl only, the session waits [`EARLY_FRAME_DELAY`] after the initial empty frame; others (and
+//!   `Unknown stream id 1, discarding message`, for the initial empty frame as for output). For a
+//!   `User-Agent` of such a kubectl only, the session sends nothing for [`EARLY_FRAME_DELAY`],
+//!   the initial empty frame included; others (and
 //!   SPDY, which has no such race) pay nothing.
 //! - attach connects to the main process's output from now on (stdout and stderr interleaved,
 //!   on channel 1) and to its stdin when the container has `stdin: true`; it ends with Success

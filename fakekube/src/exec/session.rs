@@ -59,8 +59,8 @@ pub(crate) struct Config {
     pub(crate) argv: Vec<String>,
     /// The exec id containerd would have used, for the cannot-start message.
     pub(crate) exec_id: String,
-    /// A pause after the transport started, before any output (kubectl ≤ 1.32's WebSocket
-    /// race).
+    /// A pause after the transport started, before any frame (kubectl ≤ 1.32's WebSocket
+    /// race drops early frames, the initial empty one included).
     pub(crate) early_frame_delay: Duration,
     /// The fault, read at every output chunk so that switching it on also cuts sessions already
     /// running: after this many output bytes, drop the connection without status or end.
@@ -162,8 +162,9 @@ pub(crate) struct Link {
 
 /// A connection an exec session can run over.
 pub(crate) trait Transport {
-    /// Starts the reader (delivering to `client`) and the writer.
-    fn start(self, client: FromClient) -> Link;
+    /// Starts the reader (delivering to `client`) and the writer, which sends its initial
+    /// frame, if it has one, after `hold_first`.
+    fn start(self, client: FromClient, hold_first: Duration) -> Link;
 }
 
 /// Where a transport's reader delivers what the client sends; dropping it says the client is
@@ -266,15 +267,18 @@ where
         writer,
         reader,
         greeted,
-    } = transport.start(FromClient {
-        stdin: stdin_tx,
-        tty: streams.tty,
-        resize: ResizeDecoder::default(),
-        resized: resized_tx,
-        window: window_tx,
-        sizes: sizes.clone(),
-        peer: peer_tx,
-    });
+    } = transport.start(
+        FromClient {
+            stdin: stdin_tx,
+            tty: streams.tty,
+            resize: ResizeDecoder::default(),
+            resized: resized_tx,
+            window: window_tx,
+            sizes: sizes.clone(),
+            peer: peer_tx,
+        },
+        config.early_frame_delay,
+    );
 
     let mut report = Report {
         end: End::Completed,
@@ -283,12 +287,12 @@ where
         sizes: Vec::new(),
         output_bytes: 0,
     };
-    if !config.early_frame_delay.is_zero() {
-        // The pause counts from the initial frame on the wire, however late the writer ran.
-        if let Some(greeted) = greeted {
-            let _ = greeted.await;
-        }
-        tokio::time::sleep(config.early_frame_delay).await;
+    if !config.early_frame_delay.is_zero()
+        && let Some(greeted) = greeted
+    {
+        // The transport holds its initial frame back for the pause (the race drops that frame
+        // too); the command starts once it is on the wire.
+        let _ = greeted.await;
     }
 
     let (stdout_tx, mut stdout_rx) = mpsc::channel::<Bytes>(OUTPUT_CHUNKS);
@@ -882,16 +886,16 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_early_frame_delay_holds_output_back_after_the_empty_frame() {
+    async fn the_early_frame_delay_holds_every_frame_back_the_empty_one_included() {
         let mut c = config(Protocol::V5, OUT_ERR, &["echo", "x"]);
         c.early_frame_delay = Duration::from_millis(150);
+        let started = tokio::time::Instant::now();
         let (mut client, server) = start_with(Protocol::V5, c, Programs::new()).await;
         let first = client.next().await.and_then(Result::ok);
-        let at_first = tokio::time::Instant::now();
+        assert!(started.elapsed() >= Duration::from_millis(150));
         assert_eq!(first, Some(WsMessage::binary(vec![1u8])));
         let second = client.next().await.and_then(Result::ok);
         assert_eq!(second, Some(WsMessage::binary(b"\x01x\n".to_vec())));
-        assert!(at_first.elapsed() >= Duration::from_millis(100));
         let _ = read_all(&mut client).await;
         report(server).await;
     }

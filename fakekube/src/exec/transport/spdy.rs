@@ -137,7 +137,7 @@ fn split(stream: Option<Stream>) -> (Option<StreamReader>, Option<StreamWriter>)
 }
 
 impl Transport for Spdy {
-    fn start(self, client: FromClient) -> Link {
+    fn start(self, client: FromClient, _hold_first: Duration) -> Link {
         let Spdy { conn, streams } = self;
         let (_, error) = split(streams.error);
         let (stdin, stdin_w) = split(streams.stdin);

@@ -9,6 +9,7 @@ use super::super::session::{Closer, FromClient, Link, Out, Streams, Transport, W
 use crate::websocket::{self, FrameError, Message, ReadError, Reader, Writer};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{Notify, mpsc, oneshot};
 
@@ -38,7 +39,7 @@ impl<S> WebSocket<S> {
 }
 
 impl<S: AsyncRead + AsyncWrite + Send + 'static> Transport for WebSocket<S> {
-    fn start(self, client: FromClient) -> Link {
+    fn start(self, client: FromClient, hold_first: Duration) -> Link {
         let (rd, wr) = tokio::io::split(self.io);
         let controls = Arc::new(Controls::default());
         let (out_tx, out_rx) = mpsc::channel::<Out>(WRITER_ITEMS);
@@ -53,7 +54,7 @@ impl<S: AsyncRead + AsyncWrite + Send + 'static> Transport for WebSocket<S> {
         let writer = tokio::spawn(write_loop(
             Writer::new(wr),
             self.protocol,
-            (first, greet_tx),
+            (first, hold_first, greet_tx),
             controls.clone(),
             out_rx,
         ));
@@ -194,15 +195,19 @@ async fn read_loop<R: AsyncRead + Unpin>(
     }
 }
 
-/// Writes the initial empty message, then Pongs (first) and the session's output; returns the
+/// Writes the initial empty message (after `hold_first`), then Pongs (first) and the session's
+/// output; returns the
 /// closer once Close was written, or `None` when the socket failed or the session dropped it.
 async fn write_loop<W: AsyncWrite + Send + Unpin + 'static>(
     mut writer: Writer<W>,
     protocol: Protocol,
-    (first, greeted): (u8, oneshot::Sender<()>),
+    (first, hold_first, greeted): (u8, Duration, oneshot::Sender<()>),
     controls: Arc<Controls>,
     mut items: mpsc::Receiver<Out>,
 ) -> Option<Closer> {
+    if !hold_first.is_zero() {
+        tokio::time::sleep(hold_first).await;
+    }
     if send(&mut writer, protocol, first, &[]).await.is_err() || writer.flush().await.is_err() {
         return None;
     }
