@@ -166,27 +166,25 @@ pub(super) struct UpdateRequest<'a> {
     pub(super) require_rv: bool,
 }
 
-/// An update checked and admitted against one stored revision: what the store does if that
-/// revision is still the one stored when the update is committed.
-pub(super) struct PreparedUpdate {
+/// An update checked and admitted against one stored revision.
+pub(super) enum PreparedUpdate {
+    /// Nothing to store: the answer as of that revision (the object unchanged, with no new
+    /// resourceVersion or event, or a dry run's object).
+    Answer((Arc<Value>, Vec<String>)),
+    /// What to store if that revision is still the one stored when it is committed.
+    Write(PendingWrite),
+}
+
+/// An update to store.
+pub(super) struct PendingWrite {
     /// The revision it was prepared against.
     pub(super) stored: Arc<Value>,
     /// That revision as the written version reads it.
     pub(super) old: Arc<Value>,
-    /// What committing it does.
-    pub(super) outcome: UpdateOutcome,
+    /// The object, in its storage version, once it has its resourceVersion.
+    pub(super) obj: Value,
     /// Admission's warnings, for the answer.
     pub(super) warnings: Vec<String>,
-}
-
-/// What committing a [`PreparedUpdate`] does.
-pub(super) enum UpdateOutcome {
-    /// Nothing changes: the old object is the answer, with no new resourceVersion or event.
-    Unchanged,
-    /// A dry run: the object that would be stored.
-    DryRun(Arc<Value>),
-    /// Store this, in its storage version, once it has its resourceVersion.
-    Write(Value),
 }
 
 impl UpdateRequest<'_> {
@@ -340,29 +338,28 @@ impl UpdateRequest<'_> {
         if let Some(md) = meta::metadata_mut(&mut obj) {
             md.insert("resourceVersion".into(), json!(old_rv));
         }
-        let outcome = if obj == *old {
-            UpdateOutcome::Unchanged
-        } else if opts.dry_run {
-            UpdateOutcome::DryRun(Arc::new(obj))
-        } else {
-            // Converted and fitted here, out of the store's lock; the commit fills in the
-            // resourceVersion, in the place kept for it.
-            if let Some(md) = meta::metadata_mut(&mut obj) {
-                md.remove("resourceVersion");
-            }
-            let mut obj = registry.to_storage(rt, &obj)?.unwrap_or(obj);
-            if let Some(md) = meta::metadata_mut(&mut obj) {
-                md.insert("resourceVersion".into(), Value::Null);
-            }
-            compact::fit(&mut obj);
-            UpdateOutcome::Write(obj)
-        };
-        Ok(PreparedUpdate {
+        if obj == *old {
+            return Ok(PreparedUpdate::Answer((old, warnings)));
+        }
+        if opts.dry_run {
+            return Ok(PreparedUpdate::Answer((Arc::new(obj), warnings)));
+        }
+        // Converted and fitted here, out of the store's lock; the commit fills in the
+        // resourceVersion, in the place kept for it.
+        if let Some(md) = meta::metadata_mut(&mut obj) {
+            md.remove("resourceVersion");
+        }
+        let mut obj = registry.to_storage(rt, &obj)?.unwrap_or(obj);
+        if let Some(md) = meta::metadata_mut(&mut obj) {
+            md.insert("resourceVersion".into(), Value::Null);
+        }
+        compact::fit(&mut obj);
+        Ok(PreparedUpdate::Write(PendingWrite {
             stored,
             old,
-            outcome,
+            obj,
             warnings,
-        })
+        }))
     }
 }
 

@@ -92,13 +92,15 @@ fn update_on_a_thread(
     })
 }
 
-fn rv(store: &Store, rt: &Arc<ResourceType>) -> String {
-    let s = store.get(rt, "m", "s").expect("secret");
-    meta_str(&s, "resourceVersion").unwrap_or("").to_string()
-}
-
-#[test]
-fn reads_and_other_writes_go_on_while_a_write_is_admitted() {
+/// A gated store with an update of Secret `s` (labelled `hold`) stopped in admission: the
+/// store, the kind, the writing thread, the gate's release, and the resourceVersion it names.
+fn an_update_held_in_admission() -> (
+    Arc<Store>,
+    Arc<ResourceType>,
+    std::thread::JoinHandle<Written>,
+    Sender<()>,
+    String,
+) {
     let (store, secrets, entered, release) = gated_store();
     let rv0 = rv(&store, &secrets);
     let held = update_on_a_thread(
@@ -109,6 +111,17 @@ fn reads_and_other_writes_go_on_while_a_write_is_admitted() {
     entered
         .recv_timeout(PATIENCE)
         .expect("the held write reaches admission");
+    (store, secrets, held, release, rv0)
+}
+
+fn rv(store: &Store, rt: &Arc<ResourceType>) -> String {
+    let s = store.get(rt, "m", "s").expect("secret");
+    meta_str(&s, "resourceVersion").unwrap_or("").to_string()
+}
+
+#[test]
+fn reads_and_other_writes_go_on_while_a_write_is_admitted() {
+    let (store, secrets, held, release, _) = an_update_held_in_admission();
     // Were admission made under the lock, these would wait for the gate, which only opens
     // once they are done.
     let (done_tx, done) = mpsc::channel();
@@ -141,16 +154,7 @@ fn reads_and_other_writes_go_on_while_a_write_is_admitted() {
 
 #[test]
 fn an_update_whose_revision_was_replaced_during_its_admission_is_refused_as_stale() {
-    let (store, secrets, entered, release) = gated_store();
-    let rv0 = rv(&store, &secrets);
-    let held = update_on_a_thread(
-        &store,
-        &secrets,
-        json!({ "metadata": { "name": "s", "resourceVersion": rv0, "labels": { "hold": "1" } } }),
-    );
-    entered
-        .recv_timeout(PATIENCE)
-        .expect("the held write reaches admission");
+    let (store, secrets, held, release, rv0) = an_update_held_in_admission();
     let body =
         json!({ "metadata": { "name": "s", "resourceVersion": rv0, "labels": { "by": "other" } } });
     store

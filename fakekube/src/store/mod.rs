@@ -43,7 +43,7 @@ mod references;
 mod wire;
 
 use admission::{
-    NewObject, PreparedCreate, PreparedUpdate, UpdateOutcome, UpdateRequest, admit, check_body,
+    NewObject, PendingWrite, PreparedCreate, PreparedUpdate, UpdateRequest, admit, check_body,
     mutate, namespace_not_found, prepare_create,
 };
 
@@ -681,19 +681,20 @@ impl Store {
         let prepared = request.prepare(&registry, obj, stored, |obj, old| {
             admit(&registry, rt, name, obj, Some(old), part, &opts)
         })?;
-        if !matches!(prepared.outcome, UpdateOutcome::Write(_)) {
+        let write = match prepared {
             // Nothing to store: the answer stands as of the revision read.
-            return Inner::answer(prepared);
-        }
+            PreparedUpdate::Answer(answer) => return Ok(answer),
+            PreparedUpdate::Write(write) => write,
+        };
         let mut inner = self.lock()?;
         match inner.get(rt, ns, name) {
             None => return Err(ApiError::not_found(target(rt, name))),
-            Some(now) if !same_revision(&now, &prepared.stored) => {
+            Some(now) if !same_revision(&now, &write.stored) => {
                 return Err(ApiError::stale(target(rt, name)));
             }
             Some(_) => {}
         }
-        let (stored, warnings) = inner.commit_update(rt, ns, name, prepared)?;
+        let (stored, warnings) = inner.commit_update(rt, ns, name, write)?;
         let rv = inner.rv;
         drop(inner);
         self.publish(rv);
@@ -1099,21 +1100,12 @@ impl Inner {
         let prepared = request.prepare(&self.registry, obj, stored, |obj, old| {
             self.admit(rt, name, obj, Some(old), part, &opts)
         })?;
-        if !matches!(prepared.outcome, UpdateOutcome::Write(_)) {
-            return Inner::answer(prepared);
-        }
-        let (stored, warnings) = self.commit_update(rt, ns, name, prepared)?;
+        let write = match prepared {
+            PreparedUpdate::Answer(answer) => return Ok(answer),
+            PreparedUpdate::Write(write) => write,
+        };
+        let (stored, warnings) = self.commit_update(rt, ns, name, write)?;
         Ok((self.read_as(rt, &stored)?, warnings))
-    }
-
-    /// The answer to an update that stores nothing: the object unchanged, or as a dry run
-    /// would store it.
-    fn answer(prepared: PreparedUpdate) -> Result<(Arc<Value>, Vec<String>), ApiError> {
-        match prepared.outcome {
-            UpdateOutcome::Unchanged => Ok((prepared.old, prepared.warnings)),
-            UpdateOutcome::DryRun(obj) => Ok((obj, prepared.warnings)),
-            UpdateOutcome::Write(_) => Err(ApiError::internal("an update left unstored")),
-        }
     }
 
     /// Stores an update prepared against the revision still stored; returns the revision
@@ -1123,17 +1115,14 @@ impl Inner {
         rt: &Arc<ResourceType>,
         ns: &str,
         name: &str,
-        prepared: PreparedUpdate,
+        write: PendingWrite,
     ) -> Result<(Arc<Value>, Vec<String>), ApiError> {
-        let PreparedUpdate {
+        let PendingWrite {
             stored,
             old,
-            outcome: UpdateOutcome::Write(mut obj),
+            mut obj,
             warnings,
-        } = prepared
-        else {
-            return Inner::answer(prepared);
-        };
+        } = write;
         let rv = self.next_rv();
         if let Some(md) = meta::metadata_mut(&mut obj) {
             md.insert("resourceVersion".into(), json!(rv.to_string()));
