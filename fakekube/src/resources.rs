@@ -186,6 +186,15 @@ pub(crate) static BUILT_IN: &[BuiltIn] = &[
         StatusMode::Subresource,
         true,
     ),
+    core(
+        "PersistentVolume",
+        "persistentvolumes",
+        "persistentvolume",
+        false,
+        &["pv"],
+        StatusMode::Subresource,
+        true,
+    ),
     BuiltIn {
         extra_fields: &["type"],
         ..core(
