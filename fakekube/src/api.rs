@@ -96,7 +96,7 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
                 namespace: "",
                 name,
             }) {
-                Ok(()) => Ok(kubelet_api::proxy(&shared, parts, name, path).await),
+                Ok(()) => Ok(kubelet_api::proxy(&shared.pod_access, parts, name, path).await),
                 Err(e) => Err(e),
             }
         }
@@ -431,7 +431,7 @@ async fn resource(
         (_, "exec" | "attach") => Err(ApiError::bad_request(
             "Upgrade request required: pods/exec and pods/attach are served over WebSocket and SPDY",
         )),
-        ("get", "log") => logs::serve(shared, rp, query),
+        ("get", "log") => logs::serve(&shared.pod_access, rp, query),
         ("create", "eviction") => eviction::serve(store, rt, ns, name, headers, query, body).await,
         (verb, "ephemeralcontainers") => {
             ephemeral::serve(store, rt, verb, ns, name, headers, query, body).await

@@ -17,10 +17,10 @@
 //!   object, action, reason and controller) turns the first Event into a `series` with count 2;
 //!   later repeats are only counted in memory, as the recorder flushes series every 30 minutes.
 
+use crate::client::{Client, Kind, Part};
 use crate::clock::Clock;
 use crate::meta::{meta_str, str_at};
-use crate::registry::ResourceType;
-use crate::store::{Part, Store, WriteOptions};
+use crate::store::Store;
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -65,7 +65,7 @@ pub(crate) fn record(
     message: &str,
     component: &str,
 ) {
-    let Some(rt) = events_kind(store) else {
+    let Some(rt) = store.registry().find("", "v1", "events") else {
         return;
     };
     let ev = legacy_event(
@@ -89,9 +89,9 @@ pub(crate) fn record(
     match existing {
         Some(e) => {
             let name = meta_str(&e, "name").unwrap_or("").to_string();
-            bump(store, &rt, &ns, &name);
+            bump(store, &ns, &name);
         }
-        None => create(store, &rt, &ns, ev),
+        None => create(store, &ns, ev),
     }
 }
 
@@ -125,17 +125,14 @@ impl Recorder {
     /// `spec.containers{name}`).
     pub(crate) fn record(
         &self,
-        store: &Store,
+        api: &dyn Client,
         regarding: &Value,
         field_path: Option<&str>,
         type_: EventType,
         reason: &str,
         message: &str,
     ) {
-        let Some(rt) = events_kind(store) else {
-            return;
-        };
-        let clock = store.clock();
+        let clock = api.clock();
         let ev = legacy_event(
             clock,
             regarding,
@@ -156,12 +153,12 @@ impl Recorder {
             st.written.get(&key).cloned()
         };
         if let Some((ens, name)) = previous
-            && bump(store, &rt, &ens, &name)
+            && bump(api, &ens, &name)
         {
             return;
         }
         let name = meta_str(&ev, "name").unwrap_or("").to_string();
-        create(store, &rt, &ns, ev);
+        create(api, &ns, ev);
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if st.written.len() >= CACHE_ENTRIES {
             st.written.clear();
@@ -216,17 +213,14 @@ impl Emitter {
     /// (`Reconciling`, `Binding`...), `note` the message.
     pub(crate) fn emit(
         &self,
-        store: &Store,
+        api: &dyn Client,
         regarding: &Value,
         type_: EventType,
         reason: &str,
         action: &str,
         note: &str,
     ) {
-        let Some(rt) = events_kind(store) else {
-            return;
-        };
-        let clock = store.clock();
+        let clock = api.clock();
         let object = object_reference(regarding, None);
         let ns = event_namespace(regarding);
         let key = format!(
@@ -249,12 +243,10 @@ impl Emitter {
         match repeat {
             Some((ens, name, 2)) => {
                 let now = clock.now_micro();
-                let updated = store.get_opt(&rt, &ens, &name).and_then(|cur| {
+                let updated = api.get(Kind::Event, &ens, &name).and_then(|cur| {
                     let mut next = Value::clone(&cur);
                     next["series"] = json!({ "count": 2, "lastObservedTime": now });
-                    store
-                        .update(&rt, &ens, &name, next, Part::Main, WriteOptions::default())
-                        .ok()
+                    api.update(Kind::Event, &ens, &name, next, Part::Main).ok()
                 });
                 if updated.is_none() {
                     tracing::debug!(event = %name, "updating an event series");
@@ -279,7 +271,7 @@ impl Emitter {
                     "reportingComponent": self.controller,
                     "reportingInstance": self.instance,
                 });
-                create(store, &rt, &ns, ev);
+                create(api, &ns, ev);
                 let mut series = self.series.lock().unwrap_or_else(|p| p.into_inner());
                 series.insert(key, (ns, name, 1));
             }
@@ -310,10 +302,6 @@ pub(crate) fn spawn_expiry(store: Arc<Store>, shutdown: CancellationToken) -> Jo
             }
         }
     })
-}
-
-fn events_kind(store: &Store) -> Option<Arc<ResourceType>> {
-    store.registry().find("", "v1", "events")
 }
 
 /// The namespace an Event about `regarding` goes to.
@@ -422,17 +410,17 @@ fn spam_key(ev: &Value) -> String {
 }
 
 /// Counts one more occurrence of a stored Event; false when it is gone.
-fn bump(store: &Store, rt: &Arc<ResourceType>, ns: &str, name: &str) -> bool {
-    let now = store.clock().now_rfc3339();
+fn bump(api: &dyn Client, ns: &str, name: &str) -> bool {
+    let now = api.clock().now_rfc3339();
     for _ in 0..3 {
-        let Some(cur) = store.get_opt(rt, ns, name) else {
+        let Some(cur) = api.get(Kind::Event, ns, name) else {
             return false;
         };
         let mut next = Value::clone(&cur);
         let count = next.get("count").and_then(Value::as_i64).unwrap_or(1);
         next["count"] = json!(count + 1);
         next["lastTimestamp"] = json!(now);
-        match store.update(rt, ns, name, next, Part::Main, WriteOptions::default()) {
+        match api.update(Kind::Event, ns, name, next, Part::Main) {
             Ok(_) => return true,
             Err(e) if e.code == 409 => continue,
             Err(_) => return false,
@@ -441,8 +429,8 @@ fn bump(store: &Store, rt: &Arc<ResourceType>, ns: &str, name: &str) -> bool {
     false
 }
 
-fn create(store: &Store, rt: &Arc<ResourceType>, ns: &str, ev: Value) {
-    if let Err(e) = store.create(rt, ns, ev, WriteOptions::default()) {
+fn create(api: &dyn Client, ns: &str, ev: Value) {
+    if let Err(e) = api.create(Kind::Event, ns, ev) {
         tracing::debug!(error = %e.message, "recording an event");
     }
 }
@@ -451,7 +439,12 @@ fn create(store: &Store, rt: &Arc<ResourceType>, ns: &str, ev: Value) {
 mod tests {
     use super::*;
     use crate::clock::ClockMode;
-    use crate::store::StoreSettings;
+    use crate::registry::ResourceType;
+    use crate::store::{StoreSettings, WriteOptions};
+
+    fn events_kind(store: &Store) -> Option<Arc<ResourceType>> {
+        store.registry().find("", "v1", "events")
+    }
 
     fn store() -> Store {
         store_with(StoreSettings::default())

@@ -25,15 +25,15 @@
 //!   served (404).
 //! - Through the node proxy any port of the node reaches this API (the node runs nothing else).
 
-use crate::authn::{Credentials, Identity};
-use crate::authz::Caller;
-use crate::kubelet::NODE_NAME;
+use crate::authn::{Authenticator, Credentials, Identity};
+use crate::authz::{Authorizer, Caller};
+use crate::client::Kind;
+use crate::pod_access::PodAccess;
 use crate::rbac::{Action, Attributes};
 use crate::request::Query;
 use crate::response::json_response;
 use crate::route::ResourcePath;
 use crate::server::PeerCertificate;
-use crate::state::Shared;
 use crate::status::ApiError;
 use crate::{exec, logs, portforward};
 use axum::Router;
@@ -45,27 +45,74 @@ use http::{HeaderValue, Method, StatusCode, Uri, header};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
+/// The kubelet API's listener: the pods it reaches and who it lets in.
+#[derive(Debug)]
+pub(crate) struct KubeletApi {
+    /// The kubelet and what its stream handlers need.
+    streams: Arc<PodAccess>,
+    /// Who is let in.
+    access: Access,
+}
+
+/// How the kubelet API authenticates and authorizes its callers.
+#[derive(Debug)]
+pub(crate) enum Access {
+    /// As a kubelet with webhook authentication and authorization does, here asking the
+    /// embedded API server's authenticators and RBAC directly.
+    Cluster {
+        /// The API server's authenticators.
+        authn: Arc<Authenticator>,
+        /// The API server's RBAC authorizer.
+        authz: Arc<Authorizer>,
+    },
+    /// A kubelet joining a cluster: the TLS layer required a client certificate signed by the
+    /// cluster's client CA (the kubelet's `--client-ca-file`), and its holder is let in.
+    ClientCertificate,
+}
+
+impl KubeletApi {
+    /// The API of the kubelet in `streams`, letting in whom `access` says.
+    pub(crate) fn new(streams: Arc<PodAccess>, access: Access) -> Self {
+        KubeletApi { streams, access }
+    }
+
+    /// The node its kubelet runs as (none without a kubelet).
+    fn node_name(&self) -> Option<&str> {
+        self.streams.kubelet.as_ref().map(|k| k.node_name())
+    }
+}
+
 /// The router of the kubelet's listener: every path reaches [`handle`].
-pub(crate) fn router(shared: Arc<Shared>) -> Router {
-    Router::new().fallback(handle).with_state(shared)
+pub(crate) fn router(api: Arc<KubeletApi>) -> Router {
+    Router::new().fallback(handle).with_state(api)
 }
 
 /// A request to the kubelet's own listener: authenticated, authorized, served.
-async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
+async fn handle(State(api): State<Arc<KubeletApi>>, req: Request) -> Response {
     let (parts, _) = req.into_parts();
-    let Some(caller) = authenticate(&shared, &parts) else {
-        return text(StatusCode::UNAUTHORIZED, "Unauthorized");
-    };
-    if let Some(refused) = refusal(&caller, &parts.method, parts.uri.path()) {
-        return refused;
+    match &api.access {
+        Access::Cluster { authn, authz } => {
+            let Some(caller) = authenticate(authn, authz, &parts) else {
+                return text(StatusCode::UNAUTHORIZED, "Unauthorized");
+            };
+            let node = api.node_name().unwrap_or("");
+            if let Some(refused) = refusal(&caller, node, &parts.method, parts.uri.path()) {
+                return refused;
+            }
+        }
+        Access::ClientCertificate => {
+            if parts.extensions.get::<PeerCertificate>().is_none() {
+                return text(StatusCode::UNAUTHORIZED, "Unauthorized");
+            }
+        }
     }
-    serve(&shared, parts).await
+    serve(&api.streams, parts).await
 }
 
 /// The caller, as the kubelet's authenticators see it: a client certificate signed by the
 /// cluster's CA, or a bearer token the API server accepts (in the `Authorization` header or a
 /// WebSocket subprotocol); `None` without credentials or with refused ones.
-fn authenticate(shared: &Shared, parts: &Parts) -> Option<Caller> {
+fn authenticate(authn: &Authenticator, authz: &Arc<Authorizer>, parts: &Parts) -> Option<Caller> {
     let protocol_token = exec::protocol_token(&parts.headers);
     let bearer = parts
         .headers
@@ -80,14 +127,13 @@ fn authenticate(shared: &Shared, parts: &Parts) -> Option<Caller> {
         .extensions
         .get::<PeerCertificate>()
         .map(|c| c.0.as_ref().as_ref());
-    let identity: Identity = shared
-        .authn
+    let identity: Identity = authn
         .authenticate(Credentials {
             certificate,
             bearer,
         })
         .ok()?;
-    (!identity.is_anonymous()).then(|| Caller::new(identity, shared.authz.clone()))
+    (!identity.is_anonymous()).then(|| Caller::new(identity, authz.clone()))
 }
 
 /// The verb the kubelet authorizes an HTTP method as.
@@ -131,7 +177,7 @@ fn subresources_of(path: &str) -> &'static [&'static str] {
 
 /// Authorizes a request to the kubelet as its SubjectAccessReviews do: allowed when any of the
 /// path's subresources of this node is; the kubelet's 403 when refused, `None` when allowed.
-fn refusal(caller: &Caller, method: &Method, path: &str) -> Option<Response> {
+fn refusal(caller: &Caller, node: &str, method: &Method, path: &str) -> Option<Response> {
     let verb = verb_of(method);
     let subresources = subresources_of(path);
     let allowed = subresources.iter().any(|sub| {
@@ -142,7 +188,7 @@ fn refusal(caller: &Caller, method: &Method, path: &str) -> Option<Response> {
                 resource: "nodes",
                 subresource: sub,
                 namespace: "",
-                name: NODE_NAME,
+                name: node,
             }))
             .allowed
     });
@@ -163,12 +209,16 @@ fn refusal(caller: &Caller, method: &Method, path: &str) -> Option<Response> {
 /// already authorized as `nodes/proxy`: `path` is served as the kubelet serves it, on the
 /// node `name` (the path's node without its scheme and port).
 pub(crate) async fn proxy(
-    shared: &Arc<Shared>,
+    streams: &Arc<PodAccess>,
     mut parts: Parts,
     name: &str,
     path: &str,
 ) -> Response {
-    if name != NODE_NAME || shared.kubelet.is_none() {
+    if streams
+        .kubelet
+        .as_ref()
+        .is_none_or(|k| k.node_name() != name)
+    {
         let e = ApiError::not_found(crate::status::Target {
             group: "",
             resource: "nodes",
@@ -185,11 +235,11 @@ pub(crate) async fn proxy(
         Ok(uri) => parts.uri = uri,
         Err(_) => return text(StatusCode::BAD_REQUEST, "invalid path"),
     }
-    serve(shared, parts).await
+    serve(streams, parts).await
 }
 
 /// Serves an authorized request to the kubelet by its path.
-async fn serve(shared: &Arc<Shared>, parts: Parts) -> Response {
+async fn serve(shared: &Arc<PodAccess>, parts: Parts) -> Response {
     let path = parts.uri.path().to_string();
     let segs: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     let streaming = matches!(parts.method, Method::GET | Method::POST);
@@ -231,7 +281,7 @@ async fn serve(shared: &Arc<Shared>, parts: Parts) -> Response {
 /// `/exec` and `/attach`: the pod checked as the kubelet checks it (404 `pod does not exist`;
 /// a uid that is not the pod's finds no container), then `pods/exec`'s handler.
 async fn exec_or_attach(
-    shared: &Arc<Shared>,
+    shared: &Arc<PodAccess>,
     mut parts: Parts,
     ns: &str,
     pod: &str,
@@ -259,7 +309,7 @@ async fn exec_or_attach(
 /// `/portForward`: the pod checked as the kubelet checks it (404 `pod does not exist`, 404
 /// `pod not found` for a uid that is not the pod's), then `pods/portforward`'s handler.
 async fn port_forward(
-    shared: &Arc<Shared>,
+    shared: &Arc<PodAccess>,
     parts: Parts,
     ns: &str,
     pod: &str,
@@ -277,7 +327,7 @@ async fn port_forward(
 
 /// `/containerLogs`: `pods/log`'s handler with the container of the path.
 fn container_logs(
-    shared: &Shared,
+    shared: &PodAccess,
     parts: &Parts,
     ns: &str,
     pod: &str,
@@ -352,10 +402,10 @@ fn exec_uri(uri: &Uri, container: &str) -> Option<Uri> {
 }
 
 /// The pod `ns/name` when it is bound to this node.
-fn find_pod(shared: &Shared, ns: &str, name: &str) -> Option<Arc<Value>> {
-    let rt = shared.store.registry().find("", "v1", "pods")?;
-    let pod = shared.store.get_opt(&rt, ns, name)?;
-    (node_of(&pod) == NODE_NAME).then_some(pod)
+fn find_pod(shared: &PodAccess, ns: &str, name: &str) -> Option<Arc<Value>> {
+    let kubelet = shared.kubelet.as_ref()?;
+    let pod = shared.api.get(Kind::Pod, ns, name)?;
+    (node_of(&pod) == kubelet.node_name()).then_some(pod)
 }
 
 /// A pod's `spec.nodeName`.
@@ -374,15 +424,15 @@ fn uid_of(pod: &Value) -> &str {
 
 /// `/pods` (every pod bound to the node, as the API server has it) or `/runningpods/` (the
 /// running ones, as the container runtime knows them: name, namespace, uid, containers).
-fn pod_list(shared: &Shared, running_only: bool) -> Response {
-    let Some(rt) = shared.store.registry().find("", "v1", "pods") else {
+fn pod_list(shared: &PodAccess, running_only: bool) -> Response {
+    let Some(kubelet) = shared.kubelet.as_ref() else {
         return not_found();
     };
     let items: Vec<Value> = shared
-        .store
-        .list_all(&rt, None)
+        .api
+        .list(Kind::Pod, None)
         .into_iter()
-        .filter(|p| node_of(p) == NODE_NAME)
+        .filter(|p| node_of(p) == kubelet.node_name())
         .filter_map(|p| {
             if !running_only {
                 let mut item = Value::clone(&p);

@@ -174,6 +174,7 @@ mod api;
 mod authn;
 mod authz;
 mod checks;
+mod client;
 mod clock;
 mod cluster_objects;
 mod controllers;
@@ -204,9 +205,11 @@ mod logs;
 mod managed_fields;
 mod meta;
 mod negotiation;
+mod node;
 mod objects;
 mod openapi;
 mod patch;
+mod pod_access;
 mod portforward;
 mod protobuf;
 mod rbac;
@@ -238,6 +241,7 @@ pub use authn::Token;
 pub use faults::{Chaos, ChaosRates, Faults};
 pub use inspect::WaitTimeout;
 pub use kubelet::{CommandCall, CommandError, Images};
+pub use node::{KubeletNode, NodeConfig, NodeError};
 pub use rbac::Rule;
 pub use registry::{Converter, Mutator};
 pub use tls::{ClientCertificate, TlsError};
@@ -623,21 +627,27 @@ impl Builder {
         cluster_objects::spawn_apiservices(store.clone(), shutdown.clone());
         clock.spawn_auto_advance(store.subscribe(), shutdown.clone());
         let faults = Arc::new(Faults::default());
-        let kubelet = Arc::new(kubelet::Kubelet::new(
-            store.clone(),
-            kubelet::Config {
-                start_delay: self.pod_start_delay,
-                backoff: self.crash_backoff,
-                process_limit: self.pod_process_limit,
-                storage_budget: self.pod_storage_budget,
-            },
-        ));
+        let kubelet_config = kubelet::Config {
+            start_delay: self.pod_start_delay,
+            backoff: self.crash_backoff,
+            process_limit: self.pod_process_limit,
+            storage_budget: self.pod_storage_budget,
+            ..kubelet::Config::default()
+        };
+        let api: Arc<dyn client::Client> = store.clone();
+        let kubelet = Arc::new(kubelet::Kubelet::new(api.clone(), kubelet_config.clone()));
         if self.kubelet {
             // A cluster's kubelets serve on 10250; the listener, when on, says its own port.
             let kubelet_port = kubelet_listener
                 .as_ref()
                 .map_or(10250, |(_, bound)| bound.port());
-            kubelet::register_node(store.clone(), self.minor, kubelet_port, shutdown.clone());
+            kubelet::register_node(
+                api,
+                kubelet_config,
+                self.minor,
+                kubelet_port,
+                shutdown.clone(),
+            );
             kubelet.spawn(shutdown.clone());
         }
         kube_controllers::spawn(
@@ -658,10 +668,21 @@ impl Builder {
             faults: faults.clone(),
             shutdown: shutdown.clone(),
             bookmark_interval: self.bookmark_interval,
-            kubelet: self.kubelet.then(|| kubelet.clone()),
+            pod_access: Arc::new(pod_access::PodAccess {
+                kubelet: self.kubelet.then(|| kubelet.clone()),
+                api: store.clone(),
+                faults: faults.clone(),
+                shutdown: shutdown.clone(),
+            }),
             inflight: inflight::Inflight::new(self.limits.max_inflight),
         });
-        let kubelet_router = kubelet_api::router(shared.clone());
+        let kubelet_router = kubelet_api::router(Arc::new(kubelet_api::KubeletApi::new(
+            shared.pod_access.clone(),
+            kubelet_api::Access::Cluster {
+                authn: authn.clone(),
+                authz: shared.authz.clone(),
+            },
+        )));
         let router = api::router(shared);
         let acceptor = tokio_rustls::TlsAcceptor::from(material.server_config.clone());
         finalizer::spawn(store.clone(), self.crd_cleanup_delay, shutdown.clone());

@@ -10,9 +10,9 @@
 //! [`Kubelet::log_source`]: crate::kubelet::Kubelet::log_source
 
 use crate::kubelet::{Line, LogSource, OutputLog};
+use crate::pod_access::PodAccess;
 use crate::request::Query;
 use crate::route::ResourcePath;
-use crate::state::Shared;
 use crate::status::{ApiError, Cause, Target};
 use axum::body::Body;
 use axum::response::Response;
@@ -210,13 +210,13 @@ fn text(body: Body) -> Response {
 
 /// Serves `GET pods/<name>/log`.
 pub(crate) fn serve(
-    shared: &Shared,
+    streams: &PodAccess,
     rp: &ResourcePath,
     query: &Query,
 ) -> Result<Response, ApiError> {
-    let opts = LogOptions::from_query(query, &rp.name, shared.store.clock().now_utc())?;
-    let Some(kubelet) = shared.kubelet.as_ref() else {
-        return no_kubelet(shared, rp);
+    let opts = LogOptions::from_query(query, &rp.name, streams.api.clock().now_utc())?;
+    let Some(kubelet) = streams.kubelet.as_ref() else {
+        return no_kubelet(streams, rp);
     };
     let log = match kubelet.log_source(&rp.namespace, &rp.name, &opts.container, opts.previous)? {
         LogSource::Unscheduled => return Ok(text(Body::empty())),
@@ -233,7 +233,7 @@ pub(crate) fn serve(
         }
         return Ok(text(Body::from(out)));
     }
-    Ok(text(follow(log, opts, shared.shutdown.clone())))
+    Ok(text(follow(log, opts, streams.shutdown.clone())))
 }
 
 /// A log streamed while its run goes on: the kept lines the options select, then every piece
@@ -304,23 +304,8 @@ fn follow(
 
 /// Without a kubelet: a pod with no node has an empty log, one bound to a node cannot be
 /// reached.
-fn no_kubelet(shared: &Shared, rp: &ResourcePath) -> Result<Response, ApiError> {
-    let rt = shared
-        .store
-        .registry()
-        .find("", "v1", "pods")
-        .ok_or_else(|| ApiError::internal("pods are not served"))?;
-    let pod = shared
-        .store
-        .get_opt(&rt, &rp.namespace, &rp.name)
-        .ok_or_else(|| {
-            ApiError::not_found(Target {
-                group: "",
-                resource: "pods",
-                kind: "Pod",
-                name: &rp.name,
-            })
-        })?;
+fn no_kubelet(streams: &PodAccess, rp: &ResourcePath) -> Result<Response, ApiError> {
+    let pod = streams.pod(&rp.namespace, &rp.name)?;
     let node = pod
         .get("spec")
         .and_then(|s| s.get("nodeName"))

@@ -5,7 +5,6 @@ use crate::authn::Authenticator;
 use crate::authz::Authorizer;
 use crate::discovery::Version;
 use crate::faults::Faults;
-use crate::kubelet::Kubelet;
 use crate::store::Store;
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,9 +26,8 @@ pub(crate) struct Shared {
     pub(crate) shutdown: CancellationToken,
     /// How often an idle watch that allows bookmarks gets one.
     pub(crate) bookmark_interval: Duration,
-    /// The fake kubelet, when the server runs one (`pods/exec` and `pods/attach` ask it where
-    /// a container runs).
-    pub(crate) kubelet: Option<Arc<Kubelet>>,
     /// `--max-requests-inflight`.
     pub(crate) inflight: crate::inflight::Inflight,
+    /// What the pod stream handlers need (the kubelet, the faults, the shutdown).
+    pub(crate) pod_access: Arc<crate::pod_access::PodAccess>,
 }

@@ -9,6 +9,7 @@ use rcgen::{
 use rustls::RootCertStore;
 use rustls::ServerConfig;
 use rustls::server::WebPkiClientVerifier;
+use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -23,6 +24,9 @@ pub enum TlsError {
     /// rustls refused the certificate and key.
     #[error("configuring rustls")]
     Rustls(#[source] rustls::Error),
+    /// The client CA file holds no certificate.
+    #[error("the client CA file holds no PEM certificate")]
+    ClientCa,
     /// rustls refused the CA as the trust anchor of client certificates.
     #[error("configuring client certificate verification")]
     ClientVerifier(#[source] rustls::server::VerifierBuilderError),
@@ -102,7 +106,8 @@ pub(crate) struct TlsMaterial {
 }
 
 /// Makes a fresh CA and serving certificate.
-pub(crate) fn generate(extra_sans: &[String]) -> Result<TlsMaterial, TlsError> {
+/// A new CA: its issuer, its certificate as PEM and DER.
+fn new_ca() -> Result<(Issuer<'static, KeyPair>, String, CertificateDer<'static>), TlsError> {
     let ca_key = KeyPair::generate().map_err(TlsError::Generate)?;
     let mut ca_params = CertificateParams::default();
     let mut dn = DistinguishedName::new();
@@ -119,6 +124,15 @@ pub(crate) fn generate(extra_sans: &[String]) -> Result<TlsMaterial, TlsError> {
     let ca_der = CertificateDer::from(ca_cert.der().to_vec());
     let issuer = Issuer::new(ca_params, ca_key);
 
+    Ok((issuer, ca_pem, ca_der))
+}
+
+/// A serving certificate signed by `issuer` for loopback, `localhost` and `extra_sans`: the
+/// chain and its key.
+fn serving_certificate(
+    issuer: &Issuer<'static, KeyPair>,
+    extra_sans: &[String],
+) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), TlsError> {
     let key = KeyPair::generate().map_err(TlsError::Generate)?;
     let mut params = CertificateParams::default();
     let mut dn = DistinguishedName::new();
@@ -143,32 +157,71 @@ pub(crate) fn generate(extra_sans: &[String]) -> Result<TlsMaterial, TlsError> {
         KeyUsagePurpose::KeyEncipherment,
     ];
     params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    let cert = params
-        .signed_by(&key, &issuer)
-        .map_err(TlsError::Generate)?;
+    let cert = params.signed_by(&key, issuer).map_err(TlsError::Generate)?;
 
     let chain = vec![CertificateDer::from(cert.der().to_vec())];
     let key_der = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    Ok((chain, key_der))
+}
+
+pub(crate) fn generate(extra_sans: &[String]) -> Result<TlsMaterial, TlsError> {
+    let (issuer, ca_pem, ca_der) = new_ca()?;
+    let (chain, key_der) = serving_certificate(&issuer, extra_sans)?;
     let mut roots = RootCertStore::empty();
     roots.add(ca_der).map_err(TlsError::Rustls)?;
-    let client_verifier =
-        WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
-            .allow_unauthenticated()
-            .build()
-            .map_err(TlsError::ClientVerifier)?;
+    let server_config = server_config(chain, key_der, roots, true)?;
+    Ok(TlsMaterial {
+        ca_pem,
+        ca: CertificateAuthority { issuer },
+        server_config,
+    })
+}
+
+/// The TLS configuration of a kubelet joining a cluster: a serving certificate of its own
+/// (made now, for 127.0.0.1 and `node_name`), and client certificates required, signed by a
+/// CA of `client_ca_pem` (the cluster's client CA, as the kubelet's `--client-ca-file`), so
+/// that only the API server (or another holder of such a certificate) is served.
+pub(crate) fn kubelet_serving(
+    node_name: &str,
+    client_ca_pem: &[u8],
+) -> Result<Arc<ServerConfig>, TlsError> {
+    let (issuer, _, _) = new_ca()?;
+    let (chain, key) = serving_certificate(&issuer, &[node_name.to_string()])?;
+    let mut roots = RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(client_ca_pem) {
+        let cert = cert.map_err(|_| TlsError::ClientCa)?;
+        roots.add(cert).map_err(TlsError::Rustls)?;
+    }
+    if roots.is_empty() {
+        return Err(TlsError::ClientCa);
+    }
+    server_config(chain, key, roots, false)
+}
+
+/// A server configuration presenting `chain` (ALPN h2 and http/1.1), verifying client
+/// certificates against `roots`; `optional` lets clients without one in.
+fn server_config(
+    chain: Vec<CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
+    roots: RootCertStore,
+    optional: bool,
+) -> Result<Arc<ServerConfig>, TlsError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone());
+    let builder = if optional {
+        builder.allow_unauthenticated()
+    } else {
+        builder
+    };
+    let client_verifier = builder.build().map_err(TlsError::ClientVerifier)?;
     let mut config = ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(TlsError::Rustls)?
         .with_client_cert_verifier(client_verifier)
-        .with_single_cert(chain, key_der)
+        .with_single_cert(chain, key)
         .map_err(TlsError::Rustls)?;
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    Ok(TlsMaterial {
-        ca_pem,
-        ca: CertificateAuthority { issuer },
-        server_config: Arc::new(config),
-    })
+    Ok(Arc::new(config))
 }
 
 #[cfg(test)]

@@ -106,4 +106,4 @@ pub use recorder::{RecordError, RecordSummary, Recorder};
 pub use redact::{REDACTED, REDACTED_BASE64, Redactor};
 pub use replay::{Replay, ReplayError, ReplayOptions, ReplaySummary};
 pub use tls::TlsError;
-pub use upstream::UpstreamError;
+pub use upstream::{Upstream, UpstreamError};

@@ -53,8 +53,9 @@ pub enum UpstreamError {
     Upgrade(#[source] hyper::Error),
 }
 
-/// The cluster a kubeconfig names, ready to be asked.
-pub(crate) struct Upstream {
+/// The cluster a kubeconfig names, ready to be asked: the recording proxy's client, and the
+/// client fakekube's kubelet joins a cluster with.
+pub struct Upstream {
     scheme_authority: String,
     prefix: String,
     host_header: HeaderValue,
@@ -65,7 +66,7 @@ pub(crate) struct Upstream {
 
 impl Upstream {
     /// Sets up the client for the cluster of `kubeconfig`.
-    pub(crate) fn new(kubeconfig: &Kubeconfig) -> Result<Upstream, UpstreamError> {
+    pub fn new(kubeconfig: &Kubeconfig) -> Result<Upstream, UpstreamError> {
         let server = kubeconfig.server.clone();
         let uri: Uri = server
             .parse()
@@ -133,7 +134,7 @@ impl Upstream {
 
     /// Sends a whole request; `headers` are the client's, already stripped of hop-by-hop and
     /// credential headers.
-    pub(crate) async fn send(
+    pub async fn send(
         &self,
         method: http::Method,
         path_and_query: &str,

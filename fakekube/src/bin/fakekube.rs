@@ -1,6 +1,6 @@
 //! `fakekube`: runs the fake API server until SIGINT or SIGTERM and writes a kubeconfig for it;
 //! `fakekube record` and `fakekube replay` record a client's exchanges with a cluster and serve
-//! them back (the `fakekube-cassette` crate).
+//! them back (the `fakekube-cassette` crate); `fakekube kubelet` joins a cluster as a node.
 
 use clap::{Parser, Subcommand};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -32,6 +32,39 @@ enum Command {
     Record(fakekube_cassette::cli::RecordArgs),
     /// Serve a cassette back, stopping at the first request it does not record.
     Replay(fakekube_cassette::cli::ReplayArgs),
+    /// Join a cluster as a node: fakekube's kubelet runs the pods bound to it in the hermetic
+    /// runtime, through the cluster's API only, and serves the kubelet API on 127.0.0.1.
+    ///
+    /// Prints `fakekube kubelet NAME serving on https://127.0.0.1:PORT` once its Node is
+    /// registered; runs until SIGINT or SIGTERM.
+    Kubelet(KubeletArgs),
+}
+
+/// The flags of `fakekube kubelet`.
+#[derive(Debug, clap::Args)]
+struct KubeletArgs {
+    /// The node's kubeconfig (a client certificate for `system:node:NAME` in `system:nodes`).
+    #[arg(long, value_name = "PATH")]
+    kubeconfig: PathBuf,
+    /// The node's name.
+    #[arg(long, value_name = "NAME")]
+    node_name: String,
+    /// The CA whose client certificates may use the kubelet API (the API server's kubelet
+    /// client certificate is signed by it).
+    #[arg(long, value_name = "PATH")]
+    client_ca_file: PathBuf,
+    /// The kubelet API's port on 127.0.0.1 (0 picks a free one).
+    #[arg(long, default_value_t = 0)]
+    port: u16,
+    /// The third octet of the node's pod IPs (10.244.N.x); pod IPs are reported, never dialled.
+    #[arg(long, default_value_t = 1)]
+    pod_subnet: u8,
+    /// Do not provision PersistentVolumes for pending claims.
+    #[arg(long)]
+    no_provision: bool,
+    /// The Kubernetes minor version the Node reports as its kubelet's.
+    #[arg(long, default_value_t = 36)]
+    kubernetes_minor: u32,
 }
 
 /// The flags of the fake API server.
@@ -181,9 +214,36 @@ async fn main() -> ExitCode {
             match command {
                 Command::Record(args) => fakekube_cassette::cli::record(args, signals.recv()).await,
                 Command::Replay(args) => fakekube_cassette::cli::replay(args, signals.recv()).await,
+                Command::Kubelet(args) => kubelet(args, signals).await,
             }
         }
     }
+}
+
+/// Runs the kubelet of a node until SIGINT or SIGTERM.
+async fn kubelet(args: KubeletArgs, signals: Signals) -> ExitCode {
+    let name = args.node_name.clone();
+    let node = match fakekube::KubeletNode::start(fakekube::NodeConfig {
+        kubeconfig: args.kubeconfig,
+        node_name: args.node_name,
+        client_ca_file: args.client_ca_file,
+        port: args.port,
+        pod_subnet: args.pod_subnet,
+        provision_volumes: !args.no_provision,
+        kubernetes_minor: args.kubernetes_minor,
+    })
+    .await
+    {
+        Ok(n) => n,
+        Err(e) => {
+            eprintln!("fakekube kubelet: {}", error_chain(&e));
+            return ExitCode::from(2);
+        }
+    };
+    println!("fakekube kubelet {name} serving on https://{}", node.addr());
+    signals.recv().await;
+    node.shutdown().await;
+    ExitCode::SUCCESS
 }
 
 /// Serves the fake API server until SIGINT or SIGTERM.

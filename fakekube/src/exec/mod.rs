@@ -61,10 +61,11 @@ pub(crate) mod transport;
 
 use crate::authz::Caller;
 use crate::faults::ChaosTarget;
+use crate::pod_access::PodAccess;
 use crate::rbac::Attributes;
 use crate::route::ResourcePath;
 use crate::state::Shared;
-use crate::status::{ApiError, Target};
+use crate::status::ApiError;
 use crate::upgrade;
 use axum::body::Body;
 use axum::response::Response;
@@ -216,20 +217,20 @@ pub(crate) async fn serve(
         namespace: &rp.namespace,
         name: &rp.name,
     })?;
-    serve_authorized(shared, parts, rp, kind).await
+    serve_authorized(&shared.pod_access, parts, rp, kind).await
 }
 
 /// Serves an authorized exec or attach request (the API server's `pods/exec`, or the kubelet's
 /// own `/exec` and `/attach`, authorized as `nodes/proxy`): the pod checks, then the upgrade.
 pub(crate) async fn serve_authorized(
-    shared: &Arc<Shared>,
+    access: &Arc<PodAccess>,
     mut parts: Parts,
     rp: &ResourcePath,
     kind: Kind,
 ) -> Result<Response, ApiError> {
     let options = parse_options(parts.uri.query());
     let chaotic = parts.extensions.get::<ChaosTarget>().is_some();
-    let target = resolve(shared, rp, &options.container, kind)?;
+    let target = resolve(access, rp, &options.container, kind)?;
     let spdy = parts.method == Method::POST && upgrade::is_spdy(&parts.headers);
     if !spdy && (parts.method != Method::GET || !upgrade::is_websocket(&parts.headers)) {
         return Err(ApiError::bad_request("Upgrade request required"));
@@ -257,21 +258,21 @@ pub(crate) async fn serve_authorized(
         exec_id,
         early_frame_delay: Duration::ZERO,
         drop_after_bytes: {
-            let faults = shared.faults.clone();
+            let faults = access.faults.clone();
             let chaos = chaotic.then(|| faults.chaos_exec_drop()).flatten();
             session::DropAfter(Arc::new(move || faults.exec_drop_after().or(chaos)))
         },
         close_wait: CLOSE_WAIT,
         // A child of the server's shutdown, so that the shutdown ends the session too, with no
         // task per session watching for it.
-        cancel: shared.shutdown.child_token(),
+        cancel: access.shutdown.child_token(),
     };
     let argv = options.command;
     let pod_delete = match kind {
-        Kind::Exec if chaotic => shared
+        Kind::Exec if chaotic => access
             .faults
             .chaos_pod_delete()
-            .map(|after| PodDelete::new(shared, rp, after)),
+            .map(|after| PodDelete::new(access, rp, after)),
         Kind::Exec => None,
         Kind::Attach => None,
     };
@@ -317,7 +318,7 @@ pub(crate) async fn serve_authorized(
     let key = upgrade::websocket_key(&parts.headers)?;
     let on_upgrade = upgrade::take(&mut parts)?;
     let offered = codec::offered(&protocol_lines(&parts.headers));
-    let protocol = match codec::negotiate(&offered.protocols, !shared.faults.exec_v4_only()) {
+    let protocol = match codec::negotiate(&offered.protocols, !access.faults.exec_v4_only()) {
         Ok(p) => p,
         Err(e) => {
             tracing::debug!(error = %e, "exec: refusing the handshake");
@@ -402,8 +403,8 @@ async fn run_session<T: session::Transport>(
 /// The chaos fault "a pod deleted under a running exec": the session's pod, deleted a while
 /// after its command started, as `kubectl delete pod` would (with the grace period).
 struct PodDelete {
-    /// The server's state.
-    shared: Arc<Shared>,
+    /// Where the pod is deleted.
+    access: Arc<PodAccess>,
     /// The pod's namespace.
     namespace: String,
     /// The pod's name.
@@ -414,9 +415,9 @@ struct PodDelete {
 
 impl PodDelete {
     /// The fault for the pod `rp` names, `after` the command starts.
-    fn new(shared: &Arc<Shared>, rp: &ResourcePath, after: Duration) -> Self {
+    fn new(access: &Arc<PodAccess>, rp: &ResourcePath, after: Duration) -> Self {
         PodDelete {
-            shared: shared.clone(),
+            access: access.clone(),
             namespace: rp.namespace.clone(),
             name: rp.name.clone(),
             after,
@@ -426,14 +427,11 @@ impl PodDelete {
     /// Waits, then deletes the pod (a pod already gone is no error).
     async fn run(self) {
         tokio::time::sleep(self.after).await;
-        let Some(rt) = self.shared.store.registry().find("", "v1", "pods") else {
-            return;
-        };
-        let deleted = self.shared.store.delete(
-            &rt,
+        let deleted = self.access.api.delete(
+            crate::client::Kind::Pod,
             &self.namespace,
             &self.name,
-            &crate::store::DeleteOptions::default(),
+            &crate::client::Delete::default(),
         );
         tracing::debug!(pod = %self.name, ok = deleted.is_ok(), "exec: chaos deleted the pod");
     }
@@ -450,28 +448,13 @@ enum Endpoint {
 /// Asks the kubelet for the container, with the API server's errors; without a kubelet, a pod
 /// can have no running container.
 fn resolve(
-    shared: &Shared,
+    access: &PodAccess,
     rp: &ResourcePath,
     container: &str,
     kind: Kind,
 ) -> Result<Endpoint, ApiError> {
-    let Some(kubelet) = shared.kubelet.as_ref() else {
-        let rt = shared
-            .store
-            .registry()
-            .find("", "v1", "pods")
-            .ok_or_else(|| ApiError::internal("pods are not served"))?;
-        let pod = shared
-            .store
-            .get_opt(&rt, &rp.namespace, &rp.name)
-            .ok_or_else(|| {
-                ApiError::not_found(Target {
-                    group: "",
-                    resource: "pods",
-                    kind: "Pod",
-                    name: &rp.name,
-                })
-            })?;
+    let Some(kubelet) = access.kubelet.as_ref() else {
+        let pod = access.pod(&rp.namespace, &rp.name)?;
         let node = pod
             .get("spec")
             .and_then(|s| s.get("nodeName"))

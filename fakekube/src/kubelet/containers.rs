@@ -11,11 +11,10 @@ use super::output::OutputLog;
 use super::pod::{CState, PodRun, Running, Term, go_duration, nominal_backoff_secs};
 use super::probe::{Probe, ProbeKind, ProbeSpec};
 use super::run::{Exit, Pass};
+use crate::client::{Client, Kind};
 use crate::events::EventType;
 use crate::meta::meta_str;
 use crate::meta::str_at;
-use crate::registry::ResourceType;
-use crate::store::Store;
 use base64::Engine;
 use fakekube_runtime::{ExecIo, ExecSpec, ExitStatus, PodFs, ProcessTable, Volume};
 use serde_json::Value;
@@ -29,17 +28,21 @@ const OUTPUT_CHUNKS: usize = 16;
 /// How long the exit of a main process waits for its output to reach the log.
 const DRAIN_GRACE: Duration = Duration::from_secs(1);
 
-/// Secrets looked up in the store.
-struct StoreLookup<'a> {
-    store: &'a Store,
-    secret: &'a Arc<ResourceType>,
+/// Secrets looked up through the API, and the node's address.
+struct ApiLookup<'a> {
+    api: &'a dyn Client,
+    host_ip: &'a str,
 }
 
-impl Lookup for StoreLookup<'_> {
+impl Lookup for ApiLookup<'_> {
     fn secret(&self, ns: &str, name: &str) -> Option<Value> {
-        self.store
-            .get_opt(self.secret, ns, name)
+        self.api
+            .get(Kind::Secret, ns, name)
             .map(|v| Value::clone(&v))
+    }
+
+    fn host_ip(&self) -> &str {
+        self.host_ip
     }
 }
 
@@ -63,7 +66,7 @@ impl Kubelet {
     ) {
         let list = if init { "initContainers" } else { "containers" };
         self.recorder.record(
-            &self.store,
+            &*self.api,
             &run.pod,
             Some(&format!("spec.{list}{{{name}}}")),
             type_,
@@ -107,7 +110,6 @@ impl Kubelet {
     /// The pod's volumes: claim storage (kept by claim uid), fresh emptyDirs, Secret files.
     pub(super) fn make_volumes(
         &self,
-        pass: &Pass<'_>,
         run: &mut PodRun,
         claims: &mut std::collections::HashMap<String, Volume>,
     ) {
@@ -123,7 +125,7 @@ impl Kubelet {
                 continue;
             };
             let volume = if let Some(claim) = str_at(&v, &["persistentVolumeClaim", "claimName"]) {
-                match self.store.get_opt(&pass.kinds.pvc, &run.ns, claim) {
+                match self.api.get(Kind::PersistentVolumeClaim, &run.ns, claim) {
                     Some(pvc) => claims
                         .entry(meta_str(&pvc, "uid").unwrap_or("").to_string())
                         .or_default()
@@ -132,7 +134,7 @@ impl Kubelet {
                 }
             } else if let Some(secret) = str_at(&v, &["secret", "secretName"]) {
                 let vol = Volume::new();
-                if let Some(obj) = self.store.get_opt(&pass.kinds.secret, &run.ns, secret) {
+                if let Some(obj) = self.api.get(Kind::Secret, &run.ns, secret) {
                     fill_secret_volume(&vol, &obj);
                 }
                 vol
@@ -145,7 +147,7 @@ impl Kubelet {
 
     /// A failed pull's retry is due: the container waits in `ImagePullBackOff`.
     pub(super) fn pull_backoff(&self, run: &mut PodRun, idx: usize) {
-        let now = self.store.clock().now();
+        let now = self.api.clock().now();
         let Some(c) = run.containers.get_mut(idx) else {
             return;
         };
@@ -178,7 +180,7 @@ impl Kubelet {
     /// Pulls the image of container `idx` (or finds it present), with the kubelet's Events;
     /// false when the pull failed and the container waits in `ErrImagePull`.
     fn pull(&self, run: &mut PodRun, idx: usize) -> bool {
-        let now = self.store.clock().now();
+        let now = self.api.clock().now();
         let Some(c) = run.containers.get(idx) else {
             return false;
         };
@@ -246,7 +248,7 @@ impl Kubelet {
     /// Starts (or restarts) container `idx`: pulls its image, builds its filesystem and
     /// environment, and runs its main process.
     pub(super) fn start_container(&self, pass: &mut Pass<'_>, run: &mut PodRun, idx: usize) {
-        let clock = self.store.clock();
+        let clock = self.api.clock();
         let now = clock.now();
         if !self.pull(run, idx) {
             return;
@@ -256,9 +258,9 @@ impl Kubelet {
         };
         let mark = self.images.mark(&c.image);
         let (cname, init) = (c.name.clone(), c.init);
-        let lookup = StoreLookup {
-            store: &self.store,
-            secret: &pass.kinds.secret,
+        let lookup = ApiLookup {
+            api: &*self.api,
+            host_ip: &self.config.host_ip,
         };
         let env = match env::container_env(&run.pod, &c.spec, run.ip.as_deref(), &lookup) {
             Ok(env) => env,
@@ -477,7 +479,7 @@ impl Kubelet {
 
     /// A main process ended: the restart policy decides what follows.
     pub(super) fn on_exit(&self, pass: &mut Pass<'_>, exit: Exit) {
-        let now = self.store.clock();
+        let now = self.api.clock();
         let mut st = self.lock();
         let Some(run) = st.pods.get_mut(&exit.uid) else {
             return;
@@ -537,7 +539,7 @@ impl Kubelet {
         term: Term,
         ran: Duration,
     ) {
-        let now = self.store.clock().now();
+        let now = self.api.clock().now();
         let (pod_name, ns, uid) = (run.name.clone(), run.ns.clone(), run.uid.clone());
         let policy = run.policy;
         let deleting = run.deleting || run.evicted.is_some();

@@ -2,7 +2,6 @@
 //! the image's `PATH`, `HOSTNAME`, `envFrom` and `env` (with `$(VAR)` references expanded and
 //! `valueFrom` resolved), the `KUBERNETES_*` service variables, and `HOME`.
 
-use super::pod::{HOST_IP, NODE_NAME};
 use crate::meta::str_at;
 use base64::Engine;
 use fakekube_runtime::DEFAULT_PATH;
@@ -15,6 +14,9 @@ const KUBERNETES_SERVICE_IP: &str = "10.96.0.1";
 pub(crate) trait Lookup {
     /// A Secret's object, when it exists.
     fn secret(&self, ns: &str, name: &str) -> Option<Value>;
+
+    /// The node's InternalIP (`status.hostIP`).
+    fn host_ip(&self) -> &str;
 }
 
 /// Expands `$(NAME)` references: a defined name gives its value, an undefined one stays as
@@ -51,7 +53,7 @@ pub(crate) fn expand(s: &str, lookup: &dyn Fn(&str) -> Option<String>) -> String
 }
 
 /// A `fieldRef` value (`metadata.name`, `status.podIP`, `metadata.labels['k']`...).
-fn field_ref(pod: &Value, pod_ip: Option<&str>, path: &str) -> Option<String> {
+fn field_ref(pod: &Value, pod_ip: Option<&str>, host_ip: &str, path: &str) -> Option<String> {
     let keyed = |prefix: &str| -> Option<String> {
         let key = path
             .strip_prefix(prefix)?
@@ -67,9 +69,9 @@ fn field_ref(pod: &Value, pod_ip: Option<&str>, path: &str) -> Option<String> {
         "metadata.name" => owned(str_at(pod, &["metadata", "name"])),
         "metadata.namespace" => owned(str_at(pod, &["metadata", "namespace"])),
         "metadata.uid" => owned(str_at(pod, &["metadata", "uid"])),
-        "spec.nodeName" => Some(NODE_NAME.to_string()),
+        "spec.nodeName" => owned(str_at(pod, &["spec", "nodeName"])),
         "spec.serviceAccountName" => owned(str_at(pod, &["spec", "serviceAccountName"])),
-        "status.hostIP" | "status.hostIPs" => Some(HOST_IP.to_string()),
+        "status.hostIP" | "status.hostIPs" => Some(host_ip.to_string()),
         "status.podIP" | "status.podIPs" => Some(pod_ip.unwrap_or("").to_string()),
         p if p.starts_with("metadata.labels[") => keyed("metadata.labels"),
         p if p.starts_with("metadata.annotations[") => keyed("metadata.annotations"),
@@ -178,7 +180,7 @@ pub(crate) fn container_env(
             expand(v, &defined)
         } else if let Some(from) = e.get("valueFrom") {
             if let Some(path) = str_at(from, &["fieldRef", "fieldPath"]) {
-                field_ref(pod, pod_ip, path).unwrap_or_default()
+                field_ref(pod, pod_ip, lookup.host_ip(), path).unwrap_or_default()
             } else if let Some(r) = from.get("secretKeyRef") {
                 let sname = r.get("name").and_then(Value::as_str).unwrap_or("");
                 let key = r.get("key").and_then(Value::as_str).unwrap_or("");
@@ -274,6 +276,10 @@ mod tests {
                         && str_at(s, &["metadata", "name"]) == Some(name)
                 })
                 .cloned()
+        }
+
+        fn host_ip(&self) -> &str {
+            super::super::pod::HOST_IP
         }
     }
 

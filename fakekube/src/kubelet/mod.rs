@@ -73,11 +73,10 @@ pub use command::{CommandCall, CommandError};
 pub use images::Images;
 pub(crate) use node::{NODE_LEASE_NAMESPACE, spawn as register_node};
 pub(crate) use output::{Line, OutputLog};
-pub(crate) use pod::NODE_NAME;
 
+use crate::client::{Client, Kind};
 use crate::events::{Emitter, Recorder};
 use crate::status::{ApiError, Target};
-use crate::store::Store;
 use bytes::Bytes;
 use fakekube_runtime::{PodFs, PodNetwork, ProcessTable, Programs};
 use http::StatusCode;
@@ -145,6 +144,27 @@ pub(crate) struct Config {
     pub(crate) process_limit: usize,
     /// Bytes all pods' filesystems may hold together.
     pub(crate) storage_budget: u64,
+    /// The node it runs as: the Node it registers, the pods it runs.
+    pub(crate) node_name: String,
+    /// The node's InternalIP, which pods report as `hostIP` (reported, never dialled).
+    pub(crate) host_ip: String,
+    /// The third octet of its pods' IPs (`10.244.<subnet>.x`): each node its own `/24`.
+    pub(crate) pod_subnet: u8,
+    /// Whether it also schedules (binds unbound pods to its node, as the embedded fake has no
+    /// scheduler) and provisions claims.
+    pub(crate) role: Role,
+}
+
+/// What the kubelet does besides running the pods bound to its node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// The embedded fake's only node: it also schedules every pod to itself and binds every
+    /// claim at once (the scheduler and the volume binder the fake has no other stand-in for).
+    AllInOne,
+    /// A node of a cluster with a scheduler and a volume controller: it provisions a
+    /// PersistentVolume for each pending claim (as a dynamic provisioner does, pre-bound to the
+    /// claim), and leaves binding pods and claims to the control plane.
+    Node,
 }
 
 impl Default for Config {
@@ -154,6 +174,10 @@ impl Default for Config {
             backoff: Duration::from_millis(10),
             process_limit: fakekube_runtime::DEFAULT_PROCESS_LIMIT,
             storage_budget: DEFAULT_STORAGE_BUDGET,
+            node_name: pod::NODE_NAME.to_string(),
+            host_ip: pod::HOST_IP.to_string(),
+            pod_subnet: 0,
+            role: Role::AllInOne,
         }
     }
 }
@@ -174,8 +198,8 @@ pub(crate) struct State {
 /// The fake kubelet of one server.
 #[derive(Debug)]
 pub(crate) struct Kubelet {
-    /// The store it reads pods from and writes status to.
-    store: Arc<Store>,
+    /// The API it reads pods from and writes status to.
+    api: Arc<dyn Client>,
     /// The settings.
     config: Config,
     /// The fake registry's marks.
@@ -197,20 +221,26 @@ pub(crate) struct Kubelet {
 pub(crate) const DEFAULT_STORAGE_BUDGET: u64 = 512 << 20;
 
 impl Kubelet {
-    /// A kubelet for `store`; [`Kubelet::spawn`] starts it.
-    pub(crate) fn new(store: Arc<Store>, config: Config) -> Self {
+    /// A kubelet on `api`; [`Kubelet::spawn`] starts it.
+    pub(crate) fn new(api: Arc<dyn Client>, config: Config) -> Self {
         let commands = Programs::new();
         commands.set_storage_budget(fakekube_runtime::StorageBudget::new(config.storage_budget));
+        let recorder = Recorder::new("kubelet", &config.node_name);
         Kubelet {
-            store,
+            api,
             config,
             images: Images::default(),
             commands,
             state: Mutex::new(State::default()),
             pulled: Mutex::default(),
-            recorder: Recorder::new("kubelet", pod::NODE_NAME),
+            recorder,
             scheduler: Emitter::new("default-scheduler", "fakekube-control-plane"),
         }
+    }
+
+    /// The node it runs as.
+    pub(crate) fn node_name(&self) -> &str {
+        &self.config.node_name
     }
 
     /// The bytes all pods' filesystems hold now.
@@ -261,14 +291,9 @@ impl Kubelet {
         Ok((obj, chosen))
     }
 
-    /// Pod `ns/pod` from the store, or the API server's 404.
-    fn pod(&self, ns: &str, pod: &str) -> Result<Arc<Value>, ApiError> {
-        let rt = self
-            .store
-            .registry()
-            .find("", "v1", "pods")
-            .ok_or_else(|| ApiError::internal("pods are not served"))?;
-        self.store.get_opt(&rt, ns, pod).ok_or_else(|| {
+    /// Pod `ns/pod` from the API, or the API server's 404.
+    pub(crate) fn pod(&self, ns: &str, pod: &str) -> Result<Arc<Value>, ApiError> {
+        self.api.get(Kind::Pod, ns, pod).ok_or_else(|| {
             ApiError::not_found(Target {
                 group: "",
                 resource: "pods",

@@ -7,10 +7,9 @@
 //! The node's status is written once at registration; a real kubelet rewrites it every few
 //! minutes even when nothing changed, fakekube does not (its heartbeat is the Lease).
 
-use super::pod::{HOST_IP, NODE_NAME};
+use super::{Config, Role};
+use crate::client::{Client, Kind, Part};
 use crate::meta::meta_str;
-use crate::registry::ResourceType;
-use crate::store::{Part, Store, WriteOptions};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,8 +23,13 @@ const LEASE_DURATION_SECS: u64 = 40;
 /// How often the kubelet renews its lease.
 const RENEW_EVERY: Duration = Duration::from_secs(10);
 
-/// The Node object of a kubelet reporting Kubernetes `1.<minor>`, its conditions stamped `now`.
-fn node(minor: u32, now: &str, kubelet_port: u16) -> Value {
+/// The Node object of the kubelet of `config` reporting Kubernetes `1.<minor>`, its conditions
+/// stamped `now`. The embedded fake's one node is its control plane's too (kind's node); a
+/// node of a cluster carries only the labels a kubelet may set on itself (the
+/// NodeRestriction admission plugin refuses `node-role.kubernetes.io/*`).
+fn node(config: &Config, minor: u32, now: &str, kubelet_port: u16) -> Value {
+    let name = config.node_name.as_str();
+    let cidr = format!("10.244.{}.0/24", config.pod_subnet);
     let resources = json!({
         "cpu": "8",
         "ephemeral-storage": "102626232Ki",
@@ -44,27 +48,32 @@ fn node(minor: u32, now: &str, kubelet_port: u16) -> Value {
             "message": message,
         })
     };
+    let mut labels = json!({
+        "beta.kubernetes.io/arch": "amd64",
+        "beta.kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        "kubernetes.io/hostname": name,
+        "kubernetes.io/os": "linux",
+    });
+    if config.role == Role::AllInOne {
+        labels["node-role.kubernetes.io/control-plane"] = json!("");
+    }
+    let mut spec = json!({ "providerID": format!("fakekube://{name}") });
+    if config.role == Role::AllInOne {
+        // A cluster's node gets its range from the controller manager's IPAM.
+        spec["podCIDR"] = json!(cidr);
+        spec["podCIDRs"] = json!([cidr]);
+    }
     json!({
         "metadata": {
-            "name": NODE_NAME,
-            "labels": {
-                "beta.kubernetes.io/arch": "amd64",
-                "beta.kubernetes.io/os": "linux",
-                "kubernetes.io/arch": "amd64",
-                "kubernetes.io/hostname": NODE_NAME,
-                "kubernetes.io/os": "linux",
-                "node-role.kubernetes.io/control-plane": "",
-            },
+            "name": name,
+            "labels": labels,
             "annotations": {
                 "node.alpha.kubernetes.io/ttl": "0",
                 "volumes.kubernetes.io/controller-managed-attach-detach": "true",
             },
         },
-        "spec": {
-            "podCIDR": "10.244.0.0/24",
-            "podCIDRs": ["10.244.0.0/24"],
-            "providerID": format!("fakekube://{NODE_NAME}"),
-        },
+        "spec": spec,
         "status": {
             "capacity": resources,
             "allocatable": resources,
@@ -75,8 +84,8 @@ fn node(minor: u32, now: &str, kubelet_port: u16) -> Value {
                 condition("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
             ],
             "addresses": [
-                { "type": "InternalIP", "address": HOST_IP },
-                { "type": "Hostname", "address": NODE_NAME },
+                { "type": "InternalIP", "address": config.host_ip },
+                { "type": "Hostname", "address": name },
             ],
             "daemonEndpoints": { "kubeletEndpoint": { "Port": kubelet_port } },
             "nodeInfo": {
@@ -96,15 +105,19 @@ fn node(minor: u32, now: &str, kubelet_port: u16) -> Value {
     })
 }
 
-/// Registers the Node (once: a Node that exists is kept, cordoned or not) with its status, which
-/// advertises `kubelet_port` as the kubelet's.
-pub(crate) fn register(store: &Store, minor: u32, kubelet_port: u16) {
-    let Some(rt) = store.registry().find("", "v1", "nodes") else {
-        return;
-    };
-    let wanted = node(minor, &store.clock().now_rfc3339(), kubelet_port);
-    let created = match store.create(&rt, "", wanted.clone(), WriteOptions::default()) {
-        Ok((created, _)) => created,
+/// Registers the Node (a Node that exists is kept, cordoned or not) and writes its status,
+/// which advertises `kubelet_port` as the kubelet's. A node of a cluster rewrites the status of
+/// a Node that exists (a kubelet that restarts reports its new port and addresses).
+pub(crate) fn register(api: &dyn Client, config: &Config, minor: u32, kubelet_port: u16) {
+    let wanted = node(config, minor, &api.clock().now_rfc3339(), kubelet_port);
+    let current = match api.create(Kind::Node, "", wanted.clone()) {
+        Ok(created) => created,
+        Err(e) if e.code == 409 && config.role == Role::Node => {
+            match api.get(Kind::Node, "", &config.node_name) {
+                Some(existing) => existing,
+                None => return,
+            }
+        }
         Err(e) => {
             if e.code != 409 {
                 tracing::warn!(error = %e.message, "registering the node");
@@ -112,95 +125,70 @@ pub(crate) fn register(store: &Store, minor: u32, kubelet_port: u16) {
             return;
         }
     };
-    let mut next = Value::clone(&created);
+    let mut next = Value::clone(&current);
     next["status"] = wanted["status"].clone();
-    if let Err(e) = store.update(
-        &rt,
-        "",
-        NODE_NAME,
-        next,
-        Part::Status,
-        WriteOptions::default(),
-    ) {
+    if let Err(e) = api.update(Kind::Node, "", &config.node_name, next, Part::Status) {
         tracing::warn!(error = %e.message, "writing the node's status");
     }
 }
 
-/// The node's Lease, held by the node and renewed at `now`.
-fn lease(node_uid: &str, now: &str) -> Value {
+/// The Lease of node `name`, held by the node and renewed at `now`.
+fn lease(name: &str, node_uid: &str, now: &str) -> Value {
     json!({
         "metadata": {
-            "name": NODE_NAME,
+            "name": name,
             "ownerReferences": [ {
                 "apiVersion": "v1",
                 "kind": "Node",
-                "name": NODE_NAME,
+                "name": name,
                 "uid": node_uid,
             } ],
         },
         "spec": {
-            "holderIdentity": NODE_NAME,
+            "holderIdentity": name,
             "leaseDurationSeconds": LEASE_DURATION_SECS,
             "renewTime": now,
         },
     })
 }
 
-/// Creates the Lease, or renews it (a new `renewTime`) when it exists.
-pub(crate) fn renew_lease(store: &Store) {
-    let registry = store.registry();
-    let (Some(leases), Some(nodes)) = (
-        registry.find("coordination.k8s.io", "v1", "leases"),
-        registry.find("", "v1", "nodes"),
-    ) else {
-        return;
-    };
-    let Some(node) = store.get_opt(&nodes, "", NODE_NAME) else {
+/// Creates the Lease of node `name`, or renews it (a new `renewTime`) when it exists.
+pub(crate) fn renew_lease(api: &dyn Client, name: &str) {
+    let Some(node) = api.get(Kind::Node, "", name) else {
         return;
     };
     let uid = meta_str(&node, "uid").unwrap_or("");
-    match store.get_opt(&leases, NODE_LEASE_NAMESPACE, NODE_NAME) {
-        None => create_lease(store, &leases, uid),
+    let now = api.clock().now_micro();
+    match api.get(Kind::Lease, NODE_LEASE_NAMESPACE, name) {
+        None => {
+            if let Err(e) = api.create(Kind::Lease, NODE_LEASE_NAMESPACE, lease(name, uid, &now))
+                && e.code != 409
+            {
+                tracing::debug!(error = %e.message, "creating the node lease");
+            }
+        }
         Some(current) => {
             let mut next = Value::clone(&current);
-            next["spec"]["renewTime"] = json!(store.clock().now_micro());
-            next["spec"]["holderIdentity"] = json!(NODE_NAME);
-            if let Err(e) = store.update(
-                &leases,
-                NODE_LEASE_NAMESPACE,
-                NODE_NAME,
-                next,
-                Part::Main,
-                WriteOptions::default(),
-            ) {
+            next["spec"]["renewTime"] = json!(now);
+            next["spec"]["holderIdentity"] = json!(name);
+            if let Err(e) = api.update(Kind::Lease, NODE_LEASE_NAMESPACE, name, next, Part::Main) {
                 tracing::debug!(error = %e.message, "renewing the node lease");
             }
         }
     }
 }
 
-fn create_lease(store: &Store, leases: &Arc<ResourceType>, node_uid: &str) {
-    if let Err(e) = store.create(
-        leases,
-        NODE_LEASE_NAMESPACE,
-        lease(node_uid, &store.clock().now_micro()),
-        WriteOptions::default(),
-    ) && e.code != 409
-    {
-        tracing::debug!(error = %e.message, "creating the node lease");
-    }
-}
-
-/// Registers the Node (advertising `kubelet_port`), creates its Lease, and renews the Lease
-/// until `shutdown`.
+/// Registers the Node of `config` (advertising `kubelet_port`), creates its Lease, and renews
+/// the Lease until `shutdown`.
 pub(crate) fn spawn(
-    store: Arc<Store>,
+    api: Arc<dyn Client>,
+    config: Config,
     minor: u32,
     kubelet_port: u16,
     shutdown: CancellationToken,
 ) -> JoinHandle<()> {
-    register(&store, minor, kubelet_port);
-    renew_lease(&store);
+    register(&*api, &config, minor, kubelet_port);
+    renew_lease(&*api, &config.node_name);
     tokio::spawn(async move {
         let mut every = tokio::time::interval(RENEW_EVERY);
         every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -208,7 +196,7 @@ pub(crate) fn spawn(
         loop {
             tokio::select! {
                 () = shutdown.cancelled() => return,
-                _ = every.tick() => renew_lease(&store),
+                _ = every.tick() => renew_lease(&*api, &config.node_name),
             }
         }
     })
@@ -217,12 +205,11 @@ pub(crate) fn spawn(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::Registry;
-    use crate::store::StoreSettings;
+    use crate::kubelet::pod::{HOST_IP, NODE_NAME};
+    use crate::store::{Store, StoreSettings, WriteOptions};
 
-    #[test]
-    fn the_node_is_ready_and_its_lease_is_held_by_it() {
-        let s = Store::new(StoreSettings::default(), Arc::new(Registry::new()));
+    fn store() -> Store {
+        let s = Store::new(StoreSettings::default(), Arc::default());
         let ns = s.registry().find("", "v1", "namespaces").expect("served");
         s.create(
             &ns,
@@ -231,10 +218,15 @@ mod tests {
             WriteOptions::default(),
         )
         .expect("namespace");
-        register(&s, 33, 10250);
-        renew_lease(&s);
-        let nodes = s.registry().find("", "v1", "nodes").expect("served");
-        let n = s.get(&nodes, "", NODE_NAME).expect("registered");
+        s
+    }
+
+    #[test]
+    fn the_node_is_ready_and_its_lease_is_held_by_it() {
+        let s = store();
+        register(&s, &Config::default(), 33, 10250);
+        renew_lease(&s, NODE_NAME);
+        let n = Client::get(&s, Kind::Node, "", NODE_NAME).expect("registered");
         let ready = n["status"]["conditions"]
             .as_array()
             .and_then(|c| c.iter().find(|c| c["type"] == "Ready"))
@@ -243,24 +235,48 @@ mod tests {
         assert_eq!(ready["status"], "True");
         assert_eq!(n["status"]["addresses"][0]["address"], HOST_IP);
         assert_eq!(n["status"]["nodeInfo"]["kubeletVersion"], "v1.33.1");
-        let leases = s
-            .registry()
-            .find("coordination.k8s.io", "v1", "leases")
-            .expect("served");
-        let first = s
-            .get(&leases, NODE_LEASE_NAMESPACE, NODE_NAME)
-            .expect("lease");
+        assert_eq!(n["spec"]["podCIDR"], "10.244.0.0/24");
+        let first = Client::get(&s, Kind::Lease, NODE_LEASE_NAMESPACE, NODE_NAME).expect("lease");
         assert_eq!(first["spec"]["holderIdentity"], NODE_NAME);
         assert_eq!(
             first["metadata"]["ownerReferences"][0]["uid"],
             n["metadata"]["uid"]
         );
-        renew_lease(&s);
-        let second = s
-            .get(&leases, NODE_LEASE_NAMESPACE, NODE_NAME)
-            .expect("lease");
+        renew_lease(&s, NODE_NAME);
+        let second = Client::get(&s, Kind::Lease, NODE_LEASE_NAMESPACE, NODE_NAME).expect("lease");
         let renewed = |l: &Value| l["spec"]["renewTime"].as_str().unwrap_or("").to_string();
         assert!(renewed(&second) >= renewed(&first) && renewed(&first).ends_with('Z'));
         assert_eq!(first["metadata"]["uid"], second["metadata"]["uid"]);
+    }
+
+    #[test]
+    fn a_node_of_a_cluster_sets_only_the_labels_a_kubelet_may_and_rewrites_its_status() {
+        let s = store();
+        let config = Config {
+            node_name: "worker-2".into(),
+            host_ip: "127.0.0.1".into(),
+            pod_subnet: 2,
+            role: Role::Node,
+            ..Config::default()
+        };
+        register(&s, &config, 36, 40001);
+        register(&s, &config, 36, 40002);
+        let n = Client::get(&s, Kind::Node, "", "worker-2").expect("registered");
+        let labels = n["metadata"]["labels"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        assert!(
+            labels
+                .keys()
+                .all(|k| !k.starts_with("node-role.kubernetes.io/"))
+        );
+        assert_eq!(labels["kubernetes.io/hostname"], "worker-2");
+        assert_eq!(n["spec"].get("podCIDR"), None);
+        assert_eq!(n["status"]["addresses"][0]["address"], "127.0.0.1");
+        assert_eq!(
+            n["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"],
+            40002
+        );
     }
 }

@@ -2,14 +2,12 @@
 //! due (sandboxes, retries, restarts, probes, kills), and writes pod status. Starting and
 //! restarting containers is [`super::containers`]; stopping them, [`super::termination`].
 
-use super::pod::{CState, NODE_NAME, PodRun, qos_class};
+use super::pod::{CState, PodRun, qos_class};
 use super::probe::{self, Outcome, ProbeKind, Verdict};
-use super::{Kubelet, State};
+use super::{Kubelet, Role, State};
+use crate::client::{Change, ChangeType, Client, Delete, Kind, Part};
 use crate::events::EventType;
 use crate::meta::{meta_str, str_at};
-use crate::patch::PatchKind;
-use crate::registry::{Registry, ResourceType};
-use crate::store::{DeleteOptions, Event, EventType as Change, Part, Store, WriteOptions};
 use fakekube_runtime::{ExitStatus, Signal};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
@@ -17,24 +15,6 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-
-/// The kinds the kubelet reads and writes.
-#[derive(Debug, Clone)]
-pub(super) struct Kinds {
-    pub(super) pod: Arc<ResourceType>,
-    pub(super) pvc: Arc<ResourceType>,
-    pub(super) secret: Arc<ResourceType>,
-}
-
-impl Kinds {
-    fn resolve(registry: &Registry) -> Option<Kinds> {
-        Some(Kinds {
-            pod: registry.find("", "v1", "pods")?,
-            pvc: registry.find("", "v1", "persistentvolumeclaims")?,
-            secret: registry.find("", "v1", "secrets")?,
-        })
-    }
-}
 
 /// A main process ended.
 #[derive(Debug)]
@@ -60,7 +40,6 @@ pub(super) struct ProbeReport {
 
 /// What one pass of the loop has to do and the means to do it.
 pub(super) struct Pass<'a> {
-    pub(super) kinds: Kinds,
     pub(super) shutdown: &'a CancellationToken,
     pub(super) exits: &'a mpsc::UnboundedSender<Exit>,
     probes: &'a mpsc::UnboundedSender<ProbeReport>,
@@ -76,14 +55,16 @@ fn is_deleting(obj: &Value) -> bool {
         .is_some_and(|t| !t.is_null())
 }
 
-/// Whether the node is cordoned (`spec.unschedulable`).
-fn cordoned(store: &Store) -> bool {
-    store
-        .registry()
-        .find("", "v1", "nodes")
-        .and_then(|nodes| store.get_opt(&nodes, "", NODE_NAME))
+/// Whether node `node` is cordoned (`spec.unschedulable`).
+fn cordoned(api: &dyn Client, node: &str) -> bool {
+    api.get(Kind::Node, "", node)
         .is_some_and(|n| n.pointer("/spec/unschedulable").and_then(Value::as_bool) == Some(true))
 }
+
+/// The annotation a provisioned volume names its provisioner in.
+const PROVISIONED_BY: &str = "pv.kubernetes.io/provisioned-by";
+/// What the kubelet's volumes name as their provisioner.
+const PROVISIONER: &str = "fakekube.io/kubelet";
 
 /// Whether the pod tolerates a cordoned node's `node.kubernetes.io/unschedulable` taint.
 fn tolerates_cordon(pod: &Value) -> bool {
@@ -123,19 +104,14 @@ impl Kubelet {
     }
 
     async fn run(self: Arc<Self>, shutdown: CancellationToken) {
-        let Some(kinds) = Kinds::resolve(self.store.registry()) else {
-            tracing::error!("core kinds missing from the resource table; kubelet off");
-            return;
-        };
-        let mut changes = self.store.subscribe();
+        let mut changes = self.api.subscribe();
         let mut image_changes = self.images.subscribe();
         let (exit_tx, mut exit_rx) = mpsc::unbounded_channel();
         let (probe_tx, mut probe_rx) = mpsc::unbounded_channel();
         changes.borrow_and_update();
         image_changes.borrow_and_update();
-        let mut last = self.store.resource_version();
+        let mut last = self.api.position();
         let mut pass = Pass {
-            kinds,
             shutdown: &shutdown,
             exits: &exit_tx,
             probes: &probe_tx,
@@ -145,15 +121,15 @@ impl Kubelet {
         self.resync(&mut pass);
         loop {
             changes.borrow_and_update();
-            match self.store.events_since(last) {
-                Ok(events) => {
+            match self.api.changes_since(last) {
+                Ok((events, reached)) => {
                     for e in &events {
-                        last = last.max(e.rv);
                         self.on_event(&mut pass, e);
                     }
+                    last = last.max(reached);
                 }
                 Err(_) => {
-                    last = self.store.resource_version();
+                    last = self.api.position();
                     self.resync(&mut pass);
                 }
             }
@@ -174,7 +150,7 @@ impl Kubelet {
                 continue;
             }
             let next = self.next_deadline();
-            let clock = self.store.clock().clone();
+            let clock = self.api.clock().clone();
             tokio::select! {
                 () = shutdown.cancelled() => return,
                 r = changes.changed() => {
@@ -192,15 +168,15 @@ impl Kubelet {
 
     /// Looks at every pod and claim again (start, or the change log no longer reaches back).
     fn resync(&self, pass: &mut Pass<'_>) {
-        let claims = self.store.list_all(&pass.kinds.pvc, None);
+        let claims = self.api.list(Kind::PersistentVolumeClaim, None);
         let live: BTreeSet<&str> = claims.iter().filter_map(|c| meta_str(c, "uid")).collect();
         self.lock()
             .volumes
             .retain(|uid, _| live.contains(uid.as_str()));
         for pvc in &claims {
-            self.bind_claim(pass, pvc);
+            self.bind_claim(pvc);
         }
-        let pods = self.store.list_all(&pass.kinds.pod, None);
+        let pods = self.api.list(Kind::Pod, None);
         let present: BTreeSet<String> = pods
             .iter()
             .filter_map(|p| meta_str(p, "uid"))
@@ -221,31 +197,35 @@ impl Kubelet {
         }
     }
 
-    fn on_event(&self, pass: &mut Pass<'_>, e: &Event) {
-        if e.rt.same_resource(&pass.kinds.pod) {
-            match e.kind {
-                Change::Deleted => {
+    fn on_event(&self, pass: &mut Pass<'_>, e: &Change) {
+        if e.kind == Kind::Pod {
+            match e.change {
+                ChangeType::Deleted => {
                     if let Some(uid) = meta_str(&e.object, "uid") {
                         self.forget_pod(uid);
                     }
                 }
-                Change::Added | Change::Modified => self.sync_pod(pass, &e.object),
+                ChangeType::Added | ChangeType::Modified => self.sync_pod(pass, &e.object),
             }
-        } else if e.rt.same_resource(&pass.kinds.pvc) {
-            match e.kind {
-                Change::Deleted => {
+        } else if e.kind == Kind::PersistentVolumeClaim {
+            match e.change {
+                ChangeType::Deleted => {
                     if let Some(uid) = meta_str(&e.object, "uid") {
                         self.lock().volumes.remove(uid);
                     }
                 }
-                Change::Added | Change::Modified => {
-                    self.bind_claim(pass, &e.object);
+                ChangeType::Added | ChangeType::Modified => {
+                    self.bind_claim(&e.object);
                     // Pods waiting for this claim may be scheduled now.
                     let ns = meta_str(&e.object, "namespace").unwrap_or("");
                     self.sync_unscheduled(pass, Some(ns));
                 }
             }
-        } else if e.rt.group.is_empty() && e.rt.kind == "Node" {
+        } else if e.kind == Kind::PersistentVolume {
+            if self.config.role == Role::Node && e.change != ChangeType::Deleted {
+                self.reclaim(&e.object);
+            }
+        } else if e.kind == Kind::Node && meta_str(&e.object, "name") == Some(self.node_name()) {
             // An uncordoned node takes the pods that waited for it.
             let unschedulable = |n: &Value| n.pointer("/spec/unschedulable").cloned();
             if e.prev.as_deref().map(unschedulable) != Some(unschedulable(&e.object)) {
@@ -256,7 +236,7 @@ impl Kubelet {
 
     /// Looks again at the pods not bound to a node.
     fn sync_unscheduled(&self, pass: &mut Pass<'_>, ns: Option<&str>) {
-        for p in self.store.list_all(&pass.kinds.pod, ns) {
+        for p in self.api.list(Kind::Pod, ns) {
             if str_at(&p, &["spec", "nodeName"]).is_none_or(str::is_empty) {
                 self.sync_pod(pass, &p);
             }
@@ -301,24 +281,26 @@ impl Kubelet {
                 Some(run) => {
                     self.terminate(pass, run, grace);
                 }
-                None if node == NODE_NAME && grace > 0 => {
+                None if node == self.node_name() && grace > 0 => {
                     // Never started here: nothing to stop.
                     pass.remove.insert(uid.clone());
                     drop(st);
-                    self.remove_stopped(pass, &ns, &name, &uid);
+                    self.remove_stopped(&ns, &name, &uid);
                 }
                 None => {}
             }
             return;
         }
         if node.is_empty() {
-            self.schedule(pass, obj);
+            if self.config.role == Role::AllInOne {
+                self.schedule(obj);
+            }
             return;
         }
-        if node != NODE_NAME {
+        if node != self.node_name() {
             return;
         }
-        let clock = self.store.clock();
+        let clock = self.api.clock();
         let mut st = self.lock();
         if !st.pods.contains_key(&uid) {
             let phase = str_at(obj, &["status", "phase"]).unwrap_or("");
@@ -340,11 +322,11 @@ impl Kubelet {
 
     /// Binds the pod to the node, or records why it cannot be, as the scheduler does (with
     /// its Events).
-    fn schedule(&self, pass: &mut Pass<'_>, obj: &Value) {
+    fn schedule(&self, obj: &Value) {
         let ns = meta_str(obj, "namespace").unwrap_or("");
         let name = meta_str(obj, "name").unwrap_or("");
         let blocked = claim_names(obj).into_iter().find_map(|c| {
-            match self.store.get_opt(&pass.kinds.pvc, ns, &c) {
+            match self.api.get(Kind::PersistentVolumeClaim, ns, &c) {
                 None => Some(format!("persistentvolumeclaim \"{c}\" not found")),
                 Some(pvc) if is_deleting(&pvc) => {
                     Some(format!("persistentvolumeclaim \"{c}\" is being deleted"))
@@ -354,32 +336,21 @@ impl Kubelet {
         });
         let why = match blocked {
             Some(why) => Some(why),
-            None if cordoned(&self.store) && !tolerates_cordon(obj) => {
+            None if cordoned(&*self.api, self.node_name()) && !tolerates_cordon(obj) => {
                 Some("1 node(s) were unschedulable".to_string())
             }
             None => None,
         };
         let Some(why) = why else {
-            let body = json!({ "spec": { "nodeName": NODE_NAME } });
-            match self.store.patch(
-                &pass.kinds.pod,
-                ns,
-                name,
-                PatchKind::Merge,
-                &body,
-                Part::Main,
-                WriteOptions {
-                    binding: true,
-                    ..WriteOptions::default()
-                },
-            ) {
-                Ok(_) => self.scheduler.emit(
-                    &self.store,
+            let node = self.node_name();
+            match self.api.bind(ns, name, node) {
+                Ok(()) => self.scheduler.emit(
+                    &*self.api,
                     obj,
                     EventType::Normal,
                     "Scheduled",
                     "Binding",
-                    &format!("Successfully assigned {ns}/{name} to {NODE_NAME}"),
+                    &format!("Successfully assigned {ns}/{name} to {node}"),
                 ),
                 Err(e) => tracing::debug!(pod = name, error = %e.message, "binding a pod"),
             }
@@ -402,7 +373,7 @@ impl Kubelet {
         let since = old
             .filter(|_| same)
             .and_then(|c| c.get("lastTransitionTime").cloned())
-            .unwrap_or_else(|| json!(self.store.clock().now_rfc3339()));
+            .unwrap_or_else(|| json!(self.api.clock().now_rfc3339()));
         let status = json!({
             "phase": "Pending",
             "conditions": [ {
@@ -417,7 +388,7 @@ impl Kubelet {
         });
         if !same {
             self.scheduler.emit(
-                &self.store,
+                &*self.api,
                 obj,
                 EventType::Warning,
                 "FailedScheduling",
@@ -426,18 +397,22 @@ impl Kubelet {
             );
         }
         let uid = meta_str(obj, "uid").unwrap_or("");
-        write_status(&self.store, &pass.kinds.pod, ns, name, uid, &status);
+        write_status(&*self.api, ns, name, uid, &status);
     }
 
-    /// Binds a claim that is not bound yet, as a dynamic provisioner and the volume binder do.
-    fn bind_claim(&self, pass: &mut Pass<'_>, pvc: &Value) {
+    /// Binds a claim that is not bound yet, as a dynamic provisioner and the volume binder do;
+    /// on a node of a cluster, provisions its volume only (see [`Kubelet::provision`]).
+    fn bind_claim(&self, pvc: &Value) {
         if is_deleting(pvc) || str_at(pvc, &["status", "phase"]) == Some("Bound") {
+            return;
+        }
+        if self.config.role == Role::Node {
+            self.provision(pvc);
             return;
         }
         let ns = meta_str(pvc, "namespace").unwrap_or("");
         let name = meta_str(pvc, "name").unwrap_or("");
         let uid = meta_str(pvc, "uid").unwrap_or("");
-        let opts = WriteOptions::default();
         if str_at(pvc, &["spec", "volumeName"]).is_none_or(str::is_empty) {
             let body = json!({
                 "metadata": { "annotations": {
@@ -446,15 +421,10 @@ impl Kubelet {
                 } },
                 "spec": { "volumeName": format!("pvc-{uid}") },
             });
-            if let Err(e) = self.store.patch(
-                &pass.kinds.pvc,
-                ns,
-                name,
-                PatchKind::Merge,
-                &body,
-                Part::Main,
-                opts.clone(),
-            ) {
+            if let Err(e) =
+                self.api
+                    .merge_patch(Kind::PersistentVolumeClaim, ns, name, &body, Part::Main)
+            {
                 tracing::debug!(pvc = name, error = %e.message, "binding a claim");
                 return;
             }
@@ -472,16 +442,86 @@ impl Kubelet {
             status["capacity"] = json!({ "storage": size });
         }
         let body = json!({ "status": status });
-        if let Err(e) = self.store.patch(
-            &pass.kinds.pvc,
-            ns,
-            name,
-            PatchKind::Merge,
-            &body,
-            Part::Status,
-            opts,
-        ) {
+        if let Err(e) =
+            self.api
+                .merge_patch(Kind::PersistentVolumeClaim, ns, name, &body, Part::Status)
+        {
             tracing::debug!(pvc = name, error = %e.message, "claim status");
+        }
+    }
+
+    /// Provisions the volume of a claim that has none, as a dynamic provisioner does: a
+    /// PersistentVolume `pvc-<uid>` of the claim's size, access modes and class, pre-bound to
+    /// the claim (`claimRef` with its uid), which the cluster's volume controller then binds.
+    /// Its storage is this node's. A volume that exists already (another node made it) is
+    /// no error.
+    fn provision(&self, pvc: &Value) {
+        if str_at(pvc, &["spec", "volumeName"]).is_some_and(|v| !v.is_empty()) {
+            return;
+        }
+        let ns = meta_str(pvc, "namespace").unwrap_or("");
+        let name = meta_str(pvc, "name").unwrap_or("");
+        let uid = meta_str(pvc, "uid").unwrap_or("");
+        let spec = pvc.get("spec").cloned().unwrap_or_else(|| json!({}));
+        let size = spec
+            .pointer("/resources/requests/storage")
+            .cloned()
+            .unwrap_or_else(|| json!("1Gi"));
+        let volume = format!("pvc-{uid}");
+        let pv = json!({
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {
+                "name": volume,
+                "annotations": { PROVISIONED_BY: PROVISIONER },
+            },
+            "spec": {
+                "capacity": { "storage": size },
+                "accessModes": spec.get("accessModes").cloned().unwrap_or_else(|| json!(["ReadWriteOnce"])),
+                "volumeMode": spec.get("volumeMode").cloned().unwrap_or_else(|| json!("Filesystem")),
+                "storageClassName": spec.get("storageClassName").cloned().unwrap_or_else(|| json!("")),
+                "persistentVolumeReclaimPolicy": "Delete",
+                "claimRef": {
+                    "apiVersion": "v1",
+                    "kind": "PersistentVolumeClaim",
+                    "namespace": ns,
+                    "name": name,
+                    "uid": uid,
+                },
+                "hostPath": { "path": format!("/var/lib/fakekube/volumes/{volume}"), "type": "" },
+            },
+        });
+        match self.api.create(Kind::PersistentVolume, "", pv) {
+            Ok(_) => tracing::debug!(pvc = name, volume, "provisioned a volume"),
+            Err(e) if e.code == 409 => {}
+            Err(e) => tracing::warn!(pvc = name, error = %e.message, "provisioning a volume"),
+        }
+    }
+
+    /// Deletes a volume it provisioned once its claim is gone (`Released`), as a provisioner
+    /// does for the `Delete` reclaim policy.
+    fn reclaim(&self, pv: &Value) {
+        let ours = pv
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(PROVISIONED_BY))
+            .and_then(Value::as_str)
+            == Some(PROVISIONER);
+        let released = matches!(
+            str_at(pv, &["status", "phase"]),
+            Some("Released" | "Failed")
+        );
+        if !ours || !released || is_deleting(pv) {
+            return;
+        }
+        let name = meta_str(pv, "name").unwrap_or("");
+        let opts = Delete {
+            grace_period: None,
+            uid: meta_str(pv, "uid").map(str::to_string),
+        };
+        match self.api.delete(Kind::PersistentVolume, "", name, &opts) {
+            Ok(()) => tracing::debug!(volume = name, "reclaimed a volume"),
+            Err(e) if e.code == 404 || e.code == 409 => {}
+            Err(e) => tracing::debug!(volume = name, error = %e.message, "reclaiming a volume"),
         }
     }
 
@@ -511,7 +551,7 @@ impl Kubelet {
     /// Runs what is due: sandboxes after the start delay, pull retries, restarts, probes and
     /// SIGKILLs.
     fn on_timers(&self, pass: &mut Pass<'_>) {
-        let now = self.store.clock().now();
+        let now = self.api.clock().now();
         let mut st = self.lock();
         let State {
             pods,
@@ -522,9 +562,14 @@ impl Kubelet {
         for run in pods.values_mut().filter(|r| !r.terminal) {
             if run.start_at.is_some_and(|at| at <= now) && !run.deleting {
                 run.start_at = None;
-                run.ip = Some(super::pod::pod_ip(*next_ip));
+                run.ip = Some(match self.config.role {
+                    Role::AllInOne => super::pod::pod_ip(*next_ip),
+                    Role::Node => {
+                        format!("10.244.{}.{}", self.config.pod_subnet, *next_ip % 253 + 2)
+                    }
+                });
                 *next_ip = next_ip.wrapping_add(1);
-                self.make_volumes(pass, run, volumes);
+                self.make_volumes(run, volumes);
                 self.start_next(pass, run);
                 pass.dirty.insert(run.uid.clone());
                 continue;
@@ -591,7 +636,7 @@ impl Kubelet {
     /// Runs one probe in the background; its report comes back through the loop.
     fn spawn_probe(&self, pass: &Pass<'_>, p: ProbeRun) {
         let tx = pass.probes.clone();
-        let clock = self.store.clock().clone();
+        let clock = self.api.clock().clone();
         tokio::spawn(async move {
             let outcome = tokio::select! {
                 out = probe::run(&p.spec, p.target.clone(), &clock) => out,
@@ -609,7 +654,7 @@ impl Kubelet {
 
     /// A probe ran: count it, report a failure, and act on what its thresholds decide.
     fn on_probe(&self, pass: &mut Pass<'_>, report: ProbeReport) {
-        let now = self.store.clock().now();
+        let now = self.api.clock().now();
         let mut st = self.lock();
         let Some(run) = st.pods.get_mut(&report.uid) else {
             return;
@@ -696,7 +741,7 @@ impl Kubelet {
         if pass.dirty.is_empty() && pass.remove.is_empty() {
             return;
         }
-        let now = self.store.clock().now_rfc3339();
+        let now = self.api.clock().now_rfc3339();
         let writes: Vec<(String, String, String, Value)> = {
             let mut st = self.lock();
             std::mem::take(&mut pass.dirty)
@@ -706,12 +751,17 @@ impl Kubelet {
                     if run.removed {
                         return None;
                     }
-                    Some((run.ns.clone(), run.name.clone(), uid, run.status(&now)))
+                    Some((
+                        run.ns.clone(),
+                        run.name.clone(),
+                        uid,
+                        run.status(&now, &self.config.host_ip),
+                    ))
                 })
                 .collect()
         };
         for (ns, name, uid, status) in writes {
-            write_status(&self.store, &pass.kinds.pod, &ns, &name, &uid, &status);
+            write_status(&*self.api, &ns, &name, &uid, &status);
         }
         let remove: Vec<(String, String, String)> = {
             let mut st = self.lock();
@@ -728,19 +778,18 @@ impl Kubelet {
                 .collect()
         };
         for (ns, name, uid) in remove {
-            self.remove_stopped(pass, &ns, &name, &uid);
+            self.remove_stopped(&ns, &name, &uid);
         }
     }
 
     /// The kubelet's last word on a stopped pod: a delete with grace period 0, guarded by
     /// its uid (a new pod of the same name is not touched).
-    fn remove_stopped(&self, pass: &Pass<'_>, ns: &str, name: &str, uid: &str) {
-        let opts = DeleteOptions {
+    fn remove_stopped(&self, ns: &str, name: &str, uid: &str) {
+        let opts = Delete {
             grace_period: Some(0),
             uid: Some(uid.to_string()),
-            ..DeleteOptions::default()
         };
-        match self.store.delete(&pass.kinds.pod, ns, name, &opts) {
+        match self.api.delete(Kind::Pod, ns, name, &opts) {
             Ok(_) => {}
             Err(e) if e.code == 404 || e.code == 409 => {}
             Err(e) => tracing::debug!(pod = name, error = %e.message, "deleting a stopped pod"),
@@ -760,16 +809,9 @@ struct ProbeRun {
 }
 
 /// Writes a pod's status unless it is already that (retrying a write that raced another).
-pub(super) fn write_status(
-    store: &Store,
-    rt: &Arc<ResourceType>,
-    ns: &str,
-    name: &str,
-    uid: &str,
-    status: &Value,
-) {
+pub(super) fn write_status(api: &dyn Client, ns: &str, name: &str, uid: &str, status: &Value) {
     for _ in 0..3 {
-        let Some(cur) = store.get_opt(rt, ns, name) else {
+        let Some(cur) = api.get(Kind::Pod, ns, name) else {
             return;
         };
         if meta_str(&cur, "uid") != Some(uid) || cur.get("status") == Some(status) {
@@ -779,7 +821,7 @@ pub(super) fn write_status(
         if let Some(o) = obj.as_object_mut() {
             o.insert("status".into(), status.clone());
         }
-        match store.update(rt, ns, name, obj, Part::Status, WriteOptions::default()) {
+        match api.update(Kind::Pod, ns, name, obj, Part::Status) {
             Ok(_) => return,
             Err(e) if e.code == 409 => continue,
             Err(e) => {

@@ -3,7 +3,7 @@
 //! `ContainersReady`, `PodScheduled`, each with its `lastTransitionTime`), `hostIP(s)`,
 //! `podIP(s)`, `startTime`, `initContainerStatuses`, `containerStatuses` and `qosClass`.
 
-use super::pod::{Container, HOST_IP, PodRun, qos_class};
+use super::pod::{Container, PodRun, qos_class};
 use serde_json::{Value, json};
 
 impl PodRun {
@@ -39,7 +39,7 @@ impl PodRun {
     }
 
     /// The pod's `status`, as a kubelet writes it.
-    pub(crate) fn status(&mut self, now: &str) -> Value {
+    pub(crate) fn status(&mut self, now: &str, host_ip: &str) -> Value {
         let phase = self.phase();
         let completed = matches!(phase, "Succeeded" | "Failed");
         let initialized = self.initialized();
@@ -97,8 +97,8 @@ impl PodRun {
         let mut status = json!({
             "phase": phase,
             "conditions": conditions,
-            "hostIP": HOST_IP,
-            "hostIPs": [ { "ip": HOST_IP } ],
+            "hostIP": host_ip,
+            "hostIPs": [ { "ip": host_ip } ],
         });
         if let Some(ip) = &self.ip {
             status["podIP"] = json!(ip);
@@ -160,7 +160,7 @@ mod tests {
             CancellationToken::new(),
             "t0",
         );
-        let s0 = run.status("t0");
+        let s0 = run.status("t0", super::super::pod::HOST_IP);
         assert_eq!(s0["phase"], "Pending");
         assert_eq!(cond(&s0, "Ready")["status"], "False");
         assert_eq!(cond(&s0, "Ready")["reason"], "ContainersNotReady");
@@ -173,14 +173,14 @@ mod tests {
         if let Some(c) = run.containers.first_mut() {
             c.state = running();
         }
-        let s1 = run.status("t1");
+        let s1 = run.status("t1", super::super::pod::HOST_IP);
         assert_eq!(s1["phase"], "Running");
         assert_eq!(s1["podIP"], "10.244.0.2");
         assert_eq!(cond(&s1, "Ready")["status"], "True");
         assert_eq!(cond(&s1, "Ready")["lastTransitionTime"], "t1");
         assert_eq!(cond(&s1, "PodScheduled")["lastTransitionTime"], "t0");
         assert_eq!(cond(&s1, "PodReadyToStartContainers")["status"], "True");
-        let s2 = run.status("t2");
+        let s2 = run.status("t2", super::super::pod::HOST_IP);
         assert_eq!(s1, s2);
     }
 
@@ -206,7 +206,7 @@ mod tests {
         if let Some(b) = run.containers.get_mut(1) {
             b.state = running();
         }
-        let s = run.status("t1");
+        let s = run.status("t1", super::super::pod::HOST_IP);
         assert_eq!(s["phase"], "Pending");
         assert_eq!(cond(&s, "Initialized")["status"], "False");
         assert_eq!(

@@ -18,7 +18,7 @@ const MINIMUM_GRACE: i64 = 2;
 impl Kubelet {
     /// Starts or hurries the stop of a pod being deleted with `grace` seconds.
     pub(super) fn terminate(&self, pass: &mut Pass<'_>, run: &mut PodRun, grace: i64) {
-        let now = self.store.clock().now();
+        let now = self.api.clock().now();
         let deadline = now + Duration::from_secs(grace.max(MINIMUM_GRACE).unsigned_abs());
         if run.deleting {
             for c in &mut run.containers {
@@ -47,7 +47,7 @@ impl Kubelet {
     /// Stops container `idx` for a restart (a failed liveness or startup probe), giving it
     /// `grace` seconds.
     pub(super) fn stop_container(&self, run: &mut PodRun, idx: usize, grace: i64, message: &str) {
-        let now = self.store.clock().now();
+        let now = self.api.clock().now();
         let deadline = now + Duration::from_secs(grace.max(MINIMUM_GRACE).unsigned_abs());
         self.signal_stop(run, idx, deadline, message);
     }

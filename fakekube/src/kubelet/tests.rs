@@ -3,7 +3,7 @@
 //! notifications; nothing sleeps a fixed time.
 
 use super::*;
-use crate::store::{DeleteOptions, Part, StoreSettings, WriteOptions};
+use crate::store::{DeleteOptions, Part, Store, StoreSettings, WriteOptions};
 use fakekube_runtime::{ExecIo, ExecSpec, ExitStatus};
 use serde_json::json;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -37,10 +37,11 @@ pub(crate) mod websocket;
 use crate::authz::Caller;
 use crate::exec::codec::{Protocol, offered};
 use crate::kubelet::PortForwardTarget;
+use crate::pod_access::PodAccess;
 use crate::rbac::Attributes;
 use crate::route::ResourcePath;
 use crate::state::Shared;
-use crate::status::{ApiError, Target};
+use crate::status::ApiError;
 use crate::{upgrade, websocket as ws};
 use axum::body::Body;
 use axum::response::Response;
@@ -79,18 +80,18 @@ pub(crate) async fn serve(
         namespace: &rp.namespace,
         name: &rp.name,
     })?;
-    serve_authorized(shared, parts, rp).await
+    serve_authorized(&shared.pod_access, parts, rp).await
 }
 
 /// Serves an authorized port-forward request (the API server's `pods/portforward`, or the
 /// kubelet's own `/portForward`, authorized as `nodes/proxy`): the pod checks, then the upgrade.
 pub(crate) async fn serve_authorized(
-    shared: &Arc<Shared>,
+    streams: &Arc<PodAccess>,
     mut parts: Parts,
     rp: &ResourcePath,
 ) -> Result<Response, ApiError> {
-    let target = resolve(shared, rp)?;
-    let shutdown = shared.shutdown.clone();
+    let target = resolve(streams, rp)?;
+    let shutdown = streams.shutdown.clone();
     if parts.method == Method::POST && upgrade::is_spdy(&parts.headers) {
         let offered = upgrade::offered_stream_protocols(&parts.headers);
         let name = match upgrade::negotiate_stream_protocol(&offered, &[codec::SPDY_PROTOCOL]) {
@@ -160,23 +161,11 @@ pub(crate) async fn serve_authorized(
 
 /// Asks the kubelet for the pod's network, with the API server's errors; without a kubelet, no
 /// pod runs anywhere.
-fn resolve(shared: &Shared, rp: &ResourcePath) -> Result<PortForwardTarget, ApiError> {
-    match shared.kubelet.as_ref() {
+fn resolve(streams: &PodAccess, rp: &ResourcePath) -> Result<PortForwardTarget, ApiError> {
+    match streams.kubelet.as_ref() {
         Some(kubelet) => kubelet.portforward_target(&rp.namespace, &rp.name),
         None => {
-            let rt = shared
-                .store
-                .registry()
-                .find("", "v1", "pods")
-                .ok_or_else(|| ApiError::internal("pods are not served"))?;
-            if shared.store.get_opt(&rt, &rp.namespace, &rp.name).is_none() {
-                return Err(ApiError::not_found(Target {
-                    group: "",
-                    resource: "pods",
-                    kind: "Pod",
-                    name: &rp.name,
-                }));
-            }
+            streams.pod(&rp.namespace, &rp.name)?;
             Err(ApiError::internal(
                 "error dialing backend: this fakekube runs without a kubelet",
             ))

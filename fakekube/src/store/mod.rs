@@ -32,6 +32,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::watch;
 
 mod admission;
+mod client;
 mod compact;
 mod crds;
 mod deletion;
@@ -130,14 +131,7 @@ pub(crate) struct WriteOptions {
     pub(crate) binding: bool,
 }
 
-/// Which part of an object a write targets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Part {
-    /// The main resource.
-    Main,
-    /// The status subresource.
-    Status,
-}
+pub(crate) use crate::client::Part;
 
 /// How dependents are treated on delete.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -221,6 +215,9 @@ pub(crate) struct Store {
     clock: Clock,
     /// The JSON of the revisions LISTs returned.
     wire: WireCache,
+    /// The resource types of the kinds its [`Client`](crate::client::Client) face serves,
+    /// looked up once.
+    client_kinds: client::Kinds,
 }
 
 #[derive(Debug)]
@@ -323,6 +320,7 @@ impl Store {
             }),
             changed,
             wire: WireCache::default(),
+            client_kinds: client::Kinds::default(),
         }
     }
 

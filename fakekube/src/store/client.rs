@@ -1,0 +1,160 @@
+//! The store as a [`Client`]: the in-process API of the embedded fake's kubelet. It lives with
+//! the store (the API server's side), so that the kubelet has no path to the store but this
+//! interface. Its writes are the store's own writes (admission, resourceVersions, the change
+//! log), its change feed is the store's change log.
+
+use super::{DeleteOptions, EventType, Store, WriteOptions};
+use crate::client::{Change, ChangeType, Client, Delete, Gone, Kind, Part};
+use crate::clock::Clock;
+use crate::patch::PatchKind;
+use crate::registry::ResourceType;
+use crate::status::ApiError;
+use serde_json::{Value, json};
+use std::sync::{Arc, OnceLock};
+use tokio::sync::watch;
+
+/// The resource type of each [`Kind`], found in the registry at first use (the core kinds
+/// never change).
+#[derive(Debug, Default)]
+pub(super) struct Kinds([OnceLock<Option<Arc<ResourceType>>>; Kind::ALL.len()]);
+
+impl Store {
+    /// The resource type `kind` is stored as, or the API server's 404 when it is not served.
+    fn client_kind(&self, kind: Kind) -> Result<&Arc<ResourceType>, ApiError> {
+        let index = Kind::ALL.iter().position(|k| *k == kind).unwrap_or(0);
+        self.client_kinds.0[index]
+            .get_or_init(|| {
+                self.registry
+                    .find(kind.group(), kind.version(), kind.resource())
+            })
+            .as_ref()
+            .ok_or_else(|| ApiError::internal(format!("{} are not served", kind.resource())))
+    }
+
+    /// The [`Kind`] of a stored type, if the client serves it.
+    fn kind_of(&self, rt: &ResourceType) -> Option<Kind> {
+        let kind = Kind::of(&rt.group, &rt.plural)?;
+        self.client_kind(kind)
+            .ok()
+            .filter(|served| served.same_resource(rt))
+            .map(|_| kind)
+    }
+}
+
+impl Client for Store {
+    fn get(&self, kind: Kind, ns: &str, name: &str) -> Option<Arc<Value>> {
+        let rt = self.client_kind(kind).ok()?;
+        self.get_opt(rt, ns, name)
+    }
+
+    fn list(&self, kind: Kind, ns: Option<&str>) -> Vec<Arc<Value>> {
+        match self.client_kind(kind) {
+            Ok(rt) => self.list_all(rt, ns),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    fn create(&self, kind: Kind, ns: &str, obj: Value) -> Result<Arc<Value>, ApiError> {
+        let rt = self.client_kind(kind)?;
+        Store::create(self, rt, ns, obj, WriteOptions::default()).map(|(o, _)| o)
+    }
+
+    fn update(
+        &self,
+        kind: Kind,
+        ns: &str,
+        name: &str,
+        obj: Value,
+        part: Part,
+    ) -> Result<Arc<Value>, ApiError> {
+        let rt = self.client_kind(kind)?;
+        Store::update(self, rt, ns, name, obj, part, WriteOptions::default()).map(|(o, _)| o)
+    }
+
+    fn merge_patch(
+        &self,
+        kind: Kind,
+        ns: &str,
+        name: &str,
+        patch: &Value,
+        part: Part,
+    ) -> Result<Arc<Value>, ApiError> {
+        let rt = self.client_kind(kind)?;
+        Store::patch(
+            self,
+            rt,
+            ns,
+            name,
+            PatchKind::Merge,
+            patch,
+            part,
+            WriteOptions::default(),
+        )
+        .map(|(o, _)| o)
+    }
+
+    fn bind(&self, ns: &str, name: &str, node: &str) -> Result<(), ApiError> {
+        let rt = self.client_kind(Kind::Pod)?;
+        let body = json!({ "spec": { "nodeName": node } });
+        let opts = WriteOptions {
+            binding: true,
+            ..WriteOptions::default()
+        };
+        Store::patch(
+            self,
+            rt,
+            ns,
+            name,
+            PatchKind::Merge,
+            &body,
+            Part::Main,
+            opts,
+        )
+        .map(|_| ())
+    }
+
+    fn delete(&self, kind: Kind, ns: &str, name: &str, opts: &Delete) -> Result<(), ApiError> {
+        let rt = self.client_kind(kind)?;
+        let opts = DeleteOptions {
+            grace_period: opts.grace_period,
+            uid: opts.uid.clone(),
+            ..DeleteOptions::default()
+        };
+        Store::delete(self, rt, ns, name, &opts).map(|_| ())
+    }
+
+    fn position(&self) -> u64 {
+        self.resource_version()
+    }
+
+    fn changes_since(&self, position: u64) -> Result<(Vec<Change>, u64), Gone> {
+        let events = self.events_since(position).map_err(|_| Gone)?;
+        let reached = events.last().map_or(position, |e| e.rv.max(position));
+        let changes = events
+            .into_iter()
+            .filter_map(|e| {
+                let kind = self.kind_of(&e.rt)?;
+                Some(Change {
+                    position: e.rv,
+                    kind,
+                    change: match e.kind {
+                        EventType::Added => ChangeType::Added,
+                        EventType::Modified => ChangeType::Modified,
+                        EventType::Deleted => ChangeType::Deleted,
+                    },
+                    object: e.object,
+                    prev: e.prev,
+                })
+            })
+            .collect();
+        Ok((changes, reached))
+    }
+
+    fn subscribe(&self) -> watch::Receiver<u64> {
+        Store::subscribe(self)
+    }
+
+    fn clock(&self) -> &Clock {
+        Store::clock(self)
+    }
+}
