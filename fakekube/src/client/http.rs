@@ -35,6 +35,8 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 const WATCH_SECONDS: u64 = 300;
 /// The wait before a failed list or watch is tried again.
 const RETRY: Duration = Duration::from_secs(1);
+/// The wait before a list that was refused (403) or not served (404) is tried again.
+const REFUSED_RETRY: Duration = Duration::from_secs(30);
 
 /// A kind to keep cached, with the field selector of the objects wanted.
 #[derive(Debug, Clone)]
@@ -385,25 +387,46 @@ impl HttpClient {
             };
             self.apply(w.kind, change, obj);
         }
-        {
-            let mut st = self.lock();
-            if !st.synced.contains(&w.kind) {
-                st.synced.push(w.kind);
-            }
-        }
-        let position = self.lock().position;
-        self.changed.send_replace(position);
+        self.mark_synced(w.kind);
         Ok(rv)
+    }
+
+    /// Records that `kind` was listed (or refused), and tells the subscribers.
+    fn mark_synced(&self, kind: Kind) {
+        let position = {
+            let mut st = self.lock();
+            if !st.synced.contains(&kind) {
+                st.synced.push(kind);
+            }
+            st.position
+        };
+        self.changed.send_replace(position);
     }
 
     /// Keeps `w`'s cache: list, then watch from the list's resourceVersion, again and again.
     async fn reflect(self: Arc<Self>, w: Watched) {
         let mut rv: Option<String> = None;
+        let mut refused = false;
         loop {
             let from = match rv.take() {
                 Some(rv) => rv,
                 None => match self.relist(&w).await {
-                    Ok(rv) => rv,
+                    Ok(rv) => {
+                        refused = false;
+                        rv
+                    }
+                    Err(e) if e.code == 403 || e.code == 404 => {
+                        // Not allowed or not served: the cache stays empty (and counts as
+                        // listed, so that the client is not kept waiting), asked again now
+                        // and then, in case a role is granted.
+                        if !refused {
+                            tracing::warn!(kind = w.kind.resource(), error = %e.message, "listing");
+                            refused = true;
+                        }
+                        self.mark_synced(w.kind);
+                        tokio::time::sleep(REFUSED_RETRY).await;
+                        continue;
+                    }
                     Err(e) => {
                         tracing::warn!(kind = w.kind.resource(), error = %e.message, "listing");
                         tokio::time::sleep(RETRY).await;
