@@ -127,9 +127,17 @@ make_pki() {
     # install_agent_sandbox), in the file names the controller reads.
     "${pki[@]}" cert -dir "$PKI" -ca webhook-ca -name webhook -server -cn "agent-sandbox-webhook-service.$SYSTEM_NS.svc" \
         -ip 127.0.0.1 -dns localhost,agent-sandbox-webhook-service.$SYSTEM_NS.svc
+    # The controller watches these files: written only when they differ, each by a rename.
     mkdir -p "$DIR/webhook-certs"
-    cp "$PKI/webhook.crt" "$DIR/webhook-certs/tls.crt"
-    cp "$PKI/webhook.key" "$DIR/webhook-certs/tls.key"
+    local from to
+    for from in webhook.crt:tls.crt webhook.key:tls.key; do
+        to="$DIR/webhook-certs/${from#*:}"
+        from="$PKI/${from%%:*}"
+        if ! cmp -s "$from" "$to"; then
+            cp "$from" "$to.tmp"
+            mv "$to.tmp" "$to"
+        fi
+    done
 }
 
 # Writes a kubeconfig with a client certificate from $PKI (as kind's admin kubeconfig).
