@@ -40,6 +40,7 @@ trap 'rm -f "$block" go.mod.tmp' EXIT
         inside && $2 == "=>" && $3 ~ /^\.\/staging\/src\// { printf "\t%s => %s %s\n", $1, $1, staging }
     ' "$modfile"
     echo ")"
+    echo ""  # as go mod tidy formats it
     echo "// END generated replaces"
 } >"$block"
 [ "$(grep -c '=>' "$block")" -gt 10 ] || { echo "gen-replaces: found too few staging modules in $modfile" >&2; exit 1; }
