@@ -353,6 +353,43 @@ apply_fixtures() {
     access_check_runner "$DIR/runner.kubeconfig"
 }
 
+# The volume provisioner's role, for the nodes. kind provisions PersistentVolumes with a
+# provisioner of its own (local-path-provisioner, its own service account and ClusterRole);
+# here each fakekube kubelet provisions a volume on its node for a pending claim (and deletes
+# it once released), so the group system:nodes holds that role. The Node authorizer alone lets
+# a node read only the claims of its own pods.
+grant_provisioner_role() {
+    k apply -f - >/dev/null <<RBAC
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: upstream:volume-provisioner
+rules:
+- apiGroups: [""]
+  resources: [persistentvolumes]
+  verbs: [get, list, watch, create, delete]
+- apiGroups: [""]
+  resources: [persistentvolumeclaims]
+  verbs: [get, list, watch]
+- apiGroups: ["", events.k8s.io]
+  resources: [events]
+  verbs: [create, patch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: upstream:volume-provisioner
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: upstream:volume-provisioner
+subjects:
+- apiGroup: rbac.authorization.k8s.io
+  kind: Group
+  name: system:nodes
+RBAC
+}
+
 # ---- nodes: fakekube kubelets, each with a client certificate system:node:NAME.
 start_nodes() {
     NODE_NAMES=()
@@ -363,6 +400,7 @@ start_nodes() {
         say "warning: $FAKEKUBE_BIN has no 'kubelet' subcommand: no nodes, pods stay Pending"
         return 0
     fi
+    grant_provisioner_role
     local i name log
     for i in $(seq 1 "$NODES"); do
         name="upstream-node-$i"
