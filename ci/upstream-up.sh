@@ -412,7 +412,7 @@ start_nodes() {
             : >"$log"
         fi
         start "node-$name" "$FAKEKUBE_BIN" kubelet --kubeconfig "$DIR/nodes/$name.kubeconfig" \
-            --node-name "$name" --client-ca-file "$PKI/ca.crt" --port 0
+            --node-name "$name" --client-ca-file "$PKI/ca.crt" --port 0 --pod-subnet "$i"
     done
     for name in "${NODE_NAMES[@]}"; do
         wait_for "'fakekube kubelet $name serving on' from $name" 60 "node-$name" \

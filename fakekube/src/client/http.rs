@@ -7,7 +7,10 @@
 //!
 //! Its calls block the calling thread until the API server answers (the kubelet's loop is
 //! synchronous): it must be used from a multi-threaded tokio runtime, where a blocked worker
-//! hands its other tasks on ([`tokio::task::block_in_place`]).
+//! hands its other tasks on ([`tokio::task::block_in_place`]). Its requests and watches run on
+//! a runtime of their own (two threads, one per process), so that an answer never waits for a
+//! worker of the caller's runtime: the kubelet may hold its lock across a call while other tasks
+//! wait for that lock on every worker.
 
 use super::{Change, ChangeType, Client, Delete, Gone, Kind, Part};
 use crate::clock::Clock;
@@ -23,7 +26,8 @@ use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
-use tokio::runtime::Handle;
+use std::sync::OnceLock;
+use tokio::runtime::{Handle, Runtime};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -49,7 +53,7 @@ pub(crate) struct Watched {
 
 /// The API of a cluster over HTTPS, with caches of the watched kinds.
 pub(crate) struct HttpClient {
-    upstream: Upstream,
+    upstream: Arc<Upstream>,
     runtime: Handle,
     user_agent: HeaderValue,
     watched: Vec<Watched>,
@@ -88,6 +92,9 @@ pub(crate) enum HttpClientError {
     /// The connection to the cluster could not be set up.
     #[error(transparent)]
     Upstream(#[from] fakekube_cassette::UpstreamError),
+    /// The client's runtime could not be started.
+    #[error("starting the client's runtime")]
+    Runtime(#[source] std::io::Error),
 }
 
 /// `namespace/name` (or `name`).
@@ -181,6 +188,60 @@ fn static_reason(reason: &str) -> &'static str {
         .unwrap_or("Unknown")
 }
 
+/// The runtime the clients' requests and watches run on.
+fn client_runtime() -> Result<Handle, std::io::Error> {
+    static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+    if let Some(rt) = RUNTIME.get() {
+        return Ok(rt.handle().clone());
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("fakekube-client")
+        .enable_all()
+        .build()?;
+    // Another thread may have won the race: its runtime is the one kept, this one dropped here
+    // (outside any runtime's context: this thread is not a runtime worker's while it builds).
+    let _ = RUNTIME.set(rt);
+    RUNTIME
+        .get()
+        .map(|rt| rt.handle().clone())
+        .ok_or_else(|| std::io::Error::other("the client runtime is missing"))
+}
+
+/// One request: the status and the whole body.
+async fn request(
+    upstream: Arc<Upstream>,
+    user_agent: HeaderValue,
+    method: Method,
+    path: String,
+    content_type: Option<&'static str>,
+    body: Bytes,
+) -> Result<(StatusCode, Bytes), ApiError> {
+    let mut headers = HeaderMap::new();
+    headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
+    headers.insert(header::USER_AGENT, user_agent);
+    if let Some(ct) = content_type {
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(ct));
+    }
+    let exchange = async {
+        let resp = upstream
+            .send(method, &path, headers, body)
+            .await
+            .map_err(|e| ApiError::internal(format!("asking the API server: {e}")))?;
+        let status = resp.status();
+        let body = resp
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| ApiError::internal(format!("reading the API server's answer: {e}")))?
+            .to_bytes();
+        Ok((status, body))
+    };
+    tokio::time::timeout(REQUEST_TIMEOUT, exchange)
+        .await
+        .map_err(|_| ApiError::internal(format!("the API server did not answer {path}")))?
+}
+
 impl HttpClient {
     /// A client of the cluster `kubeconfig` names, caching `watched`; its watches run on the
     /// current runtime until `shutdown`.
@@ -191,11 +252,16 @@ impl HttpClient {
         shutdown: CancellationToken,
     ) -> Result<Arc<HttpClient>, HttpClientError> {
         let config = Kubeconfig::from_path(kubeconfig)?;
-        let upstream = Upstream::new(&config)?;
+        let runtime = client_runtime().map_err(HttpClientError::Runtime)?;
+        // The client's connections are spawned on the runtime it is made in.
+        let upstream = {
+            let _entered = runtime.enter();
+            Arc::new(Upstream::new(&config)?)
+        };
         let (changed, _) = watch::channel(0);
         let client = Arc::new(HttpClient {
             upstream,
-            runtime: Handle::current(),
+            runtime: runtime.clone(),
             user_agent: HeaderValue::from_str(user_agent)
                 .unwrap_or_else(|_| HeaderValue::from_static("fakekube")),
             watched: watched.clone(),
@@ -206,7 +272,7 @@ impl HttpClient {
         for w in watched {
             let c = client.clone();
             let stop = shutdown.clone();
-            tokio::spawn(async move {
+            runtime.spawn(async move {
                 tokio::select! {
                     () = stop.cancelled() => {}
                     () = c.reflect(w) => {}
@@ -242,43 +308,23 @@ impl HttpClient {
         self.watched.iter().any(|w| w.kind == kind)
     }
 
-    /// Runs `f` to completion from synchronous code.
-    fn block<T>(&self, f: impl Future<Output = T>) -> T {
-        tokio::task::block_in_place(|| self.runtime.block_on(f))
-    }
-
-    /// One request: the status and the whole body.
-    async fn request(
+    /// Runs `f` to completion on the client's runtime, blocking this thread (handing its
+    /// worker's other tasks on when it is one) until it ends.
+    fn block<T: Send + 'static>(
         &self,
-        method: Method,
-        path: &str,
-        content_type: Option<&'static str>,
-        body: Bytes,
-    ) -> Result<(StatusCode, Bytes), ApiError> {
-        let mut headers = HeaderMap::new();
-        headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
-        headers.insert(header::USER_AGENT, self.user_agent.clone());
-        if let Some(ct) = content_type {
-            headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(ct));
-        }
-        let exchange = async {
-            let resp = self
-                .upstream
-                .send(method, path, headers, body)
-                .await
-                .map_err(|e| ApiError::internal(format!("asking the API server: {e}")))?;
-            let status = resp.status();
-            let body = resp
-                .into_body()
-                .collect()
-                .await
-                .map_err(|e| ApiError::internal(format!("reading the API server's answer: {e}")))?
-                .to_bytes();
-            Ok((status, body))
+        f: impl Future<Output = Result<T, ApiError>> + Send + 'static,
+    ) -> Result<T, ApiError> {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        self.runtime.spawn(async move {
+            let _ = tx.send(f.await);
+        });
+        let wait = || rx.recv();
+        let answer = if Handle::try_current().is_ok() {
+            tokio::task::block_in_place(wait)
+        } else {
+            wait()
         };
-        tokio::time::timeout(REQUEST_TIMEOUT, exchange)
-            .await
-            .map_err(|_| ApiError::internal(format!("the API server did not answer {path}")))?
+        answer.unwrap_or_else(|_| Err(ApiError::internal("the client's runtime stopped")))
     }
 
     /// A request whose answer is an object; the object, or the API server's error.
@@ -290,7 +336,14 @@ impl HttpClient {
         body: Option<&Value>,
     ) -> Result<Arc<Value>, ApiError> {
         let body = body.map_or_else(Bytes::new, |b| Bytes::from(b.to_string()));
-        let (status, bytes) = self.block(self.request(method, path, content_type, body))?;
+        let (status, bytes) = self.block(request(
+            self.upstream.clone(),
+            self.user_agent.clone(),
+            method,
+            path.to_string(),
+            content_type,
+            body,
+        ))?;
         if !status.is_success() {
             return Err(api_error(status, &bytes));
         }
@@ -349,7 +402,15 @@ impl HttpClient {
                 &form_urlencoded::byte_serialize(w.field_selector.as_bytes()).collect::<String>(),
             );
         }
-        let (status, body) = self.request(Method::GET, &path, None, Bytes::new()).await?;
+        let (status, body) = request(
+            self.upstream.clone(),
+            self.user_agent.clone(),
+            Method::GET,
+            path,
+            None,
+            Bytes::new(),
+        )
+        .await?;
         if !status.is_success() {
             return Err(api_error(status, &body));
         }

@@ -110,24 +110,22 @@ fn node(config: &Config, minor: u32, now: &str, kubelet_port: u16) -> Value {
 /// a Node that exists (a kubelet that restarts reports its new port and addresses).
 pub(crate) fn register(api: &dyn Client, config: &Config, minor: u32, kubelet_port: u16) {
     let wanted = node(config, minor, &api.clock().now_rfc3339(), kubelet_port);
-    let current = match api.create(Kind::Node, "", wanted.clone()) {
-        Ok(created) => created,
-        Err(e) if e.code == 409 && config.role == Role::Node => {
-            match api.get(Kind::Node, "", &config.node_name) {
-                Some(existing) => existing,
-                None => return,
-            }
-        }
+    match api.create(Kind::Node, "", wanted.clone()) {
+        Ok(_) => {}
+        // A kubelet that restarts finds its Node and reports its new port and addresses.
+        Err(e) if e.code == 409 && config.role == Role::Node => {}
         Err(e) => {
             if e.code != 409 {
                 tracing::warn!(error = %e.message, "registering the node");
             }
             return;
         }
-    };
-    let mut next = Value::clone(&current);
-    next["status"] = wanted["status"].clone();
-    if let Err(e) = api.update(Kind::Node, "", &config.node_name, next, Part::Status) {
+    }
+    // A patch of the status alone: a whole object would also carry the spec as this kubelet
+    // last saw it, and the NodeRestriction plugin refuses a kubelet's write that changes the
+    // taints the node controller set meanwhile.
+    let status = json!({ "status": wanted["status"] });
+    if let Err(e) = api.merge_patch(Kind::Node, "", &config.node_name, &status, Part::Status) {
         tracing::warn!(error = %e.message, "writing the node's status");
     }
 }
