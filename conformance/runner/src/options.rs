@@ -8,7 +8,7 @@ pub(crate) const USAGE: &str = "\
 conformance: the capability conformance suite against a sandbox provider
 
 USAGE: conformance [TARGET] [OPTIONS] [LIBTEST OPTIONS] [FILTERS]
-       conformance compare A.json B.json
+       conformance compare A.json B.json [--known FILE]
 
 TARGET (default: the agent-sandbox adapter on an embedded fakekube; KUBECONFIG is ignored)
   --provider-cmd 'CMD ARGS'  a provider in any language speaking the provider protocol on its
