@@ -76,7 +76,14 @@
 //!   random mix for soaks).
 //! - Cluster controllers: `kube_controllers` (ClusterRole aggregation, the token Secret
 //!   controller and PVC protection, always running; the bootstrap policy at start).
-//! - Kubelet and controllers, the store's clients, neither importing the other: `kubelet` (pods
+//! - The API as the kubelet sees it: `client` (the `Client` interface: reads, the writes a
+//!   kubelet makes, a change feed and the cluster's clock, as client-go gives a kubelet; the
+//!   store implements it in process, `client::http` over HTTPS with watch-fed caches),
+//!   `pod_access` (what the exec, attach, port-forward and log handlers need of a node: its
+//!   kubelet, the API, the faults, the shutdown) and `node` ([`KubeletNode`], the kubelet
+//!   joined to any cluster through `client::http`, as `fakekube kubelet`).
+//! - Kubelet and controllers, neither importing the other; the kubelet reaches the API only
+//!   through `client` (no path to the store), the controllers still read the store: `kubelet` (pods
 //!   from Pending to Running, images, init containers, probes, graceful stops, logs, where exec
 //!   and attach connect; its containers run in `runtime`), `controllers` (the agent-sandbox
 //!   controllers), `workloads` (Deployments, ReplicaSets, ReplicationControllers, StatefulSets,
