@@ -69,8 +69,9 @@ k8s_minor="${k8s_minor%%.*}"
 
 # What `kubectl version` and /version report: the release's version, as its own build stamps
 # it (hack/lib/version.sh), with the release's date so that the build stays reproducible.
-k8s_date="$(go mod download -json "k8s.io/kubernetes@$k8s_version" |
-    sed -n 's/^[[:space:]]*"Time": "\(.*\)",\{0,1\}$/\1/p' | head -n 1)"
+k8s_info="$(go mod download -json "k8s.io/kubernetes@$k8s_version" |
+    sed -n 's/^[[:space:]]*"Info": "\(.*\)",$/\1/p')"
+k8s_date="$(sed -n 's/.*"Time": *"\([^"]*\)".*/\1/p' "$k8s_info" 2>/dev/null || true)"
 version_ldflags=""
 for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     version_ldflags+=" -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=1"
