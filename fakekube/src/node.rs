@@ -48,6 +48,9 @@ pub struct NodeConfig {
     pub provision_volumes: bool,
     /// The Kubernetes minor version its Node reports.
     pub kubernetes_minor: u32,
+    /// Images whose pull fails (`ErrImagePull`, then `ImagePullBackOff`), as an image no
+    /// registry has.
+    pub missing_images: Vec<String>,
 }
 
 /// Why a kubelet could not join.
@@ -152,6 +155,9 @@ impl KubeletNode {
             ..kubelet::Config::default()
         };
         let kubelet = Arc::new(Kubelet::new(api.clone(), kubelet_config.clone()));
+        for image in &config.missing_images {
+            kubelet.images().mark_missing(image);
+        }
         let mut tasks = vec![kubelet::register_node(
             api.clone(),
             kubelet_config,

@@ -183,6 +183,7 @@ async fn a_kubelet_joins_a_cluster_through_the_api_and_runs_its_pods() {
         pod_subnet: 7,
         provision_volumes: true,
         kubernetes_minor: 36,
+        missing_images: Vec::new(),
     })
     .await
     .expect("the kubelet joins");
@@ -293,7 +294,14 @@ async fn a_kubelet_joins_a_cluster_through_the_api_and_runs_its_pods() {
         volumes.get_opt(&format!("pvc-{uid}")).await.ok().flatten()
     })
     .await;
-    let claim_ref = volume.spec.and_then(|s| s.claim_ref).unwrap_or_default();
+    let spec = volume.spec.unwrap_or_default();
+    let affinity = serde_json::to_value(&spec.node_affinity).unwrap_or_default();
+    assert_eq!(
+        affinity.pointer("/required/nodeSelectorTerms/0/matchExpressions/0/values/0"),
+        Some(&json!("worker-1")),
+        "the volume is the node's: {affinity}"
+    );
+    let claim_ref = spec.claim_ref.unwrap_or_default();
     assert_eq!(claim_ref.uid.as_deref(), Some(uid.as_str()));
     assert_eq!(claim_ref.name.as_deref(), Some("data"));
 

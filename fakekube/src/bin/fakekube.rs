@@ -65,6 +65,9 @@ struct KubeletArgs {
     /// The Kubernetes minor version the Node reports as its kubelet's.
     #[arg(long, default_value_t = 36)]
     kubernetes_minor: u32,
+    /// Make the kubelet fail to pull this image (ErrImagePull, then ImagePullBackOff); repeatable.
+    #[arg(long = "missing-image", value_name = "IMAGE")]
+    missing_images: Vec<String>,
 }
 
 /// The flags of the fake API server.
@@ -231,6 +234,7 @@ async fn kubelet(args: KubeletArgs, signals: Signals) -> ExitCode {
         pod_subnet: args.pod_subnet,
         provision_volumes: !args.no_provision,
         kubernetes_minor: args.kubernetes_minor,
+        missing_images: args.missing_images,
     })
     .await
     {

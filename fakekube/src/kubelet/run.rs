@@ -453,8 +453,8 @@ impl Kubelet {
     /// Provisions the volume of a claim that has none, as a dynamic provisioner does: a
     /// PersistentVolume `pvc-<uid>` of the claim's size, access modes and class, pre-bound to
     /// the claim (`claimRef` with its uid), which the cluster's volume controller then binds.
-    /// Its storage is this node's. A volume that exists already (another node made it) is
-    /// no error.
+    /// Its storage is this node's (the volume's node affinity says so). A volume that exists
+    /// already (another node made it first) is no error.
     fn provision(&self, pvc: &Value) {
         if str_at(pvc, &["spec", "volumeName"]).is_some_and(|v| !v.is_empty()) {
             return;
@@ -489,6 +489,15 @@ impl Kubelet {
                     "uid": uid,
                 },
                 "hostPath": { "path": format!("/var/lib/fakekube/volumes/{volume}"), "type": "" },
+                // Its storage is this node's: pods that mount it are scheduled here, as a
+                // local volume's are.
+                "nodeAffinity": { "required": { "nodeSelectorTerms": [ {
+                    "matchExpressions": [ {
+                        "key": "kubernetes.io/hostname",
+                        "operator": "In",
+                        "values": [self.node_name()],
+                    } ],
+                } ] } },
             },
         });
         match self.api.create(Kind::PersistentVolume, "", pv) {
