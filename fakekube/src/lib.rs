@@ -79,9 +79,10 @@
 //!   random mix for soaks).
 //! - Cluster controllers: `kube_controllers` (ClusterRole aggregation, the token Secret
 //!   controller and PVC protection, always running; the bootstrap policy at start).
-//! - The API as the kubelet sees it: `client` (the `Client` interface: reads, the writes a
-//!   kubelet makes, a change feed and the cluster's clock, as client-go gives a kubelet; the
-//!   store implements it in process, `client::http` over HTTPS with watch-fed caches),
+//! - The API as the kubelet sees it: `client` (in `fakekube-machinery`: the `Client` interface:
+//!   reads, the writes a kubelet makes, a change feed and the cluster's clock, as client-go
+//!   gives a kubelet; the store implements it in process, `client::http` over HTTPS with
+//!   watch-fed caches),
 //!   `pod_access` (what the exec, attach, port-forward and log handlers need of a node: its
 //!   kubelet, the API, the faults, the shutdown) and `node` ([`KubeletNode`], the kubelet
 //!   joined to any cluster through `client::http`, as `fakekube kubelet`).
@@ -115,10 +116,8 @@
 //!   `/apis`, aggregated discovery) and `openapi` (`/openapi/v3`, and `/openapi/v2` in JSON
 //!   and protobuf), both built from the registry.
 //! - Foundation: in `fakekube-machinery`, `status` (`metav1.Status` and the errors every layer
-//!   answers with), `meta` (object metadata helpers) and `client` (the `Client` trait the
-//!   kubelet reaches the API through, as client-go, with its HTTPS implementation; the store is
-//!   its in-process one); here, `accept` (`Accept` headers parsed) and `fixtures` (the
-//!   agent-sandbox CRDs, embedded).
+//!   answers with) and `meta` (object metadata helpers); here, `accept` (`Accept` headers
+//!   parsed) and `fixtures` (the agent-sandbox CRDs, embedded).
 //! - For CI only: `secret_log` (every secret fakekube makes, recorded for the credential scan
 //!   when `FAKEKUBE_SECRET_LOG` is set) and `fuzzing` (the cargo-fuzz targets' entry points,
 //!   behind the `fuzzing` feature; not an API).
