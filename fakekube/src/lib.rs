@@ -33,7 +33,10 @@
 //! kubelet's [`Images`] and [`CommandCall`], [`Converter`] for kinds whose CRD asks for a
 //! conversion webhook, and [`Mutator`] standing in for a mutating admission webhook. Every module stays private, in layers: a module imports modules of the
 //! layers below its own, and of its own layer without a cycle, never one above
-//! (`python3 ci/module-cycles.py fakekube/src` finds any cycle).
+//! (`python3 ci/module-cycles.py fakekube/src` finds any cycle). The modules every layer shares
+//! (object machinery, the counterpart of k8s.io/apimachinery, and the API client) live in their
+//! own crate, [`fakekube_machinery`], imported at the crate root under their old names
+//! (`crate::status`, `crate::meta`...) and marked "(in `fakekube-machinery`)" below.
 //!
 //! - Transport: `server` (the TLS listener: a task per connection, HTTP/1.1 and HTTP/2,
 //!   upgrades, graceful shutdown; it serves any router and imports nothing of the crate; it
@@ -65,7 +68,7 @@
 //!   each verb's options, bodies read and decoded), `negotiation` (the `Accept` header: JSON
 //!   or YAML, `PartialObjectMetadata`, `Table`, 406), `representation` (an answer converted
 //!   as negotiated), `table` (`Table` rows: the built-in kinds' printer columns, CRD
-//!   `additionalPrinterColumns` through a JSONPath subset), `encoding` (the API server's field
+//!   `additionalPrinterColumns` through a JSONPath subset), `encoding` (in `fakekube-machinery`: the API server's field
 //!   order: `kind` and `apiVersion` first for its own types, sorted keys for custom
 //!   resources), `response` (JSON, warnings, every error as a `metav1.Status`) and `state`
 //!   (what the handlers share: store, tokens, faults, kubelet).
@@ -76,9 +79,10 @@
 //!   random mix for soaks).
 //! - Cluster controllers: `kube_controllers` (ClusterRole aggregation, the token Secret
 //!   controller and PVC protection, always running; the bootstrap policy at start).
-//! - The API as the kubelet sees it: `client` (the `Client` interface: reads, the writes a
-//!   kubelet makes, a change feed and the cluster's clock, as client-go gives a kubelet; the
-//!   store implements it in process, `client::http` over HTTPS with watch-fed caches),
+//! - The API as the kubelet sees it: `client` (in `fakekube-machinery`: the `Client` interface:
+//!   reads, the writes a kubelet makes, a change feed and the cluster's clock, as client-go
+//!   gives a kubelet; the store implements it in process, `client::http` over HTTPS with
+//!   watch-fed caches),
 //!   `pod_access` (what the exec, attach, port-forward and log handlers need of a node: its
 //!   kubelet, the API, the faults, the shutdown) and `node` ([`KubeletNode`], the kubelet
 //!   joined to any cluster through `client::http`, as `fakekube kubelet`).
@@ -94,12 +98,12 @@
 //!   graceful deletion of pods, garbage collection, LIST pages that share the stored revisions
 //!   and their JSON, revisions fitted to their size, Events kept as compact JSON, the
 //!   Events' TTL; admission calls into the registry), `events` (the Event recorders of the kubelet and the controllers, and the task
-//!   that deletes Events past their TTL), `clock` (the cluster's time, which
-//!   tests may advance), `inspect` (the handle's in-process
-//!   reads: one object, waiting for a state, the leak check), `selector` (label and field
-//!   selectors), `patch` (merge, JSON, strategic merge and apply patches), `managed_fields`
-//!   (`metadata.managedFields`: field managers, apply conflicts, `force`) and `protobuf` (the
-//!   protobuf bodies client-go sends).
+//!   that deletes Events past their TTL), `clock` (in `fakekube-machinery`: the cluster's time,
+//!   which tests may advance), `inspect` (the handle's in-process
+//!   reads: one object, waiting for a state, the leak check), and, in `fakekube-machinery`,
+//!   `selector` (label and field selectors), `patch` (merge, JSON, strategic merge and apply
+//!   patches), `managed_fields` (`metadata.managedFields`: field managers, apply conflicts,
+//!   `force`) and `protobuf` (the protobuf bodies client-go sends).
 //! - Registry: `registry` (the served kinds, built-in and CRD-defined, each described the
 //!   same way; conversion between versions; in-process mutating webhooks), `resources` (the static table of built-in kinds),
 //!   `crd` (CustomResourceDefinitions: their defaults, validation, status and the entries they
@@ -111,9 +115,9 @@
 //!   admission, aggregation, the bootstrap policy; no store), `discovery` (`/version`, `/api`,
 //!   `/apis`, aggregated discovery) and `openapi` (`/openapi/v3`, and `/openapi/v2` in JSON
 //!   and protobuf), both built from the registry.
-//! - Foundation: `status` (`metav1.Status` and the errors every layer answers with), `meta`
-//!   (object metadata helpers), `accept` (`Accept` headers parsed) and `fixtures` (the
-//!   agent-sandbox CRDs, embedded).
+//! - Foundation: in `fakekube-machinery`, `status` (`metav1.Status` and the errors every layer
+//!   answers with) and `meta` (object metadata helpers); here, `accept` (`Accept` headers
+//!   parsed) and `fixtures` (the agent-sandbox CRDs, embedded).
 //! - For CI only: `secret_log` (every secret fakekube makes, recorded for the credential scan
 //!   when `FAKEKUBE_SECRET_LOG` is set) and `fuzzing` (the cargo-fuzz targets' entry points,
 //!   behind the `fuzzing` feature; not an API).
@@ -181,15 +185,12 @@ mod api;
 mod authn;
 mod authz;
 mod checks;
-mod client;
-mod clock;
 mod cluster_objects;
 mod controllers;
 mod conversion;
 mod crd;
 mod defaults;
 mod discovery;
-mod encoding;
 mod endpoints;
 mod ephemeral;
 mod events;
@@ -209,16 +210,12 @@ mod kube_controllers;
 mod kubelet;
 mod kubelet_api;
 mod logs;
-mod managed_fields;
-mod meta;
 mod negotiation;
 mod node;
 mod objects;
 mod openapi;
-mod patch;
 mod pod_access;
 mod portforward;
-mod protobuf;
 mod rbac;
 mod registry;
 mod representation;
@@ -229,11 +226,9 @@ mod reviews;
 mod route;
 mod schema;
 mod secret_log;
-mod selector;
 mod server;
 mod spdy;
 mod state;
-mod status;
 mod store;
 mod subresources;
 mod table;
@@ -242,6 +237,12 @@ mod upgrade;
 mod watch;
 mod websocket;
 mod workloads;
+
+// The object machinery and the API client, shared by every layer, are their own crate; they
+// keep their module names here, so `crate::status::ApiError` and the like resolve as before.
+use fakekube_machinery::{
+    client, clock, encoding, managed_fields, meta, patch, protobuf, selector, status,
+};
 
 // The public interface is:
 pub use authn::Token;

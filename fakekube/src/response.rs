@@ -1,24 +1,12 @@
-//! Building responses: JSON bodies, `Warning` headers, and every [`ApiError`] as the
-//! `metav1.Status` it stands for (with `Retry-After` when it has one).
+//! Building responses: JSON bodies and `Warning` headers. Every `ApiError` answers as the
+//! `metav1.Status` it stands for (with `Retry-After` when it has one) through its
+//! `IntoResponse` impl, which lives with the type in `fakekube-machinery`.
 
 use crate::encoding::{self, Shape};
-use crate::status::ApiError;
 use axum::body::Body;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use http::{HeaderValue, StatusCode, header};
 use serde_json::Value;
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let mut resp = json_response(self.code, &self.to_status());
-        if let Some(secs) = self.retry_after
-            && let Ok(v) = HeaderValue::from_str(&secs.to_string())
-        {
-            resp.headers_mut().insert(header::RETRY_AFTER, v);
-        }
-        resp
-    }
-}
 
 /// A JSON response, its fields in a Go struct's order (`kind` and `apiVersion` first).
 pub(crate) fn json_response(code: StatusCode, body: &Value) -> Response {

@@ -134,7 +134,10 @@ pub(crate) fn against_known(differ: &[String], known: &[(String, String)]) -> (S
     }
     for (name, _) in known {
         if !differ.iter().any(|d| d == name) {
-            let _ = writeln!(out, "stale: {name} no longer differs (remove it from the file)");
+            let _ = writeln!(
+                out,
+                "stale: {name} no longer differs (remove it from the file)"
+            );
         }
     }
     let new = differ
@@ -321,18 +324,30 @@ mod tests {
         let known = parse_known(
             "# fake vs upstream\nwarm::a  upstream's controller adopts later # why\n\nwarm::gone  was fixed\nwarm::bare\n",
         );
-        assert_eq!(known[0], ("warm::a".into(), "upstream's controller adopts later".into()));
+        assert_eq!(
+            known[0],
+            (
+                "warm::a".into(),
+                "upstream's controller adopts later".into()
+            )
+        );
         assert_eq!(known[2], ("warm::bare".into(), String::new()));
         let (text, unexplained) = against_known(&["warm::a".into()], &known);
         assert!(!unexplained, "{text}");
         assert!(text.contains("known difference: warm::a: upstream's controller adopts later"));
-        assert!(text.contains("stale: warm::gone no longer differs"), "{text}");
+        assert!(
+            text.contains("stale: warm::gone no longer differs"),
+            "{text}"
+        );
         let (text, unexplained) = against_known(&["warm::a".into(), "exec::new".into()], &known);
         assert!(unexplained);
         assert!(text.contains("NEW DIFFERENCE: exec::new"), "{text}");
         assert!(text.ends_with("2 differences: 1 known, 1 new\n"), "{text}");
         let (text, unexplained) = against_known(&["warm::bare".into()], &known);
-        assert!(unexplained, "a difference listed without a cause is not explained: {text}");
+        assert!(
+            unexplained,
+            "a difference listed without a cause is not explained: {text}"
+        );
     }
 
     #[test]

@@ -54,7 +54,7 @@ const SERVER_METADATA: &[&str] = &[
 
 /// The `operation` of a managed fields entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum Operation {
+pub enum Operation {
     /// A server-side apply.
     Apply,
     /// Any other write: create, update, non-apply patch.
@@ -73,7 +73,7 @@ impl Operation {
 
 /// Where a write lands, which decides the fields it can own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Scope {
+pub enum Scope {
     /// The main resource of a kind without a status subresource: every field.
     Whole,
     /// The main resource of a kind with a status subresource: every field but `status`.
@@ -95,7 +95,7 @@ impl Scope {
 /// A set of field paths, in the shape of `fieldsV1`: children by path element, each of which
 /// may itself be a member of the set.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct FieldSet {
+pub struct FieldSet {
     /// Path element (`f:name`, `k:{...}`, `v:...`, `i:0`) to what lies under it.
     children: BTreeMap<String, Node>,
 }
@@ -118,7 +118,7 @@ impl Node {
 
 impl FieldSet {
     /// Reads a `fieldsV1` object; what is not an object is an empty set.
-    pub(crate) fn from_fields_v1(v: &Value) -> Self {
+    pub fn from_fields_v1(v: &Value) -> Self {
         let mut set = FieldSet::default();
         if let Some(map) = v.as_object() {
             for (elem, child) in map {
@@ -139,7 +139,7 @@ impl FieldSet {
     }
 
     /// Writes the set as `fieldsV1`: a member with children gets a `.` key.
-    pub(crate) fn to_fields_v1(&self) -> Value {
+    pub fn to_fields_v1(&self) -> Value {
         let mut out = Map::new();
         for (elem, node) in &self.children {
             let mut inner = Map::new();
@@ -155,7 +155,7 @@ impl FieldSet {
     }
 
     /// Whether the set has no member.
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.children.values().all(Node::is_empty)
     }
 
@@ -562,7 +562,7 @@ fn asks_reset(v: &Value) -> bool {
 /// Gives a written object the managed fields it starts from: its own when it sends some
 /// (none when it sends a list of one empty entry), else those of the live object (`old`,
 /// `None` on create), as the API server keeps them for a client that does not send them.
-pub(crate) fn carry_over(old: Option<&Value>, new: &mut Value) {
+pub fn carry_over(old: Option<&Value>, new: &mut Value) {
     let sent = new.get("metadata").and_then(|m| m.get("managedFields"));
     let keep_sent = sent.is_some_and(|v| v.as_array().is_some_and(|l| !l.is_empty()));
     if keep_sent && !sent.is_some_and(asks_reset) {
@@ -586,7 +586,7 @@ pub(crate) fn carry_over(old: Option<&Value>, new: &mut Value) {
 /// (between `old`, `Value::Null` on create, and `new`), every other manager loses those
 /// fields, and it loses what it removed. `new` already holds the managed fields it starts
 /// from (see [`carry_over`]).
-pub(crate) fn record_update(
+pub fn record_update(
     old: &Value,
     new: &mut Value,
     manager: &str,
@@ -671,22 +671,22 @@ fn removed_fields(new: &Value, old_set: &FieldSet) -> FieldSet {
 
 /// A server-side apply by one manager.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Applier<'a> {
+pub struct Applier<'a> {
     /// The `fieldManager`.
-    pub(crate) manager: &'a str,
+    pub manager: &'a str,
     /// `force=true`: take conflicting fields instead of failing.
-    pub(crate) force: bool,
+    pub force: bool,
     /// The API version of the request.
-    pub(crate) api_version: &'a str,
+    pub api_version: &'a str,
     /// Which part of the object the apply writes.
-    pub(crate) scope: Scope,
+    pub scope: Scope,
 }
 
 /// Records an apply of `config` by `applier` that turned `live` (`Value::Null` when the apply
 /// creates the object) into `merged`: checks conflicts with the other managers (a 409 unless
 /// `force`), removes from `merged` the fields the applier owned and no longer applies (when
 /// no other manager owns them), and writes the managed fields into `merged`.
-pub(crate) fn apply(
+pub fn apply(
     live: &Value,
     config: &Value,
     merged: &mut Value,
@@ -862,7 +862,7 @@ fn conflict_error(list: &[Entry], conflicts: &[(usize, Vec<String>)]) -> ApiErro
 
 /// The manager a write without `fieldManager` is recorded under: the `User-Agent` up to its
 /// first `/`, at most 128 characters, as the API server derives it.
-pub(crate) fn manager_from_user_agent(user_agent: &str) -> String {
+pub fn manager_from_user_agent(user_agent: &str) -> String {
     user_agent
         .split('/')
         .next()

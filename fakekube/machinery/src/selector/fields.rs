@@ -30,7 +30,7 @@ struct FieldTerm {
 
 /// A field selector: terms that must all hold. The empty selector matches everything.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct FieldSelector {
+pub struct FieldSelector {
     /// The terms, sorted so that equal selectors compare equal.
     terms: Vec<FieldTerm>,
 }
@@ -38,7 +38,7 @@ pub(crate) struct FieldSelector {
 impl FieldSelector {
     /// Reads a `?fieldSelector=` value as the API server does. Empty terms are skipped, so the
     /// empty string selects everything. Nothing is trimmed.
-    pub(crate) fn parse(input: &str) -> Result<Self, SelectorError> {
+    pub fn parse(input: &str) -> Result<Self, SelectorError> {
         let mut parts = split_field_terms(input);
         // apimachinery reads the terms in sorted order, which decides which error is reported.
         parts.sort_unstable();
@@ -65,7 +65,7 @@ impl FieldSelector {
 
     /// Rejects the selector when a term names a field outside `supported`, with the API
     /// server's message.
-    pub(crate) fn check_supported(&self, supported: &[&str]) -> Result<(), SelectorError> {
+    pub fn check_supported(&self, supported: &[&str]) -> Result<(), SelectorError> {
         match self
             .terms
             .iter()
@@ -78,7 +78,7 @@ impl FieldSelector {
 
     /// The same selector on other field paths: `stored` names the field each path is read
     /// from (a second view of a resource selects on the fields its objects are stored with).
-    pub(crate) fn on_fields(mut self, stored: impl Fn(&str) -> &str) -> Self {
+    pub fn on_fields(mut self, stored: impl Fn(&str) -> &str) -> Self {
         for t in &mut self.terms {
             t.field = stored(&t.field).to_string();
         }
@@ -88,7 +88,7 @@ impl FieldSelector {
 
     /// Whether an object is selected; `value_of` gives the object's value for a field path, and
     /// a missing value compares as the empty string.
-    pub(crate) fn matches(&self, value_of: impl Fn(&str) -> Option<String>) -> bool {
+    pub fn matches(&self, value_of: impl Fn(&str) -> Option<String>) -> bool {
         self.terms.iter().all(|term| {
             let actual = value_of(&term.field).unwrap_or_default();
             match term.operator {
@@ -200,7 +200,7 @@ const BOOLEAN_FIELDS: &[&str] = &["spec.unschedulable"];
 /// compares it: strings as they are, numbers and booleans printed. `None` when the path is
 /// missing or leads to null, an object or a list, except for the boolean fields the API server
 /// always prints (a Node's `spec.unschedulable` is `false` when absent).
-pub(crate) fn field_value(object: &Value, path: &str) -> Option<String> {
+pub fn field_value(object: &Value, path: &str) -> Option<String> {
     let mut current = object;
     for segment in path.split('.') {
         match current.as_object().and_then(|o| o.get(segment)) {

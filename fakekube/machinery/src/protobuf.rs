@@ -14,7 +14,7 @@ const MAGIC: &[u8] = b"k8s\x00";
 
 /// Why a protobuf body could not be read.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub(crate) enum ProtobufError {
+pub enum ProtobufError {
     /// The body does not start with the Kubernetes magic.
     #[error("the body is not a Kubernetes protobuf object (missing the k8s magic)")]
     NoMagic,
@@ -454,7 +454,9 @@ fn workload_spec(kind: &str, fs: &[(u64, Field<'_>)]) -> Result<Value, ProtobufE
     })
 }
 
-pub(crate) fn decode(body: &[u8]) -> Result<Value, ProtobufError> {
+/// Decodes a protobuf request body (the `k8s\0` magic, then a `runtime.Unknown` envelope)
+/// into the JSON object it encodes; a kind this module does not know is an error.
+pub fn decode(body: &[u8]) -> Result<Value, ProtobufError> {
     let rest = body.strip_prefix(MAGIC).ok_or(ProtobufError::NoMagic)?;
     let unknown = fields(rest)?;
     let type_meta = fields(bytes_of(&unknown, 1).unwrap_or_default())?;

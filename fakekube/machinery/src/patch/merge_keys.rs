@@ -8,7 +8,7 @@ use serde_json::Value;
 
 /// How a strategic merge patch treats the list at one path of an object.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum ListStrategy {
+pub enum ListStrategy {
     /// The list holds objects, merged element by element by the value of this key
     /// (`patchStrategy:"merge"` with a `patchMergeKey`).
     MergeByKey(String),
@@ -45,7 +45,7 @@ fn pod_spec_keys(mut keys: MergeKeys, at: &str) -> MergeKeys {
 /// after a list field to step into its elements, as in `spec.containers[].ports`. A list whose
 /// path is not in the table is atomic: a patch replaces it whole.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct MergeKeys {
+pub struct MergeKeys {
     /// The strategy of each mergeable list, by path.
     pub(super) lists: BTreeMap<String, ListStrategy>,
 }
@@ -53,7 +53,7 @@ pub(crate) struct MergeKeys {
 impl MergeKeys {
     /// Returns a table where every list is atomic, as for custom resources (kubectl sends them
     /// merge patches, and the API server refuses strategic merge for them).
-    pub(crate) fn none() -> Self {
+    pub fn none() -> Self {
         Self::default()
     }
 
@@ -65,7 +65,7 @@ impl MergeKeys {
     /// `metadata` lists (`ownerReferences` by `uid`, `finalizers` as a set); kinds without
     /// other mergeable lists (`Secret`, `ConfigMap`, `Event`, `NetworkPolicy`, and any kind
     /// not listed here) get only those.
-    pub(crate) fn for_core_kind(kind: &str) -> Self {
+    pub fn for_core_kind(kind: &str) -> Self {
         let mut keys = Self::none()
             .with_list("metadata.finalizers", ListStrategy::MergePrimitives)
             .with_key("metadata.ownerReferences", "uid");
@@ -126,7 +126,7 @@ impl MergeKeys {
     /// Returns the merge keys server-side apply uses for a custom kind, from its CRD schema:
     /// a list of `x-kubernetes-list-type: set` merges as a set, one of `map` by its single
     /// `x-kubernetes-list-map-keys` key; every other list is atomic.
-    pub(crate) fn from_schema(schema: &Value) -> Self {
+    pub fn from_schema(schema: &Value) -> Self {
         let mut keys = Self::none()
             .with_list("metadata.finalizers", ListStrategy::MergePrimitives)
             .with_key("metadata.ownerReferences", "uid");
@@ -135,18 +135,18 @@ impl MergeKeys {
     }
 
     /// Returns the table with the list at `path` given `strategy`, replacing any earlier one.
-    pub(crate) fn with_list(mut self, path: &str, strategy: ListStrategy) -> Self {
+    pub fn with_list(mut self, path: &str, strategy: ListStrategy) -> Self {
         self.lists.insert(path.to_owned(), strategy);
         self
     }
 
     /// Returns the table with the list at `path` merged by the object key `key`.
-    pub(crate) fn with_key(self, path: &str, key: &str) -> Self {
+    pub fn with_key(self, path: &str, key: &str) -> Self {
         self.with_list(path, ListStrategy::MergeByKey(key.to_owned()))
     }
 
     /// Returns the strategy of the list at `path`, or `None` when that list is atomic.
-    pub(crate) fn strategy(&self, path: &str) -> Option<&ListStrategy> {
+    pub fn strategy(&self, path: &str) -> Option<&ListStrategy> {
         self.lists.get(path)
     }
 

@@ -19,7 +19,7 @@ const INVALID_STATUS_MESSAGE: &str =
 /// [`Display`](std::fmt::Display) gives the detailed message; [`PatchError::status_message`]
 /// gives what the API server would put in the `metav1.Status` it returns.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum PatchError {
+pub enum PatchError {
     /// The body is not a patch of its kind: a JSON patch that is not a list of operations, a
     /// strategic merge patch that is not an object, a badly formed `$retainKeys`,
     /// `$setElementOrder` or `$deleteFromPrimitiveList` directive. 400 BadRequest.
@@ -70,7 +70,7 @@ impl PatchError {
     }
 
     /// Returns the HTTP status code the API server answers with.
-    pub(crate) fn status_code(&self) -> u16 {
+    pub fn status_code(&self) -> u16 {
         match self {
             PatchError::Malformed { .. } => 400,
             PatchError::DoesNotApply { .. } => 422,
@@ -79,7 +79,7 @@ impl PatchError {
     }
 
     /// Returns the `reason` of the `metav1.Status` the API server answers with.
-    pub(crate) fn status_reason(&self) -> &'static str {
+    pub fn status_reason(&self) -> &'static str {
         match self {
             PatchError::Malformed { .. } => "BadRequest",
             PatchError::DoesNotApply { .. } => "Invalid",
@@ -91,7 +91,7 @@ impl PatchError {
     ///
     /// A 400 carries the detailed message, a 422 only a generic sentence (the API server
     /// drops the details), a 500 the detailed message behind `Internal error occurred: `.
-    pub(crate) fn status_message(&self) -> String {
+    pub fn status_message(&self) -> String {
         match self {
             PatchError::Malformed { message } => message.clone(),
             PatchError::DoesNotApply { .. } => INVALID_STATUS_MESSAGE.to_owned(),
@@ -100,7 +100,7 @@ impl PatchError {
     }
 
     /// Returns the detailed message, without any status wording around it.
-    pub(crate) fn message(&self) -> &str {
+    pub fn message(&self) -> &str {
         match self {
             PatchError::Malformed { message }
             | PatchError::DoesNotApply { message }

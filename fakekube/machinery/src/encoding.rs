@@ -20,7 +20,7 @@ use serde_json::{Map, Value};
 
 /// How an answer's fields are ordered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Shape {
+pub enum Shape {
     /// A Go struct of the API server: `kind`, `apiVersion`, `metadata` first.
     Typed,
     /// A custom resource (a Go map): keys sorted at every depth.
@@ -49,14 +49,14 @@ const OBJECT_META_ORDER: &[&str] = &[
 ];
 
 /// `value` serialized in `shape`.
-pub(crate) struct Wire<'a> {
+pub struct Wire<'a> {
     value: &'a Value,
     shape: Shape,
 }
 
 impl<'a> Wire<'a> {
     /// Wraps `value` to serialize it in `shape`.
-    pub(crate) fn new(value: &'a Value, shape: Shape) -> Self {
+    pub fn new(value: &'a Value, shape: Shape) -> Self {
         Wire { value, shape }
     }
 }
@@ -166,7 +166,7 @@ impl Serialize for Sorted<'_> {
 
 /// `value` as JSON bytes in `shape`, ending in a newline as the API server's encoder ends every
 /// body (clients that print an error body show it).
-pub(crate) fn to_json(value: &Value, shape: Shape) -> Vec<u8> {
+pub fn to_json(value: &Value, shape: Shape) -> Vec<u8> {
     let mut bytes = serde_json::to_vec(&Wire::new(value, shape)).unwrap_or_else(|_| b"{}".to_vec());
     bytes.push(b'\n');
     bytes
@@ -174,14 +174,14 @@ pub(crate) fn to_json(value: &Value, shape: Shape) -> Vec<u8> {
 
 /// One item of a list as JSON in `shape`, without the newline: what [`to_json`] writes for it
 /// inside a list of that shape.
-pub(crate) fn item_json(item: &Value, shape: Shape) -> Vec<u8> {
+pub fn item_json(item: &Value, shape: Shape) -> Vec<u8> {
     serde_json::to_vec(&Wire::new(item, shape)).unwrap_or_else(|_| b"{}".to_vec())
 }
 
 /// A `<Kind>List` as JSON in `shape`, from its parts and its items already written by
 /// [`item_json`]: byte for byte what [`to_json`] writes for the list as one value (`kind`,
 /// `apiVersion`, `metadata`, `items` as a Go struct; keys sorted as a Go map).
-pub(crate) fn list_json(
+pub fn list_json(
     kind: &str,
     api_version: &str,
     metadata: &Map<String, Value>,
@@ -242,14 +242,14 @@ fn put_items(out: &mut Vec<u8>, items: &[Bytes]) {
 }
 
 /// `value` as YAML text, keys sorted at every depth.
-pub(crate) fn to_yaml(value: &Value) -> Vec<u8> {
+pub fn to_yaml(value: &Value) -> Vec<u8> {
     serde_saphyr::to_string(&Sorted(value))
         .map(String::into_bytes)
         .unwrap_or_default()
 }
 
 /// A watch event line (`{"type":…,"object":…}` and a newline), its object in `shape`.
-pub(crate) fn event_line(event_type: &str, object: &Value, shape: Shape) -> Vec<u8> {
+pub fn event_line(event_type: &str, object: &Value, shape: Shape) -> Vec<u8> {
     /// The event's two fields, in `metav1.WatchEvent`'s order.
     struct Event<'a> {
         event_type: &'a str,

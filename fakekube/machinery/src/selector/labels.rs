@@ -11,7 +11,7 @@ use super::requirement::Requirement;
 
 /// A label selector: requirements that must all hold. The empty selector matches everything.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct LabelSelector {
+pub struct LabelSelector {
     /// The requirements, sorted so that equal selectors compare equal.
     requirements: Vec<Requirement>,
 }
@@ -19,7 +19,7 @@ pub(crate) struct LabelSelector {
 impl LabelSelector {
     /// Reads a `?labelSelector=` value as the API server does. The empty string (or only
     /// whitespace) selects everything.
-    pub(crate) fn parse(input: &str) -> Result<Self, SelectorError> {
+    pub fn parse(input: &str) -> Result<Self, SelectorError> {
         let mut parser = Parser::new(input);
         let mut requirements = parser.requirements()?;
         requirements.sort();
@@ -28,7 +28,7 @@ impl LabelSelector {
 
     /// Reads a `metav1.LabelSelector` object (`matchLabels`, `matchExpressions`); the error
     /// says why it is not one. The empty object selects everything.
-    pub(crate) fn from_object(s: &Value) -> Result<Self, String> {
+    pub fn from_object(s: &Value) -> Result<Self, String> {
         let mut parts = Vec::new();
         if let Some(labels) = s.get("matchLabels").and_then(Value::as_object) {
             for (k, v) in labels {
@@ -68,13 +68,13 @@ impl LabelSelector {
     }
 
     /// Whether the selector selects nothing but what every object has: it has no requirement.
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.requirements.is_empty()
     }
 
     /// Whether an object with these `metadata.labels` is selected. Objects without labels
     /// (`None`) are selected by the empty selector and by `!=`, `notin` and `!key` alone.
-    pub(crate) fn matches(&self, labels: Option<&Map<String, Value>>) -> bool {
+    pub fn matches(&self, labels: Option<&Map<String, Value>>) -> bool {
         self.requirements.iter().all(|r| r.matches(labels))
     }
 }

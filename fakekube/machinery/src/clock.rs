@@ -27,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 /// How a [`Clock`] moves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ClockMode {
+pub enum ClockMode {
     /// Real time (plus what was advanced).
     Real,
     /// Stands still until advanced.
@@ -38,7 +38,7 @@ pub(crate) enum ClockMode {
 
 /// The cluster's clock; clones share it.
 #[derive(Debug, Clone)]
-pub(crate) struct Clock(Arc<Inner>);
+pub struct Clock(Arc<Inner>);
 
 #[derive(Debug)]
 struct Inner {
@@ -73,7 +73,7 @@ impl Default for Clock {
 
 impl Clock {
     /// A clock in `mode`, starting at the current wall time.
-    pub(crate) fn new(mode: ClockMode) -> Self {
+    pub fn new(mode: ClockMode) -> Self {
         let (advanced, _) = watch::channel(0);
         Clock(Arc::new(Inner {
             mode,
@@ -90,7 +90,7 @@ impl Clock {
     }
 
     /// The cluster's time now.
-    pub(crate) fn now(&self) -> SystemTime {
+    pub fn now(&self) -> SystemTime {
         let offset = self.lock().offset;
         let flowed = match self.0.mode {
             ClockMode::Manual => Duration::ZERO,
@@ -100,28 +100,28 @@ impl Clock {
     }
 
     /// The cluster's time now, as a calendar time in UTC.
-    pub(crate) fn now_utc(&self) -> OffsetDateTime {
+    pub fn now_utc(&self) -> OffsetDateTime {
         OffsetDateTime::from(self.now())
     }
 
     /// Now as a `metav1.Time` is written (RFC 3339, whole seconds, `Z`).
-    pub(crate) fn now_rfc3339(&self) -> String {
+    pub fn now_rfc3339(&self) -> String {
         crate::meta::format_time(self.now_utc())
     }
 
     /// Now as a `metav1.MicroTime` is written (RFC 3339 with six fractional digits, `Z`).
-    pub(crate) fn now_micro(&self) -> String {
+    pub fn now_micro(&self) -> String {
         micro_time(self.now_utc())
     }
 
     /// Now as Go's `time.RFC3339Nano` writes it in UTC (fraction without trailing zeros).
-    pub(crate) fn now_rfc3339_nano(&self) -> String {
+    pub fn now_rfc3339_nano(&self) -> String {
         rfc3339_nano(self.now_utc())
     }
 
     /// Nanoseconds since the Unix epoch now (the suffix of Event names), made unique: a call
     /// in the same nanosecond as the last (always, on a manual clock) gets the next one.
-    pub(crate) fn unix_nanos(&self) -> u128 {
+    pub fn unix_nanos(&self) -> u128 {
         let now = self
             .now()
             .duration_since(UNIX_EPOCH)
@@ -133,7 +133,7 @@ impl Clock {
     }
 
     /// Moves the clock forward by `by`; sleepers whose deadline is now passed wake.
-    pub(crate) fn advance(&self, by: Duration) {
+    pub fn advance(&self, by: Duration) {
         {
             let mut st = self.lock();
             st.offset = st.offset.saturating_add(by);
@@ -142,13 +142,13 @@ impl Clock {
     }
 
     /// The earliest deadline a sleeper waits for, if any.
-    pub(crate) fn next_deadline(&self) -> Option<SystemTime> {
+    pub fn next_deadline(&self) -> Option<SystemTime> {
         self.lock().sleepers.values().min().copied()
     }
 
     /// Waits until the clock reaches `deadline` (at once when it has): on real time, or when
     /// an advance passes it.
-    pub(crate) async fn sleep_until(&self, deadline: SystemTime) {
+    pub async fn sleep_until(&self, deadline: SystemTime) {
         let _sleeper = Sleeper::register(self, deadline);
         self.sleep_until_unlisted(deadline).await;
     }
@@ -156,7 +156,7 @@ impl Clock {
     /// Waits as [`Clock::sleep_until`] does, for housekeeping that no work waits on (the Event
     /// TTL): the deadline is not listed among the sleepers', so an auto-advancing clock never
     /// jumps to it.
-    pub(crate) async fn sleep_until_unlisted(&self, deadline: SystemTime) {
+    pub async fn sleep_until_unlisted(&self, deadline: SystemTime) {
         let mut advanced = self.0.advanced.subscribe();
         loop {
             let now = self.now();
@@ -187,7 +187,7 @@ impl Clock {
     }
 
     /// Waits until `deadline` when there is one, forever otherwise.
-    pub(crate) async fn sleep_until_opt(&self, deadline: Option<SystemTime>) {
+    pub async fn sleep_until_opt(&self, deadline: Option<SystemTime>) {
         match deadline {
             Some(at) => self.sleep_until(at).await,
             None => std::future::pending().await,
@@ -195,7 +195,7 @@ impl Clock {
     }
 
     /// Waits `d` of the cluster's time.
-    pub(crate) async fn sleep(&self, d: Duration) {
+    pub async fn sleep(&self, d: Duration) {
         let at = self.now() + d;
         self.sleep_until(at).await;
     }
@@ -203,7 +203,7 @@ impl Clock {
     /// For [`ClockMode::AutoAdvance`]: a task that, whenever a timer is pending and `quiet`
     /// passes without a change to the store (`changes`), moves the clock to the earliest
     /// pending deadline. Ends with `shutdown`; does nothing in the other modes.
-    pub(crate) fn spawn_auto_advance(
+    pub fn spawn_auto_advance(
         &self,
         mut changes: watch::Receiver<u64>,
         shutdown: CancellationToken,
@@ -270,7 +270,7 @@ impl Drop for Sleeper<'_> {
 }
 
 /// A time as a `metav1.MicroTime` is written.
-pub(crate) fn micro_time(t: OffsetDateTime) -> String {
+pub fn micro_time(t: OffsetDateTime) -> String {
     let micros = t.microsecond();
     let whole = t.replace_nanosecond(0).unwrap_or(t);
     let base = whole
@@ -284,7 +284,7 @@ pub(crate) fn micro_time(t: OffsetDateTime) -> String {
 
 /// A time as Go's `time.RFC3339Nano` writes it in UTC: the fraction of a second with its
 /// trailing zeros cut, none when whole.
-pub(crate) fn rfc3339_nano(t: OffsetDateTime) -> String {
+pub fn rfc3339_nano(t: OffsetDateTime) -> String {
     let nanos = t.nanosecond();
     let whole = t.replace_nanosecond(0).unwrap_or(t);
     let base = whole
@@ -299,7 +299,7 @@ pub(crate) fn rfc3339_nano(t: OffsetDateTime) -> String {
 }
 
 /// The time `secs` whole seconds after `t` (negative: before).
-pub(crate) fn add_secs(t: SystemTime, secs: i64) -> SystemTime {
+pub fn add_secs(t: SystemTime, secs: i64) -> SystemTime {
     let d = Duration::from_secs(secs.unsigned_abs());
     if secs >= 0 {
         t + d

@@ -6,19 +6,19 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 /// Now, as Kubernetes prints a `metav1.Time` (RFC 3339, seconds, `Z`).
-pub(crate) fn now_rfc3339() -> String {
+pub fn now_rfc3339() -> String {
     format_time(OffsetDateTime::now_utc())
 }
 
 /// A time as Kubernetes prints it.
-pub(crate) fn format_time(t: OffsetDateTime) -> String {
+pub fn format_time(t: OffsetDateTime) -> String {
     let t = t.replace_nanosecond(0).unwrap_or(t);
     t.format(&Rfc3339)
         .unwrap_or_else(|_| "1970-01-01T00:00:00Z".to_string())
 }
 
 /// The random suffix the API server appends to a `generateName` (5 characters from its alphabet).
-pub(crate) fn random_suffix() -> String {
+pub fn random_suffix() -> String {
     const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
     let bytes = uuid::Uuid::new_v4().into_bytes();
     bytes[..5]
@@ -37,7 +37,7 @@ fn is_dns_label(s: &str) -> bool {
 }
 
 /// Checks a name as a DNS-1123 subdomain (most kinds) or label (namespaces, services).
-pub(crate) fn validate_name(name: &str, label: bool) -> Option<Cause> {
+pub fn validate_name(name: &str, label: bool) -> Option<Cause> {
     let ok = if label {
         is_dns_label(name)
     } else {
@@ -63,7 +63,7 @@ pub(crate) fn validate_name(name: &str, label: bool) -> Option<Cause> {
 }
 
 /// The object's `metadata`, created if missing.
-pub(crate) fn metadata_mut(obj: &mut Value) -> Option<&mut Map<String, Value>> {
+pub fn metadata_mut(obj: &mut Value) -> Option<&mut Map<String, Value>> {
     let o = obj.as_object_mut()?;
     let m = o
         .entry("metadata")
@@ -75,18 +75,18 @@ pub(crate) fn metadata_mut(obj: &mut Value) -> Option<&mut Map<String, Value>> {
 }
 
 /// The string at a path of object keys (`["spec", "nodeName"]`).
-pub(crate) fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
+pub fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
     path.iter().try_fold(v, |cur, k| cur.get(*k))?.as_str()
 }
 
 /// A string field of `metadata`.
-pub(crate) fn meta_str<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
+pub fn meta_str<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
     obj.get("metadata")?.get(key)?.as_str()
 }
 
 /// An object's metadata alone, as a `PartialObjectMetadata` of `api_version`
 /// (`meta.k8s.io/v1`), what metadata-only clients and Table rows receive.
-pub(crate) fn partial_object_metadata(obj: &Value, api_version: &str) -> Value {
+pub fn partial_object_metadata(obj: &Value, api_version: &str) -> Value {
     let mut out = Map::new();
     out.insert("kind".into(), Value::from("PartialObjectMetadata"));
     out.insert("apiVersion".into(), Value::from(api_version));
@@ -100,12 +100,12 @@ pub(crate) fn partial_object_metadata(obj: &Value, api_version: &str) -> Value {
 }
 
 /// The object's labels.
-pub(crate) fn labels(obj: &Value) -> Option<&Map<String, Value>> {
+pub fn labels(obj: &Value) -> Option<&Map<String, Value>> {
     obj.get("metadata")?.get("labels")?.as_object()
 }
 
 /// The uids of the object's owners.
-pub(crate) fn owner_uids(obj: &Value) -> Vec<String> {
+pub fn owner_uids(obj: &Value) -> Vec<String> {
     obj.get("metadata")
         .and_then(|m| m.get("ownerReferences"))
         .and_then(Value::as_array)
@@ -118,7 +118,7 @@ pub(crate) fn owner_uids(obj: &Value) -> Vec<String> {
 }
 
 /// The object's finalizers.
-pub(crate) fn finalizers(obj: &Value) -> Vec<String> {
+pub fn finalizers(obj: &Value) -> Vec<String> {
     obj.get("metadata")
         .and_then(|m| m.get("finalizers"))
         .and_then(Value::as_array)
@@ -131,7 +131,7 @@ pub(crate) fn finalizers(obj: &Value) -> Vec<String> {
 }
 
 /// A Go `time.Duration` string for whole seconds (`10s`, `1m20s`, `5m0s`).
-pub(crate) fn go_duration(secs: u64) -> String {
+pub fn go_duration(secs: u64) -> String {
     let (h, m, s) = (secs / 3600, (secs % 3600) / 60, secs % 60);
     if h > 0 {
         format!("{h}h{m}m{s}s")

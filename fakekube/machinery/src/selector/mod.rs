@@ -30,8 +30,7 @@
 //! - `requirement`: one label requirement (`labels.Requirement`) and the label key and value
 //!   rules (k8s.io/apimachinery/pkg/util/validation).
 //! - `parse`: the label selector lexer and parser (`labels.Lexer`, `labels.Parser`).
-//! - `error`: [`SelectorError`](error::SelectorError) and
-//!   [`RequirementError`](error::RequirementError), shared by both kinds.
+//! - `error`: [`SelectorError`] and [`RequirementError`], shared by both kinds.
 
 mod error;
 mod fields;
@@ -41,5 +40,6 @@ mod requirement;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use fields::{FieldSelector, field_value};
-pub(crate) use labels::LabelSelector;
+pub use error::{RequirementError, SelectorError};
+pub use fields::{FieldSelector, field_value};
+pub use labels::LabelSelector;

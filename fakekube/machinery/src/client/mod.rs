@@ -14,7 +14,7 @@
 //!
 //! Neither the kubelet nor its Event recorders reach the store another way.
 
-pub(crate) mod http;
+pub mod http;
 
 use crate::clock::Clock;
 use crate::status::ApiError;
@@ -26,7 +26,7 @@ use tokio::sync::watch;
 /// The kinds a node's components read and write, each a core (or `coordination.k8s.io`)
 /// resource of the stable version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub(crate) enum Kind {
+pub enum Kind {
     /// `pods` (its `status` and `binding` parts too).
     Pod,
     /// `nodes`.
@@ -47,7 +47,7 @@ pub(crate) enum Kind {
 
 impl Kind {
     /// Every kind, in a fixed order.
-    pub(crate) const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 8] = [
         Kind::Pod,
         Kind::Node,
         Kind::Lease,
@@ -59,7 +59,7 @@ impl Kind {
     ];
 
     /// Its API group (empty for core).
-    pub(crate) fn group(self) -> &'static str {
+    pub fn group(self) -> &'static str {
         match self {
             Kind::Lease => "coordination.k8s.io",
             _ => "",
@@ -67,12 +67,12 @@ impl Kind {
     }
 
     /// Its version.
-    pub(crate) fn version(self) -> &'static str {
+    pub fn version(self) -> &'static str {
         "v1"
     }
 
     /// Its resource name (plural), as in URLs.
-    pub(crate) fn resource(self) -> &'static str {
+    pub fn resource(self) -> &'static str {
         match self {
             Kind::Pod => "pods",
             Kind::Node => "nodes",
@@ -86,7 +86,7 @@ impl Kind {
     }
 
     /// Its kind name.
-    pub(crate) fn kind(self) -> &'static str {
+    pub fn kind(self) -> &'static str {
         match self {
             Kind::Pod => "Pod",
             Kind::Node => "Node",
@@ -100,12 +100,12 @@ impl Kind {
     }
 
     /// Whether its objects live in a namespace.
-    pub(crate) fn namespaced(self) -> bool {
+    pub fn namespaced(self) -> bool {
         !matches!(self, Kind::Node | Kind::PersistentVolume)
     }
 
     /// `apiVersion` of its objects.
-    pub(crate) fn api_version(self) -> &'static str {
+    pub fn api_version(self) -> &'static str {
         match self {
             Kind::Lease => "coordination.k8s.io/v1",
             _ => "v1",
@@ -113,7 +113,7 @@ impl Kind {
     }
 
     /// The kind a group and resource name, if it is one of these.
-    pub(crate) fn of(group: &str, resource: &str) -> Option<Kind> {
+    pub fn of(group: &str, resource: &str) -> Option<Kind> {
         Kind::ALL
             .into_iter()
             .find(|k| k.group() == group && k.resource() == resource)
@@ -122,7 +122,7 @@ impl Kind {
 
 /// Which part of an object a write targets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Part {
+pub enum Part {
     /// The main resource.
     Main,
     /// The status subresource.
@@ -131,7 +131,7 @@ pub(crate) enum Part {
 
 /// What happened to an object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ChangeType {
+pub enum ChangeType {
     /// It was created (or first seen).
     Added,
     /// It changed.
@@ -142,36 +142,36 @@ pub(crate) enum ChangeType {
 
 /// One change the feed reports.
 #[derive(Debug, Clone)]
-pub(crate) struct Change {
+pub struct Change {
     /// Its position in the feed: later changes have higher positions.
-    pub(crate) position: u64,
+    pub position: u64,
     /// The object's kind.
-    pub(crate) kind: Kind,
+    pub kind: Kind,
     /// What happened.
-    pub(crate) change: ChangeType,
+    pub change: ChangeType,
     /// The object after the change (for a delete, its last state).
-    pub(crate) object: Arc<Value>,
+    pub object: Arc<Value>,
     /// The object before the change, when known.
-    pub(crate) prev: Option<Arc<Value>>,
+    pub prev: Option<Arc<Value>>,
 }
 
 /// The feed no longer reaches back to the position asked for: the reader lists again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Gone;
+pub struct Gone;
 
 /// A delete's options: the grace period and a uid precondition.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Delete {
+pub struct Delete {
     /// `gracePeriodSeconds` (`None`: the object's own).
-    pub(crate) grace_period: Option<i64>,
+    pub grace_period: Option<i64>,
     /// `preconditions.uid`.
-    pub(crate) uid: Option<String>,
+    pub uid: Option<String>,
 }
 
 /// The Kubernetes API, as a node's components use it. Reads are answered at once (from the
 /// store, or from a watch-fed cache); writes are made before the call returns. Errors are the
 /// API server's `Status` as an [`ApiError`].
-pub(crate) trait Client: Send + Sync + fmt::Debug {
+pub trait Client: Send + Sync + fmt::Debug {
     /// Object `ns/name` (`ns` empty for a cluster-scoped kind), if it exists.
     fn get(&self, kind: Kind, ns: &str, name: &str) -> Option<Arc<Value>>;
 

@@ -1,47 +1,54 @@
 //! `metav1.Status`: the body of every error the server answers, worded as the real API server
 //! words it.
 
-use http::StatusCode;
+use crate::encoding::{self, Shape};
+use axum::body::Body;
+use axum::response::{IntoResponse, Response};
+use http::{HeaderValue, StatusCode, header};
 use serde_json::{Value, json};
 
 /// One entry of `details.causes` in a Status.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Cause {
+pub struct Cause {
     /// Machine-readable cause (`FieldValueRequired`, `FieldValueNotSupported`...).
-    pub(crate) reason: String,
+    pub reason: String,
     /// Human-readable text (`Required value`).
-    pub(crate) message: String,
+    pub message: String,
     /// Field path, when the cause is about a field.
-    pub(crate) field: Option<String>,
+    pub field: Option<String>,
 }
 
 /// An error answered as a `metav1.Status`.
 #[derive(Debug, Clone)]
-pub(crate) struct ApiError {
-    pub(crate) code: StatusCode,
-    pub(crate) reason: &'static str,
-    pub(crate) message: String,
-    pub(crate) details: Option<Box<Value>>,
+pub struct ApiError {
+    /// The HTTP status code (and the Status's `code`).
+    pub code: StatusCode,
+    /// The Status's `reason` (`NotFound`, `Conflict`, `Invalid`...).
+    pub reason: &'static str,
+    /// The Status's `message`, worded as the API server words it.
+    pub message: String,
+    /// The Status's `details` (name, group, kind, causes), when it has them.
+    pub details: Option<Box<Value>>,
     /// Seconds for a `Retry-After` header (429).
-    pub(crate) retry_after: Option<u64>,
+    pub retry_after: Option<u64>,
 }
 
 /// Which object an error is about, for its message and `details`.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Target<'a> {
+pub struct Target<'a> {
     /// API group (empty for core).
-    pub(crate) group: &'a str,
+    pub group: &'a str,
     /// Plural resource name.
-    pub(crate) resource: &'a str,
+    pub resource: &'a str,
     /// Kind, for `Invalid` messages.
-    pub(crate) kind: &'a str,
+    pub kind: &'a str,
     /// Object name.
-    pub(crate) name: &'a str,
+    pub name: &'a str,
 }
 
 impl Target<'_> {
     /// `pods` or `sandboxes.agents.x-k8s.io`, as the API server prints a group resource.
-    pub(crate) fn group_resource(&self) -> String {
+    pub fn group_resource(&self) -> String {
         if self.group.is_empty() {
             self.resource.to_string()
         } else {
@@ -61,7 +68,7 @@ impl Target<'_> {
 
 impl ApiError {
     /// A Status with no details.
-    pub(crate) fn new(code: StatusCode, reason: &'static str, message: impl Into<String>) -> Self {
+    pub fn new(code: StatusCode, reason: &'static str, message: impl Into<String>) -> Self {
         ApiError {
             code,
             reason,
@@ -72,7 +79,7 @@ impl ApiError {
     }
 
     /// 404 for a named object.
-    pub(crate) fn not_found(t: Target<'_>) -> Self {
+    pub fn not_found(t: Target<'_>) -> Self {
         let mut e = Self::new(
             StatusCode::NOT_FOUND,
             "NotFound",
@@ -83,7 +90,7 @@ impl ApiError {
     }
 
     /// 404 for a path the server does not serve.
-    pub(crate) fn path_not_found() -> Self {
+    pub fn path_not_found() -> Self {
         Self::new(
             StatusCode::NOT_FOUND,
             "NotFound",
@@ -92,7 +99,7 @@ impl ApiError {
     }
 
     /// 409 when a create names an object that exists.
-    pub(crate) fn already_exists(t: Target<'_>) -> Self {
+    pub fn already_exists(t: Target<'_>) -> Self {
         let mut e = Self::new(
             StatusCode::CONFLICT,
             "AlreadyExists",
@@ -103,7 +110,7 @@ impl ApiError {
     }
 
     /// 409 for a write against a stale resourceVersion.
-    pub(crate) fn conflict(t: Target<'_>, why: &str) -> Self {
+    pub fn conflict(t: Target<'_>, why: &str) -> Self {
         let mut e = Self::new(
             StatusCode::CONFLICT,
             "Conflict",
@@ -118,7 +125,7 @@ impl ApiError {
     }
 
     /// The standard stale-object conflict.
-    pub(crate) fn stale(t: Target<'_>) -> Self {
+    pub fn stale(t: Target<'_>) -> Self {
         Self::conflict(
             t,
             "the object has been modified; please apply your changes to the latest version and try again",
@@ -126,7 +133,7 @@ impl ApiError {
     }
 
     /// 422 with one cause per field.
-    pub(crate) fn invalid(t: Target<'_>, causes: Vec<Cause>) -> Self {
+    pub fn invalid(t: Target<'_>, causes: Vec<Cause>) -> Self {
         let summaries: Vec<String> = causes
             .iter()
             .map(|c| match &c.field {
@@ -171,24 +178,24 @@ impl ApiError {
     }
 
     /// 400 for a request the server cannot make sense of.
-    pub(crate) fn bad_request(message: impl Into<String>) -> Self {
+    pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, "BadRequest", message)
     }
 
     /// 401 for a request without valid credentials.
-    pub(crate) fn unauthorized() -> Self {
+    pub fn unauthorized() -> Self {
         Self::new(StatusCode::UNAUTHORIZED, "Unauthorized", "Unauthorized")
     }
 
     /// 403 with the authorizer's wording.
-    pub(crate) fn forbidden(message: String, details: Value) -> Self {
+    pub fn forbidden(message: String, details: Value) -> Self {
         let mut e = Self::new(StatusCode::FORBIDDEN, "Forbidden", message);
         e.details = Some(Box::new(details));
         e
     }
 
     /// 405 for a verb the resource does not support.
-    pub(crate) fn method_not_allowed(method: &str, what: &str) -> Self {
+    pub fn method_not_allowed(method: &str, what: &str) -> Self {
         Self::new(
             StatusCode::METHOD_NOT_ALLOWED,
             "MethodNotAllowed",
@@ -199,12 +206,12 @@ impl ApiError {
     }
 
     /// 410 for a continue token or watch resourceVersion older than the compaction window.
-    pub(crate) fn expired(message: impl Into<String>) -> Self {
+    pub fn expired(message: impl Into<String>) -> Self {
         Self::new(StatusCode::GONE, "Expired", message)
     }
 
     /// 413 for a body over the server's limit.
-    pub(crate) fn too_large(limit: usize) -> Self {
+    pub fn too_large(limit: usize) -> Self {
         Self::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             "RequestEntityTooLarge",
@@ -213,7 +220,7 @@ impl ApiError {
     }
 
     /// 415 for a patch type the resource does not take.
-    pub(crate) fn unsupported_media_type(ct: &str) -> Self {
+    pub fn unsupported_media_type(ct: &str) -> Self {
         Self::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "UnsupportedMediaType",
@@ -224,7 +231,7 @@ impl ApiError {
     }
 
     /// 429 with a Retry-After.
-    pub(crate) fn too_many_requests(retry_after: u64) -> Self {
+    pub fn too_many_requests(retry_after: u64) -> Self {
         let mut e = Self::new(
             StatusCode::TOO_MANY_REQUESTS,
             "TooManyRequests",
@@ -236,7 +243,7 @@ impl ApiError {
     }
 
     /// 500 for a failure inside the server.
-    pub(crate) fn internal(message: impl Into<String>) -> Self {
+    pub fn internal(message: impl Into<String>) -> Self {
         Self::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "InternalError",
@@ -245,7 +252,7 @@ impl ApiError {
     }
 
     /// The full `Status` object (with kind and apiVersion, as REST responses carry it).
-    pub(crate) fn to_status(&self) -> Value {
+    pub fn to_status(&self) -> Value {
         let mut v = json!({
             "kind": "Status",
             "apiVersion": "v1",
@@ -262,8 +269,29 @@ impl ApiError {
     }
 }
 
+/// An error answers as its `Status` in JSON (fields in a Go struct's order), with
+/// `Retry-After` when it has one. The impl lives with the type, which the orphan rule asks of
+/// a foreign trait.
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let bytes = encoding::to_json(&self.to_status(), Shape::Typed);
+        let mut resp = Response::new(Body::from(bytes));
+        *resp.status_mut() = self.code;
+        resp.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        if let Some(secs) = self.retry_after
+            && let Ok(v) = HeaderValue::from_str(&secs.to_string())
+        {
+            resp.headers_mut().insert(header::RETRY_AFTER, v);
+        }
+        resp
+    }
+}
+
 /// The `Success` Status that deletes of some kinds answer.
-pub(crate) fn success(t: Target<'_>, uid: &str) -> Value {
+pub fn success(t: Target<'_>, uid: &str) -> Value {
     json!({
         "kind": "Status",
         "apiVersion": "v1",

@@ -4,7 +4,7 @@
 /// Why a selector was rejected. Its text becomes the message of a 400 BadRequest Status, worded
 /// close to the API server's.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum SelectorError {
+pub enum SelectorError {
     /// One requirement of a label selector could not be read or is invalid.
     #[error("unable to parse requirement: {0}")]
     ParseRequirement(RequirementError),
@@ -38,7 +38,7 @@ pub(crate) enum SelectorError {
 
 /// What is wrong with one label selector requirement.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum RequirementError {
+pub enum RequirementError {
     /// A token other than the ones the grammar allows at this point.
     #[error("found '{found}', expected: {expected}")]
     UnexpectedToken {

@@ -2,7 +2,7 @@
 
 /// One of the patch formats of the PATCH verb, named by the request's `Content-Type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum PatchKind {
+pub enum PatchKind {
     /// `application/merge-patch+json`: JSON merge patch (RFC 7386). `null` deletes a key,
     /// objects merge recursively, anything else (lists included) replaces.
     Merge,
@@ -26,7 +26,7 @@ pub(crate) enum PatchKind {
 
 impl PatchKind {
     /// Every patch kind, in the order the API server lists accepted media types.
-    pub(crate) const ALL: [PatchKind; 4] = [
+    pub const ALL: [PatchKind; 4] = [
         PatchKind::Json,
         PatchKind::Merge,
         PatchKind::StrategicMerge,
@@ -37,7 +37,7 @@ impl PatchKind {
     ///
     /// Parameters such as `; charset=utf-8` are ignored and the media type is compared without
     /// regard to case, as media types are.
-    pub(crate) fn from_content_type(ct: &str) -> Option<Self> {
+    pub fn from_content_type(ct: &str) -> Option<Self> {
         let essence = ct.split(';').next().unwrap_or_default().trim();
         Self::ALL
             .into_iter()
@@ -45,7 +45,7 @@ impl PatchKind {
     }
 
     /// Returns the media type of this patch kind, as a `Content-Type` header spells it.
-    pub(crate) fn content_type(self) -> &'static str {
+    pub fn content_type(self) -> &'static str {
         match self {
             PatchKind::Merge => "application/merge-patch+json",
             PatchKind::Json => "application/json-patch+json",

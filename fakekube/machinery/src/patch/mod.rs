@@ -56,12 +56,12 @@ mod strategic;
 mod tests;
 
 use apply::server_side_apply;
-pub(crate) use error::PatchError;
+pub use error::PatchError;
 use error::json_type_name;
 use json::json_patch_apply;
-pub(crate) use kind::PatchKind;
+pub use kind::PatchKind;
 use merge::merge_patch;
-pub(crate) use merge_keys::{ListStrategy, MergeKeys};
+pub use merge_keys::{ListStrategy, MergeKeys};
 use strategic::strategic_merge;
 
 /// Applies a patch of the given kind to `target` and returns the patched object.
@@ -69,7 +69,7 @@ use strategic::strategic_merge;
 /// `patch` is the parsed body: for [`PatchKind::Apply`] the full intended object. `merge_keys`
 /// matters only to [`PatchKind::StrategicMerge`] and [`PatchKind::Apply`]. The result is
 /// always a JSON object; `target` is not changed.
-pub(crate) fn apply_patch(
+pub fn apply_patch(
     kind: PatchKind,
     target: &Value,
     patch: &Value,

@@ -24,9 +24,9 @@ use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt;
 use std::future::Future;
+use std::sync::OnceLock;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
-use std::sync::OnceLock;
 use tokio::runtime::{Handle, Runtime};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -44,15 +44,15 @@ const REFUSED_RETRY: Duration = Duration::from_secs(30);
 
 /// A kind to keep cached, with the field selector of the objects wanted.
 #[derive(Debug, Clone)]
-pub(crate) struct Watched {
+pub struct Watched {
     /// The kind.
-    pub(crate) kind: Kind,
+    pub kind: Kind,
     /// `fieldSelector` (`spec.nodeName=n`), empty for all.
-    pub(crate) field_selector: String,
+    pub field_selector: String,
 }
 
 /// The API of a cluster over HTTPS, with caches of the watched kinds.
-pub(crate) struct HttpClient {
+pub struct HttpClient {
     upstream: Arc<Upstream>,
     runtime: Handle,
     user_agent: HeaderValue,
@@ -85,7 +85,7 @@ struct State {
 
 /// Why the client could not be set up.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum HttpClientError {
+pub enum HttpClientError {
     /// The kubeconfig could not be read.
     #[error(transparent)]
     Kubeconfig(#[from] fakekube_cassette::KubeconfigError),
@@ -245,7 +245,7 @@ async fn request(
 impl HttpClient {
     /// A client of the cluster `kubeconfig` names, caching `watched`; its watches run on the
     /// current runtime until `shutdown`.
-    pub(crate) fn start(
+    pub fn start(
         kubeconfig: &std::path::Path,
         user_agent: &str,
         watched: Vec<Watched>,
@@ -283,7 +283,7 @@ impl HttpClient {
     }
 
     /// Waits until every watched kind was listed once (or `timeout` passes); whether they were.
-    pub(crate) async fn synced(&self, timeout: Duration) -> bool {
+    pub async fn synced(&self, timeout: Duration) -> bool {
         let mut rx = self.changed.subscribe();
         let all = |s: &State| self.watched.iter().all(|w| s.synced.contains(&w.kind));
         tokio::time::timeout(timeout, async {
