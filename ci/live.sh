@@ -128,7 +128,16 @@ if [ -n "$chaos_seed" ]; then
 fi
 
 echo "== cargo test -p live --features live (against fakekube, LIVE_REQUIRE_CLUSTER=1)"
-KUBECONFIG="$work/role.kubeconfig" \
+# LIVE_JSON_DIR (ci/test.sh sets it for ci/upstream-compare.sh): the run's reports, suite.json
+# and checks.json, are written there.
+json_env=()
+if [ -n "${LIVE_JSON_DIR:-}" ]; then
+    mkdir -p "$LIVE_JSON_DIR"
+    dir="$(realpath "$LIVE_JSON_DIR")"
+    json_env=(SANDBOX_CONFORMANCE_JSON="$dir/suite.json" LIVE_CHECKS_JSON="$dir/checks.json")
+fi
+env "${json_env[@]}" \
+    KUBECONFIG="$work/role.kubeconfig" \
     LIVE_OBSERVER_KUBECONFIG="$work/observer.kubeconfig" \
     LIVE_REQUIRE_CLUSTER=1 \
     LIVE_MISSING_IMAGE="$MISSING_IMAGE" \

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's test command (README.md): formatting, lints, and the whole test suite.
-# Needs only the Rust toolchain and the kubectl binaries this machine kind ships; it installs
-# anything else the tests need under target/ and works offline after the first run.
+# Needs only the Rust toolchain, Go and the kubectl binaries this machine kind ships; it installs
+# anything else the tests need under target/ (the upstream control plane's binaries in the user's
+# cache, ci/upstream-build.sh) and works offline after the first run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -44,10 +45,13 @@ fi
 shellcheck ci/*.sh
 
 echo "== live tests against a fakekube process (ci/live.sh)"
-bash ci/live.sh 2>&1 | tee "$scan/live.log"
+LIVE_JSON_DIR="$scan/live-fake" bash ci/live.sh 2>&1 | tee "$scan/live.log"
 
 echo "== record against a fakekube process, then replay without it (ci/cassette.sh)"
 bash ci/cassette.sh 2>&1 | tee "$scan/cassette.log"
+
+echo "== fakekube against the upstream control plane (ci/upstream-compare.sh)"
+bash ci/upstream-compare.sh --fake-reports "$scan/live-fake" 2>&1 | tee "$scan/upstream-compare.log"
 
 echo "== the credential scan of every output and report (ci/credential-scan.sh)"
 bash ci/credential-scan.sh "$scan"
