@@ -9,43 +9,17 @@
 # flags. With that directory complete, a second call does nothing and prints the directory.
 # The last line printed on stdout is always the bin directory.
 #
-# sigs.k8s.io/agent-sandbox is pinned in go.mod at the upstream commit the fixtures' v1.0.8
-# manifests were rendered from (fixtures/agent-sandbox/README.md), as a pseudo-version. When the
-# module proxy does not serve it, the module is made from that commit of a local clone
-# (AGENT_SANDBOX_GIT) into a file:// module proxy under the cache; go.sum checks it either way.
+# sigs.k8s.io/agent-sandbox is the version go.mod requires, as the public module proxy serves it
+# (v1.0.1; the proxy answers 403 for v1.0.8), built from the module like the other tools.
 #
-# Settings (environment): XDG_CACHE_HOME, GOFLAGS (e.g. -p=2), AGENT_SANDBOX_GIT (a git
-# directory holding the pinned commit; default /work/.mirror/kubernetes-sigs+agent-sandbox/repo).
+# Settings (environment): XDG_CACHE_HOME, GOFLAGS (e.g. -p=2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 readonly MODULE_DIR="live/upstream"
 readonly AGENT_SANDBOX_MODULE="sigs.k8s.io/agent-sandbox"
-readonly AGENT_SANDBOX_COMMIT="2fd412d55ecae90861a101a5424a75473de97c36"
-# The commit time of AGENT_SANDBOX_COMMIT, for the module's .info.
-readonly AGENT_SANDBOX_TIME="2026-08-22T00:27:14Z"
 readonly BINARIES=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl
     agent-sandbox-controller pki)
-
-# The agent-sandbox controller's webhook server (controller-runtime's) takes its port from a flag
-# but has no flag for its host, so it listens on every interface. Every listener here must be on
-# 127.0.0.1, so the build adds one flag to a patched copy of the module (the upstream sources stay
-# untouched in the module cache; see below): a new file of package main declares --webhook-bind-host
-# (default "", upstream's behaviour), and main.go's webhook.Options gets `Host: webhookHost,`
-# by the sed expression below, which must match exactly once.
-readonly WEBHOOK_HOST_SED='s/^\([[:space:]]*\)Port:     webhookPort,$/\1Host:     webhookHost,\n&/'
-readonly WEBHOOK_HOST_GO='package main
-
-import "flag"
-
-// webhookHost is the address the conversion webhook server listens on (added by
-// ci/upstream-build.sh: upstream listens on every interface).
-var webhookHost string
-
-func init() {
-	flag.StringVar(&webhookHost, "webhook-bind-host", "", "The address the webhook server binds to (empty: every interface).")
-}
-'
 
 say() {
     printf 'upstream-build: %s\n' "$*" >&2
@@ -87,7 +61,6 @@ key="$(
         cat "$MODULE_DIR/go.mod" "$MODULE_DIR/go.sum"
         find "$MODULE_DIR/cmd" -name '*.go' -type f | LC_ALL=C sort | xargs cat
         printf '%s\n' "CGO_ENABLED=$CGO_ENABLED" "${BUILD_FLAGS[@]}" "$(go env GOVERSION GOOS GOARCH)"
-        printf '%s\n' "$WEBHOOK_HOST_SED" "$WEBHOOK_HOST_GO"
     } | sha256sum | cut -c1-16
 )"
 bin="$cache_root/$key/bin"
@@ -105,51 +78,7 @@ if complete; then
     exit 0
 fi
 
-# The agent-sandbox module: from the proxy when it serves the pinned version, else from a clone.
-proxy_dir="$cache_root/goproxy"
-default_proxy="$(go env GOPROXY)"
-export GOPROXY="file://$proxy_dir,$default_proxy"
-export GONOSUMDB="${GONOSUMDB:+$GONOSUMDB,}$AGENT_SANDBOX_MODULE"
 export GOFLAGS="${GOFLAGS:-} -mod=readonly"
-asb_base="$proxy_dir/$AGENT_SANDBOX_MODULE/@v/$asb_version"
-if [ ! -s "$asb_base.zip" ] &&
-    ! (cd "$MODULE_DIR" && GOPROXY="${GOPROXY#*,}" go mod download "$AGENT_SANDBOX_MODULE@$asb_version") 2>/dev/null; then
-    git_dir="${AGENT_SANDBOX_GIT:-/work/.mirror/kubernetes-sigs+agent-sandbox/repo}"
-    git -C "$git_dir" cat-file -e "$AGENT_SANDBOX_COMMIT^{commit}" 2>/dev/null ||
-        die "the module proxy does not serve $AGENT_SANDBOX_MODULE@$asb_version and no clone with commit $AGENT_SANDBOX_COMMIT was found; set AGENT_SANDBOX_GIT to a clone of https://github.com/kubernetes-sigs/agent-sandbox"
-    say "making $AGENT_SANDBOX_MODULE@$asb_version from $git_dir ($AGENT_SANDBOX_COMMIT)"
-    src="$cache_root/src/agent-sandbox-$AGENT_SANDBOX_COMMIT"
-    rm -rf "$src.tmp"
-    mkdir -p "$src.tmp" "$(dirname "$asb_base")"
-    git -C "$git_dir" archive "$AGENT_SANDBOX_COMMIT" | tar -x -C "$src.tmp"
-    rm -rf "$src"
-    mv "$src.tmp" "$src"
-    # Loading the module graph (to build modzip) needs only the .mod and .info.
-    cp "$src/go.mod" "$asb_base.mod"
-    printf '{"Version":"%s","Time":"%s"}\n' "$asb_version" "$AGENT_SANDBOX_TIME" >"$asb_base.info"
-    (cd "$MODULE_DIR" && go run ./cmd/modzip -module "$AGENT_SANDBOX_MODULE" \
-        -version "$asb_version" -time "$AGENT_SANDBOX_TIME" -src "$src" -out "$proxy_dir")
-fi
-
-# The patched controller (see WEBHOOK_HOST_SED): a copy of the module outside the module cache
-# (the go command allows neither overlays nor edits there), used through a copy of go.mod that
-# replaces the module with it; go.sum and the module graph are the same.
-(cd "$MODULE_DIR" && go mod download "$AGENT_SANDBOX_MODULE")
-asb_dir="$(cd "$MODULE_DIR" && go list -m -f '{{.Dir}}' "$AGENT_SANDBOX_MODULE")"
-patched="$cache_root/$key/agent-sandbox"
-rm -rf "$patched"
-mkdir -p "$patched"
-cp -R "$asb_dir/." "$patched/"
-chmod -R u+w "$patched"
-ctl_dir="$patched/cmd/agent-sandbox-controller"
-sed "$WEBHOOK_HOST_SED" "$asb_dir/cmd/agent-sandbox-controller/main.go" >"$ctl_dir/main.go"
-[ "$(grep -c 'Host:     webhookHost,' "$ctl_dir/main.go")" = 1 ] ||
-    die "the agent-sandbox controller's main.go no longer has the line WEBHOOK_HOST_SED patches"
-printf '%s' "$WEBHOOK_HOST_GO" >"$ctl_dir/zz_webhook_bind_host.go"
-modfile="$cache_root/$key/go.mod"
-cp "$MODULE_DIR/go.mod" "$modfile"
-cp "$MODULE_DIR/go.sum" "$cache_root/$key/go.sum"
-printf '\nreplace %s => %s\n' "$AGENT_SANDBOX_MODULE" "$patched" >>"$modfile"
 
 say "building ${BINARIES[*]} (Kubernetes $k8s_version, agent-sandbox $asb_version) into $bin"
 start=$SECONDS
@@ -163,8 +92,7 @@ mkdir -p "$out"
         k8s.io/kubernetes/cmd/kube-apiserver \
         k8s.io/kubernetes/cmd/kube-controller-manager \
         k8s.io/kubernetes/cmd/kube-scheduler \
-        k8s.io/kubernetes/cmd/kubectl
-    go build "${BUILD_FLAGS[@]}" -modfile "$modfile" -o "$out/" \
+        k8s.io/kubernetes/cmd/kubectl \
         "$AGENT_SANDBOX_MODULE/cmd/agent-sandbox-controller"
 )
 rm -rf "$bin"

@@ -4,10 +4,11 @@
 #   - etcd, kube-apiserver (Node,RBAC), kube-controller-manager and kube-scheduler of
 #     Kubernetes 1.36, and the agent-sandbox controller (the release's args, extensions on),
 #     built once by ci/upstream-build.sh into a cache outside the clone;
-#   - the agent-sandbox CRDs, namespace, service account and RBAC of the release manifest
-#     (fixtures/agent-sandbox/sandbox-with-extensions.yaml, all but the Deployment: the
-#     controller runs here as a process, with a kubeconfig holding its service account's token,
-#     so that the release's RBAC is what authorizes it);
+#   - the agent-sandbox CRDs, namespace, service account and RBAC of the module version that
+#     ci/upstream-build.sh builds the controller from (its k8s/ kustomization as `kubectl
+#     kustomize` renders it, all but the Deployment and Service: the controller runs here as a
+#     process, with a kubeconfig holding its service account's token, so that the release's RBAC
+#     is what authorizes it);
 #   - what ci/kind-up.sh applies for the live runs (ci/access.sh: the namespace sandboxes, the
 #     seed's Role, live-runner and live-observer with their token Secrets; the SandboxTemplate and
 #     SandboxWarmPool of fixtures/live/warm-pool.yaml);
@@ -29,7 +30,8 @@ cd "$(dirname "$0")/.."
 NAMESPACE="sandboxes"
 readonly SYSTEM_NS="agent-sandbox-system"
 readonly CONTROLLER_SA="agent-sandbox-controller"
-readonly MANIFEST="fixtures/agent-sandbox/sandbox-with-extensions.yaml"
+readonly MODULE_DIR="live/upstream"
+readonly AGENT_SANDBOX_MODULE="sigs.k8s.io/agent-sandbox"
 readonly SERVICE_CIDR="10.96.0.0/16"
 readonly CLUSTER="upstream"
 readonly CRDS=(crd/sandboxes.agents.x-k8s.io crd/sandboxtemplates.extensions.agents.x-k8s.io
@@ -82,7 +84,7 @@ choose_ports() {
         return
     fi
     local names=(ETCD_CLIENT_PORT ETCD_PEER_PORT APISERVER_PORT CONTROLLER_MANAGER_PORT
-        SCHEDULER_PORT SANDBOX_METRICS_PORT SANDBOX_HEALTH_PORT SANDBOX_WEBHOOK_PORT)
+        SCHEDULER_PORT SANDBOX_METRICS_PORT SANDBOX_HEALTH_PORT)
     local ports
     # All sockets are bound at once, so the ports differ; the kernel picks unused ones.
     ports="$(python3 -c '
@@ -112,7 +114,6 @@ make_pki() {
     local pki=("$BIN/pki")
     "${pki[@]}" ca -dir "$PKI" -name ca -cn kubernetes
     "${pki[@]}" ca -dir "$PKI" -name front-proxy-ca -cn front-proxy-ca
-    "${pki[@]}" ca -dir "$PKI" -name webhook-ca -cn agent-sandbox-conversion-webhook-ca
     "${pki[@]}" keypair -dir "$PKI" -name sa
     "${pki[@]}" cert -dir "$PKI" -ca ca -name apiserver -cn kube-apiserver -server \
         -ip 127.0.0.1,10.96.0.1 \
@@ -123,21 +124,6 @@ make_pki() {
     "${pki[@]}" cert -dir "$PKI" -ca ca -name admin -client -cn kubernetes-admin -o system:masters
     "${pki[@]}" cert -dir "$PKI" -ca ca -name controller-manager -client -cn system:kube-controller-manager
     "${pki[@]}" cert -dir "$PKI" -ca ca -name scheduler -client -cn system:kube-scheduler
-    # The conversion webhook's serving certificate, for the address the CRDs name (see
-    # install_agent_sandbox), in the file names the controller reads.
-    "${pki[@]}" cert -dir "$PKI" -ca webhook-ca -name webhook -server -cn "agent-sandbox-webhook-service.$SYSTEM_NS.svc" \
-        -ip 127.0.0.1 -dns localhost,agent-sandbox-webhook-service.$SYSTEM_NS.svc
-    # The controller watches these files: written only when they differ, each by a rename.
-    mkdir -p "$DIR/webhook-certs"
-    local from to
-    for from in webhook.crt:tls.crt webhook.key:tls.key; do
-        to="$DIR/webhook-certs/${from#*:}"
-        from="$PKI/${from%%:*}"
-        if ! cmp -s "$from" "$to"; then
-            cp "$from" "$to.tmp"
-            mv "$to.tmp" "$to"
-        fi
-    done
 }
 
 # Writes a kubeconfig with a client certificate from $PKI (as kind's admin kubeconfig).
@@ -271,38 +257,36 @@ start_controllers() {
         curl -fsSk "https://127.0.0.1:$SCHEDULER_PORT/healthz"
 }
 
-# The release manifest as applied here: every document but the Deployment, and the CRDs'
-# conversion webhook reached by URL. On a cluster the API server reaches the webhook through
-# the Service agent-sandbox-webhook-service (cluster DNS and kube-proxy to the controller's pod);
-# here there is neither, and the controller is a process on 127.0.0.1, so each CRD's
-# spec.conversion.webhook.clientConfig names `url: https://127.0.0.1:<webhook port>/convert`
-# with the caBundle of the webhook's serving certificate (made by make_pki) instead of the
-# service. The controller runs with --manage-webhook-certs=false: left on, it would make its own
-# certificate for the Service's DNS names and patch the CRDs back to the Service.
+# The agent-sandbox release as applied here: the k8s/ kustomization of the module the controller
+# is built from (go.mod's version, read from the module cache), as `kubectl kustomize` renders
+# it, every document but the Deployment (the controller runs as a process) and the Service (its
+# metrics Service selects the Deployment's pods). That version serves v1beta1 only: no conversion
+# webhook.
 render_manifest() {
-    local ca_bundle
-    ca_bundle="$(base64 -w0 <"$PKI/webhook-ca.crt")"
-    awk -v url="https://127.0.0.1:$SANDBOX_WEBHOOK_PORT/convert" -v ca="$ca_bundle" '
+    local dir
+    dir="$(cd "$MODULE_DIR" && go mod download -json "$AGENT_SANDBOX_MODULE" |
+        sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+    [ -s "$dir/k8s/kustomization.yaml" ] ||
+        die "no k8s/kustomization.yaml in the module $AGENT_SANDBOX_MODULE ($MODULE_DIR/go.mod's version)"
+    AGENT_SANDBOX_DIR="$dir"
+    "$KUBECTL" kustomize "$dir/k8s" | awk '
         function flush() {
-            if (doc != "" && doc !~ /\nkind: Deployment\n/) printf "%s", doc
+            if (doc !~ /(^|\n)kind: (Deployment|Service)\n/) printf "%s", doc
             doc = ""
         }
         /^---$/ { flush(); doc = "---\n"; next }
-        # The service reference of a clientConfig: four lines replaced by url and caBundle.
-        /^      clientConfig:$/ { doc = doc $0 "\n"; inconfig = 1; next }
-        inconfig && /^        service:$/ { skip = 3; next }
-        skip > 0 { skip--; if (skip == 0) { doc = doc "        caBundle: " ca "\n        url: " url "\n"; inconfig = 0 } next }
-        { inconfig = 0; doc = doc $0 "\n" }
+        { doc = doc $0 "\n" }
         END { flush() }
-    ' "$MANIFEST" >"$DIR/agent-sandbox.yaml"
-    [ "$(grep -c "url: https://127.0.0.1:$SANDBOX_WEBHOOK_PORT/convert" "$DIR/agent-sandbox.yaml")" = 4 ] ||
-        die "the release manifest does not have the four conversion webhooks by Service this script rewrites"
-    ! grep -q '^kind: Deployment$' "$DIR/agent-sandbox.yaml" || die "the Deployment is still in the rendered manifest"
+    ' >"$DIR/agent-sandbox.yaml"
+    ! grep -Eq '^kind: (Deployment|Service)$' "$DIR/agent-sandbox.yaml" ||
+        die "the Deployment or Service is still in the rendered manifest"
+    [ "$(grep -c '^kind: CustomResourceDefinition$' "$DIR/agent-sandbox.yaml")" = "${#CRDS[@]}" ] ||
+        die "the rendered manifest does not have the ${#CRDS[@]} CRDs"
 }
 
 install_agent_sandbox() {
     render_manifest
-    say "installing agent-sandbox (the release manifest but its Deployment; conversion webhook at 127.0.0.1:$SANDBOX_WEBHOOK_PORT)"
+    say "installing agent-sandbox (the k8s/ kustomization of $AGENT_SANDBOX_DIR but its Deployment and Service)"
     # Server-side apply: the CRDs are too large for client-side apply's annotation.
     k apply --server-side --force-conflicts -f "$DIR/agent-sandbox.yaml" >/dev/null
     k wait --for=condition=Established --timeout=120s "${CRDS[@]}" >/dev/null
@@ -324,22 +308,16 @@ SECRET
 }
 
 start_sandbox_controller() {
-    # The release Deployment's args (--leader-elect=true --extensions); every listener on
-    # 127.0.0.1 at a chosen port; the webhook's certificate from make_pki (see render_manifest).
-    # Off-cluster, leader election needs its namespace named.
+    # The release Deployment's args (--leader-elect=true --extensions, as the kustomization's
+    # patch sets them); every listener on 127.0.0.1 at a chosen port. Off-cluster, leader
+    # election needs its namespace named.
     KUBECONFIG="$DIR_ABS/controller.kubeconfig" start agent-sandbox-controller "$BIN/agent-sandbox-controller" \
         --leader-elect=true --extensions \
         --leader-election-namespace="$SYSTEM_NS" \
         --metrics-bind-address="127.0.0.1:$SANDBOX_METRICS_PORT" \
-        --health-probe-bind-address="127.0.0.1:$SANDBOX_HEALTH_PORT" \
-        --webhook-bind-host=127.0.0.1 --webhook-port="$SANDBOX_WEBHOOK_PORT" \
-        --manage-webhook-certs=false --webhook-cert-dir="$DIR_ABS/webhook-certs"
+        --health-probe-bind-address="127.0.0.1:$SANDBOX_HEALTH_PORT"
     wait_for "agent-sandbox controller /readyz" 120 agent-sandbox-controller \
         curl -fsS "http://127.0.0.1:$SANDBOX_HEALTH_PORT/readyz"
-    wait_for "agent-sandbox conversion webhook" 60 agent-sandbox-controller \
-        curl -fsS --cacert "$PKI/webhook-ca.crt" -o /dev/null -X POST \
-        "https://127.0.0.1:$SANDBOX_WEBHOOK_PORT/convert" -H 'Content-Type: application/json' \
-        --data '{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","request":{"uid":"0","desiredAPIVersion":"agents.x-k8s.io/v1beta1","objects":[]}}'
 }
 
 apply_fixtures() {
