@@ -390,7 +390,9 @@ start_nodes() {
             : >"$log"
         fi
         start "node-$name" "$FAKEKUBE_BIN" kubelet --kubeconfig "$DIR/nodes/$name.kubeconfig" \
-            --node-name "$name" --client-ca-file "$PKI/ca.crt" --port 0 --pod-subnet "$i"
+            --node-name "$name" --client-ca-file "$PKI/ca.crt" --port 0 --pod-subnet "$i" \
+            --missing-image registry.invalid/does-not-exist:0
+        # (registry.invalid never resolves: a real node's pull of it fails, as the marked one's does)
     done
     for name in "${NODE_NAMES[@]}"; do
         wait_for "'fakekube kubelet $name serving on' from $name" 60 "node-$name" \
