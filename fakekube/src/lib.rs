@@ -196,7 +196,6 @@ mod ephemeral;
 mod events;
 mod eviction;
 mod exec;
-mod faults;
 mod finalizer;
 mod fixtures;
 #[cfg(any(test, feature = "fuzzing"))]
@@ -207,41 +206,36 @@ mod index;
 mod inflight;
 mod inspect;
 mod kube_controllers;
-mod kubelet;
 mod kubelet_api;
-mod logs;
+#[cfg(test)]
+mod kubelet_tests;
 mod negotiation;
-mod node;
 mod objects;
 mod openapi;
-mod pod_access;
 mod portforward;
 mod rbac;
 mod registry;
 mod representation;
 mod request;
 mod resources;
-mod response;
 mod reviews;
-mod route;
 mod schema;
 mod secret_log;
-mod server;
-mod spdy;
 mod state;
 mod store;
 mod subresources;
 mod table;
-mod tls;
-mod upgrade;
 mod watch;
-mod websocket;
 mod workloads;
 
 // The object machinery and the API client, shared by every layer, are their own crate; they
 // keep their module names here, so `crate::status::ApiError` and the like resolve as before.
+use fakekube_kubelet::{kubelet, logs, node, pod_access};
+#[cfg(any(test, feature = "fuzzing"))]
+use fakekube_kubelet::{spdy, websocket};
 use fakekube_machinery::{
-    client, clock, encoding, managed_fields, meta, patch, protobuf, selector, status,
+    client, clock, encoding, faults, managed_fields, meta, patch, protobuf, response, route,
+    selector, server, status, tls,
 };
 
 // The public interface is:
@@ -686,10 +680,10 @@ impl Builder {
         });
         let kubelet_router = kubelet_api::router(Arc::new(kubelet_api::KubeletApi::new(
             shared.pod_access.clone(),
-            kubelet_api::Access::Cluster {
+            kubelet_api::Access::Cluster(Arc::new(kubelet_api::ClusterAccess {
                 authn: authn.clone(),
                 authz: shared.authz.clone(),
-            },
+            })),
         )));
         let router = api::router(shared);
         let acceptor = tokio_rustls::TlsAcceptor::from(material.server_config.clone());

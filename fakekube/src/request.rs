@@ -16,48 +16,7 @@ use std::time::Duration;
 /// The largest request body the server reads (the API server's limit is 3 MiB).
 pub(crate) const MAX_BODY: usize = 3 * 1024 * 1024;
 
-/// Query parameters, first value wins.
-#[derive(Debug, Default)]
-pub(crate) struct Query(Vec<(String, String)>);
-
-impl Query {
-    /// Parses a query string (`None`: no query).
-    pub(crate) fn parse(q: Option<&str>) -> Self {
-        Query(
-            q.map(|q| {
-                form_urlencoded::parse(q.as_bytes())
-                    .map(|(k, v)| (k.into_owned(), v.into_owned()))
-                    .collect()
-            })
-            .unwrap_or_default(),
-        )
-    }
-
-    /// Every value of `key`, in order.
-    pub(crate) fn all<'a>(&'a self, key: &'a str) -> impl Iterator<Item = &'a str> + 'a {
-        self.0
-            .iter()
-            .filter(move |(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
-    }
-
-    /// The first value of `key`.
-    pub(crate) fn get(&self, key: &str) -> Option<&str> {
-        self.0
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
-    }
-
-    /// A boolean the way apimachinery parses one: missing is false, `0`/`false` in any case
-    /// are false, anything else (even empty) is true.
-    pub(crate) fn flag(&self, key: &str) -> bool {
-        match self.get(key) {
-            None => false,
-            Some(v) => !(v == "0" || v.eq_ignore_ascii_case("false")),
-        }
-    }
-}
+pub(crate) use fakekube_machinery::query::Query;
 
 /// Parses `timeoutSeconds`.
 pub(crate) fn timeout_param(query: &Query) -> Option<Duration> {

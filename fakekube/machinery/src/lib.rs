@@ -23,6 +23,14 @@
 //!   (k8s.io/apimachinery/pkg/runtime/serializer/json, Go's `encoding/json`).
 //! - [`client`]: the [`client::Client`] trait through which the kubelet reaches the API, and
 //!   its HTTPS implementation with watch-fed caches (k8s.io/client-go: clientset, informers).
+//! - [`events`]: the Event recorders the kubelet and the controllers write through a
+//!   [`client::Client`] (k8s.io/client-go/tools/record, tools/events).
+//! - On the wire, shared by the API server and the kubelet's API: [`route`] (a request path as
+//!   a route, k8s.io/apiserver/pkg/endpoints/request's `RequestInfo`), [`query`] (query
+//!   parameters), [`response`] (JSON answers and warnings), [`server`] (the TLS listener: HTTP/1.1
+//!   and HTTP/2, upgrades, graceful shutdown, the peer's certificate; k8s.io/apiserver's
+//!   secure serving), [`tls`] (the CA, serving and client certificates, k8s.io/client-go/util/cert)
+//!   and [`faults`] (fakekube's injected failures and chaos, which both sides apply).
 //!
 //! No module here imports anything of the API server; `python3 ci/module-cycles.py
 //! fakekube/machinery/src` finds any cycle between them.
@@ -30,9 +38,16 @@
 pub mod client;
 pub mod clock;
 pub mod encoding;
+pub mod events;
+pub mod faults;
 pub mod managed_fields;
 pub mod meta;
 pub mod patch;
 pub mod protobuf;
+pub mod query;
+pub mod response;
+pub mod route;
 pub mod selector;
+pub mod server;
 pub mod status;
+pub mod tls;
