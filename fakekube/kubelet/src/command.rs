@@ -33,7 +33,7 @@ impl CommandError {
 }
 
 /// One call of a command registered with
-/// [`FakeKube::register_command`](crate::FakeKube::register_command): its arguments,
+/// `fakekube::FakeKube::register_command`: its arguments,
 /// environment and working directory, its standard streams, and the files of the pod it runs
 /// in (the container's own root and its volumes). The call ends when the handler returns its
 /// exit status, or earlier when it is killed (exec client gone, container stopped, pod

@@ -16,7 +16,7 @@ pub enum Mark {
 }
 
 /// The images of the fake registry that do not simply work. Obtained from
-/// [`FakeKube::images`](crate::FakeKube::images); changes apply to the next pull or start: a
+/// `fakekube::FakeKube::images`; changes apply to the next pull or start: a
 /// container waiting on a missing image that is cleared starts at once, a running container is
 /// not affected by marking its image crashing until it restarts.
 #[derive(Debug)]

@@ -1,6 +1,6 @@
 //! The kubelet's task: follows the store, schedules and admits pods, binds claims, runs what is
 //! due (sandboxes, retries, restarts, probes, kills), and writes pod status. Starting and
-//! restarting containers is [`super::containers`]; stopping them, [`crate::termination`].
+//! restarting containers is [`crate::containers`]; stopping them, [`crate::termination`].
 
 use crate::client::{Change, ChangeType, Client, Delete, Kind, Part};
 use crate::events::EventType;
