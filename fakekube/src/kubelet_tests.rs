@@ -682,9 +682,9 @@ async fn when_the_change_log_no_longer_reaches_back_a_resync_notices_a_deleted_p
 mod registration {
     use crate::client::{Client, Kind};
     use crate::store::{Store, StoreSettings, WriteOptions};
-    use fakekube_kubelet::kubelet::{Config, NODE_LEASE_NAMESPACE, Role};
+    use fakekube_kubelet::kubelet::{Config, Role};
     use fakekube_kubelet::pod::{HOST_IP, NODE_NAME};
-    use fakekube_kubelet::registration::{register, renew_lease};
+    use fakekube_kubelet::registration::{NODE_LEASE_NAMESPACE, register, renew_lease};
     use serde_json::{Value, json};
     use std::sync::Arc;
 

@@ -36,13 +36,18 @@
 //! (`python3 ci/module-cycles.py fakekube/src` finds any cycle). The modules every layer shares
 //! (object machinery, the counterpart of k8s.io/apimachinery, and the API client) live in their
 //! own crate, [`fakekube_machinery`], imported at the crate root under their old names
-//! (`crate::status`, `crate::meta`...) and marked "(in `fakekube-machinery`)" below.
+//! (`crate::status`, `crate::meta`...) and marked "(in `fakekube-machinery`)" below. The
+//! kubelet and the handlers it serves (pods, the node, the kubelet's API, the exec, attach,
+//! port-forward and log streams) live in [`fakekube_kubelet`], which reaches the API only
+//! through `client` and has no path to the store; its modules are imported here under their
+//! old names too, marked "(in `fakekube-kubelet`)" (`python3 ci/module-cycles.py
+//! fakekube/kubelet/src`).
 //!
-//! - Transport: `server` (the TLS listener: a task per connection, HTTP/1.1 and HTTP/2,
+//! - Transport: `server` (in `fakekube-machinery`: the TLS listener: a task per connection, HTTP/1.1 and HTTP/2,
 //!   upgrades, graceful shutdown; it serves any router and imports nothing of the crate; it
-//!   hands each request its connection's verified client certificate), `tls` (the CA, the
-//!   serving certificate made at start, client certificates), and the protocols upgraded
-//!   connections speak, which import nothing of the crate either: `websocket` (RFC 6455
+//!   hands each request its connection's verified client certificate), `tls` (in
+//!   `fakekube-machinery`: the CA, the serving certificate made at start, client certificates),
+//!   and the protocols upgraded connections speak, in `fakekube-kubelet`: `websocket` (RFC 6455
 //!   server framing) and `spdy` (SPDY/3.1 framing, header compression, streams and flow
 //!   control).
 //! - Dispatch: `api`, the router and the one handler every request reaches: it routes the path,
@@ -56,38 +61,45 @@
 //!   (`pods/eviction` and PodDisruptionBudgets), `ephemeral` (`pods/ephemeralcontainers`),
 //!   `reviews` (access,
 //!   rules, token and self-subject reviews), `exec` (`pods/exec` and `pods/attach` over
-//!   WebSocket and SPDY), `portforward` (`pods/portforward` over SPDY, SPDY tunnelled in
-//!   WebSocket, and WebSocket channels, into the pod's network) and `logs` (`pods/log`, plain
-//!   text, followed while the container runs), with `upgrade` (recognising upgrade requests,
-//!   the SPDY handshake, 101 replies).
-//!   Beside them, `kubelet_api`: the kubelet's own HTTPS API on its own listener
+//!   WebSocket and SPDY) and `portforward` (`pods/portforward` over SPDY, SPDY tunnelled in
+//!   WebSocket, and WebSocket channels, into the pod's network): here only their RBAC check,
+//!   then the kubelet's `serve_authorized` (in `fakekube-kubelet`, re-exported by these
+//!   modules), and `logs` (in `fakekube-kubelet`: `pods/log`, plain text, followed while the
+//!   container runs), with `upgrade` (in `fakekube-kubelet`: recognising upgrade requests, the
+//!   SPDY handshake, 101 replies).
+//!   Beside them, `kubelet_api` (in `fakekube-kubelet`, with its `Authorize` implemented here
+//!   over the API server's authenticators and RBAC): the kubelet's own HTTPS API on its own listener
 //!   ([`Builder::kubelet_port`]: exec, attach, portForward, containerLogs, pods, runningpods,
 //!   healthz through the same handlers, authenticated and authorized as a kubelet does), which
 //!   the API server's node proxy (`/api/v1/nodes/<node>/proxy/...`) reaches in process.
-//! - Request and response: `route` (a path as a `Route`), `request` (query parameters,
-//!   each verb's options, bodies read and decoded), `negotiation` (the `Accept` header: JSON
+//! - Request and response: `route` (in `fakekube-machinery`: a path as a `Route`), `request`
+//!   (query parameters, their `Query` in `fakekube-machinery`; each verb's options, bodies read
+//!   and decoded), `negotiation` (the `Accept` header: JSON
 //!   or YAML, `PartialObjectMetadata`, `Table`, 406), `representation` (an answer converted
 //!   as negotiated), `table` (`Table` rows: the built-in kinds' printer columns, CRD
 //!   `additionalPrinterColumns` through a JSONPath subset), `encoding` (in `fakekube-machinery`: the API server's field
 //!   order: `kind` and `apiVersion` first for its own types, sorted keys for custom
-//!   resources), `response` (JSON, warnings, every error as a `metav1.Status`) and `state`
+//!   resources), `response` (in `fakekube-machinery`: JSON, warnings, every error as a
+//!   `metav1.Status`) and `state`
 //!   (what the handlers share: store, tokens, faults, kubelet).
 //! - Authentication, authorization and faults: `impersonation` (the `Impersonate-*` headers),
 //!   above `authz` (the RBAC authorizer over the store's RBAC objects, the caller of a request,
 //!   401 and 403), above `authn` (client certificates, static and service-account tokens, the
-//!   token signer); and `faults` (the switches of [`Faults`], and [`Chaos`], their seeded
-//!   random mix for soaks).
+//!   token signer); and `faults` (in `fakekube-machinery`: the switches of [`Faults`], and
+//!   [`Chaos`], their seeded random mix for soaks).
 //! - Cluster controllers: `kube_controllers` (ClusterRole aggregation, the token Secret
 //!   controller and PVC protection, always running; the bootstrap policy at start).
 //! - The API as the kubelet sees it: `client` (in `fakekube-machinery`: the `Client` interface:
 //!   reads, the writes a kubelet makes, a change feed and the cluster's clock, as client-go
 //!   gives a kubelet; the store implements it in process, `client::http` over HTTPS with
 //!   watch-fed caches),
-//!   `pod_access` (what the exec, attach, port-forward and log handlers need of a node: its
-//!   kubelet, the API, the faults, the shutdown) and `node` ([`KubeletNode`], the kubelet
-//!   joined to any cluster through `client::http`, as `fakekube kubelet`).
+//!   `pod_access` (in `fakekube-kubelet`: what the exec, attach, port-forward and log handlers
+//!   need of a node: its kubelet, the API, the faults, the shutdown) and `node` (in
+//!   `fakekube-kubelet`: [`KubeletNode`], the kubelet joined to any cluster through
+//!   `client::http`, as `fakekube kubelet`).
 //! - Kubelet and controllers, neither importing the other; the kubelet reaches the API only
-//!   through `client` (no path to the store), the controllers still read the store: `kubelet` (pods
+//!   through `client` (no path to the store), the controllers still read the store: `kubelet`
+//!   (in `fakekube-kubelet`; its store-driven tests are `kubelet_tests`, here: pods
 //!   from Pending to Running, images, init containers, probes, graceful stops, logs, where exec
 //!   and attach connect; its containers run in `runtime`), `controllers` (the agent-sandbox
 //!   controllers), `workloads` (Deployments, ReplicaSets, ReplicationControllers, StatefulSets,
@@ -97,8 +109,9 @@
 //! - Store: `store` (objects, resourceVersions, the change log watches and controllers follow,
 //!   graceful deletion of pods, garbage collection, LIST pages that share the stored revisions
 //!   and their JSON, revisions fitted to their size, Events kept as compact JSON, the
-//!   Events' TTL; admission calls into the registry), `events` (the Event recorders of the kubelet and the controllers, and the task
-//!   that deletes Events past their TTL), `clock` (in `fakekube-machinery`: the cluster's time,
+//!   Events' TTL; admission calls into the registry), `events` (the Event recorders of the
+//!   kubelet and the controllers, in `fakekube-machinery` and re-exported; here the one-shot
+//!   recorder over the store and the task that deletes Events past their TTL), `clock` (in `fakekube-machinery`: the cluster's time,
 //!   which tests may advance), `inspect` (the handle's in-process
 //!   reads: one object, waiting for a state, the leak check), and, in `fakekube-machinery`,
 //!   `selector` (label and field selectors), `patch` (merge, JSON, strategic merge and apply
@@ -230,7 +243,7 @@ mod workloads;
 
 // The object machinery and the API client, shared by every layer, are their own crate; they
 // keep their module names here, so `crate::status::ApiError` and the like resolve as before.
-use fakekube_kubelet::{kubelet, logs, node, pod_access};
+use fakekube_kubelet::{kubelet, logs, node, pod_access, registration};
 #[cfg(any(test, feature = "fuzzing"))]
 use fakekube_kubelet::{spdy, websocket};
 use fakekube_machinery::{
@@ -609,7 +622,7 @@ impl Builder {
                 "default".to_string(),
                 "kube-system".into(),
                 "kube-public".into(),
-                kubelet::NODE_LEASE_NAMESPACE.into(),
+                registration::NODE_LEASE_NAMESPACE.into(),
             ];
             all.extend(self.namespaces);
             for ns in all {
@@ -643,7 +656,7 @@ impl Builder {
             let kubelet_port = kubelet_listener
                 .as_ref()
                 .map_or(10250, |(_, bound)| bound.port());
-            kubelet::register_node(
+            registration::spawn(
                 api,
                 kubelet_config,
                 self.minor,

@@ -60,7 +60,6 @@ pub use crate::command::{CommandCall, CommandError};
 use crate::images;
 pub use crate::images::Images;
 pub use crate::output::{Line, OutputLog};
-pub use crate::registration::{NODE_LEASE_NAMESPACE, spawn as register_node};
 
 use crate::client::{Client, Kind};
 use crate::events::{Emitter, Recorder};

@@ -20,6 +20,7 @@ use crate::faults::Faults;
 use crate::kubelet::{self, Kubelet};
 use crate::kubelet_api::{self, Access, KubeletApi};
 use crate::pod_access::PodAccess;
+use crate::registration;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -158,7 +159,7 @@ impl KubeletNode {
         for image in &config.missing_images {
             kubelet.images().mark_missing(image);
         }
-        let mut tasks = vec![kubelet::register_node(
+        let mut tasks = vec![registration::spawn(
             api.clone(),
             kubelet_config,
             config.kubernetes_minor,

@@ -167,7 +167,6 @@ fn serving_certificate(
 }
 
 #[doc(hidden)]
-
 pub fn generate(extra_sans: &[String]) -> Result<TlsMaterial, TlsError> {
     let (issuer, ca_pem, ca_der) = new_ca()?;
     let (chain, key_der) = serving_certificate(&issuer, extra_sans)?;
