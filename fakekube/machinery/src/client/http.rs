@@ -51,6 +51,22 @@ pub struct Watched {
     pub field_selector: String,
 }
 
+impl Watched {
+    /// The path of the kind's collection, with `query` and the field selector as its query.
+    fn path(&self, query: &mut form_urlencoded::Serializer<'_, String>) -> String {
+        if !self.field_selector.is_empty() {
+            query.append_pair("fieldSelector", &self.field_selector);
+        }
+        let query = query.finish();
+        let path = collection(self.kind, None);
+        if query.is_empty() {
+            path
+        } else {
+            format!("{path}?{query}")
+        }
+    }
+}
+
 /// The API of a cluster over HTTPS, with caches of the watched kinds.
 pub struct HttpClient {
     upstream: Arc<Upstream>,
@@ -208,6 +224,17 @@ fn client_runtime() -> Result<Handle, std::io::Error> {
         .ok_or_else(|| std::io::Error::other("the client runtime is missing"))
 }
 
+/// The headers of every request: JSON answers, the client's user agent, and the body's type.
+fn request_headers(user_agent: HeaderValue, content_type: Option<&'static str>) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
+    headers.insert(header::USER_AGENT, user_agent);
+    if let Some(ct) = content_type {
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(ct));
+    }
+    headers
+}
+
 /// One request: the status and the whole body.
 async fn request(
     upstream: Arc<Upstream>,
@@ -217,12 +244,7 @@ async fn request(
     content_type: Option<&'static str>,
     body: Bytes,
 ) -> Result<(StatusCode, Bytes), ApiError> {
-    let mut headers = HeaderMap::new();
-    headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
-    headers.insert(header::USER_AGENT, user_agent);
-    if let Some(ct) = content_type {
-        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(ct));
-    }
+    let headers = request_headers(user_agent, content_type);
     let exchange = async {
         let resp = upstream
             .send(method, &path, headers, body)
@@ -395,13 +417,7 @@ impl HttpClient {
     /// Lists `w`'s objects into the cache (the differences as changes); the list's
     /// resourceVersion.
     async fn relist(&self, w: &Watched) -> Result<String, ApiError> {
-        let mut path = collection(w.kind, None);
-        if !w.field_selector.is_empty() {
-            path.push_str("?fieldSelector=");
-            path.push_str(
-                &form_urlencoded::byte_serialize(w.field_selector.as_bytes()).collect::<String>(),
-            );
-        }
+        let path = w.path(&mut form_urlencoded::Serializer::new(String::new()));
         let (status, body) = request(
             self.upstream.clone(),
             self.user_agent.clone(),
@@ -509,19 +525,16 @@ impl HttpClient {
 
     /// One watch from `from`; the last resourceVersion it saw, when it ended in order.
     async fn watch(&self, w: &Watched, from: &str) -> Result<String, ApiError> {
-        let mut path = format!(
-            "{}?watch=1&allowWatchBookmarks=true&timeoutSeconds={WATCH_SECONDS}&resourceVersion={from}",
-            collection(w.kind, None)
-        );
-        if !w.field_selector.is_empty() {
-            path.push_str("&fieldSelector=");
-            path.push_str(
-                &form_urlencoded::byte_serialize(w.field_selector.as_bytes()).collect::<String>(),
-            );
-        }
-        let mut headers = HeaderMap::new();
-        headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
-        headers.insert(header::USER_AGENT, self.user_agent.clone());
+        let path = {
+            let mut query = form_urlencoded::Serializer::new(String::new());
+            query
+                .append_pair("watch", "1")
+                .append_pair("allowWatchBookmarks", "true")
+                .append_pair("timeoutSeconds", &WATCH_SECONDS.to_string())
+                .append_pair("resourceVersion", from);
+            w.path(&mut query)
+        };
+        let headers = request_headers(self.user_agent.clone(), None);
         let resp = self
             .upstream
             .send(Method::GET, &path, headers, Bytes::new())
@@ -767,6 +780,32 @@ mod tests {
         );
         assert_eq!(
             collection(Kind::PersistentVolume, Some("ns")),
+            "/api/v1/persistentvolumes"
+        );
+    }
+
+    #[test]
+    fn a_watched_kinds_list_and_watch_paths_carry_its_field_selector() {
+        let pods = Watched {
+            kind: Kind::Pod,
+            field_selector: "spec.nodeName=worker-1".into(),
+        };
+        let list = pods.path(&mut form_urlencoded::Serializer::new(String::new()));
+        assert_eq!(list, "/api/v1/pods?fieldSelector=spec.nodeName%3Dworker-1");
+        let mut watch = form_urlencoded::Serializer::new(String::new());
+        watch
+            .append_pair("watch", "1")
+            .append_pair("resourceVersion", "42");
+        assert_eq!(
+            pods.path(&mut watch),
+            "/api/v1/pods?watch=1&resourceVersion=42&fieldSelector=spec.nodeName%3Dworker-1"
+        );
+        let all = Watched {
+            kind: Kind::PersistentVolume,
+            field_selector: String::new(),
+        };
+        assert_eq!(
+            all.path(&mut form_urlencoded::Serializer::new(String::new())),
             "/api/v1/persistentvolumes"
         );
     }
