@@ -84,26 +84,34 @@ pub(crate) fn parse_known(text: &str) -> Vec<(String, String)> {
 
 /// The names of the trials whose verdicts differ (or that one run lacks).
 fn differing(left: &[(String, Verdict)], right: &[(String, Verdict)]) -> Vec<String> {
+    differences(left, right)
+        .into_iter()
+        .map(|(name, _, _)| name.to_owned())
+        .collect()
+}
+
+/// The trials whose outcome differs, or that one run lacks, with both verdicts: the left
+/// run's order, then the trials only the right run has.
+fn differences<'a>(
+    left: &'a [(String, Verdict)],
+    right: &'a [(String, Verdict)],
+) -> Vec<(&'a str, Option<&'a Verdict>, Option<&'a Verdict>)> {
     let right_by_name: BTreeMap<&str, &Verdict> =
         right.iter().map(|(n, v)| (n.as_str(), v)).collect();
-    let left_by_name: BTreeMap<&str, &Verdict> =
-        left.iter().map(|(n, v)| (n.as_str(), v)).collect();
-    let mut names: Vec<String> = left
-        .iter()
-        .filter(|(n, l)| {
-            right_by_name
-                .get(n.as_str())
-                .is_none_or(|r| r.outcome != l.outcome)
-        })
-        .map(|(n, _)| n.clone())
-        .collect();
-    names.extend(
-        right
-            .iter()
-            .filter(|(n, _)| !left_by_name.contains_key(n.as_str()))
-            .map(|(n, _)| n.clone()),
-    );
-    names
+    let left_names: BTreeMap<&str, ()> = left.iter().map(|(n, _)| (n.as_str(), ())).collect();
+    let mut rows = Vec::new();
+    for (name, l) in left {
+        match right_by_name.get(name.as_str()) {
+            Some(r) if r.outcome == l.outcome => {}
+            r => rows.push((name.as_str(), Some(l), r.copied())),
+        }
+    }
+    for (name, r) in right {
+        if !left_names.contains_key(name.as_str()) {
+            rows.push((name.as_str(), None, Some(r)));
+        }
+    }
+    rows
 }
 
 /// The differences checked against the known ones: the report, and whether any difference is
@@ -189,22 +197,12 @@ pub(crate) fn table(
     b: &str,
     right: &[(String, Verdict)],
 ) -> (String, bool) {
-    let right_by_name: BTreeMap<&str, &Verdict> =
-        right.iter().map(|(n, v)| (n.as_str(), v)).collect();
-    let left_names: BTreeMap<&str, ()> = left.iter().map(|(n, _)| (n.as_str(), ())).collect();
-    let mut rows: Vec<(&str, String, String)> = Vec::new();
-    for (name, l) in left {
-        match right_by_name.get(name.as_str()) {
-            Some(r) if r.outcome == l.outcome => {}
-            Some(r) => rows.push((name, cell(Some(l)), cell(Some(r)))),
-            None => rows.push((name, cell(Some(l)), cell(None))),
-        }
-    }
-    for (name, r) in right {
-        if !left_names.contains_key(name.as_str()) {
-            rows.push((name, cell(None), cell(Some(r))));
-        }
-    }
+    let diffs = differences(left, right);
+    let only_right = diffs.iter().filter(|(_, l, _)| l.is_none()).count();
+    let rows: Vec<(&str, String, String)> = diffs
+        .into_iter()
+        .map(|(name, l, r)| (name, cell(l), cell(r)))
+        .collect();
     let mut out = format!("compare: A = {a}\n         B = {b}\n");
     if rows.is_empty() {
         let count = |o: &str| left.iter().filter(|(_, v)| v.outcome == o).count();
@@ -241,10 +239,6 @@ pub(crate) fn table(
     for (name, l, r) in &rows {
         let _ = writeln!(out, "{name:<width$} | {l:<a_width$} | {r}");
     }
-    let only_right = right
-        .iter()
-        .filter(|(n, _)| !left_names.contains_key(n.as_str()))
-        .count();
     let _ = writeln!(
         out,
         "verdicts differ: {} of {} trials",
