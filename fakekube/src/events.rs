@@ -1,75 +1,11 @@
-//! Events, written as a cluster's components write them: core/v1 Events in the regarding
-//! object's namespace (`default` for a cluster-scoped one), named `<object>.<hex>` (the
-//! nanoseconds of the cluster's clock), with the object as `involvedObject`.
-//!
-//! The recorders ([`Recorder`], [`Emitter`]) write through the API client and live in
-//! `fakekube-machinery` (its `events`, re-exported here), where the kubelet reaches them; here
-//! are the parts that need the store: the one-shot [`record`] and the Events' TTL.
-//!
-//! Two recorders, as in client-go:
-//!
-//! - [`Recorder`] (and the one-shot [`record`]), the legacy recorder (`tools/record`) the
-//!   kubelet and most kube-controller-manager controllers use: `source.component` (and
-//!   `source.host` on a node), `reportingComponent`/`reportingInstance`, `count`,
-//!   `firstTimestamp` and `lastTimestamp`. A repeat of an Event (same source, object, type,
-//!   reason and message) is not written again: the first one's `count` goes up and its
-//!   `lastTimestamp` moves. Each source and object gets 25 Events, then one more every
-//!   5 minutes (the recorder's spam filter).
-//! - [`Emitter`], the `events.k8s.io` recorder (`tools/events`) that controller-runtime gives
-//!   controllers and the scheduler uses: `action`, `eventTime`, `reportingComponent` (the
-//!   controller) and `reportingInstance`, no `source`, counts or timestamps. A repeat (same
-//!   object, action, reason and controller) turns the first Event into a `series` with count 2;
-//!   later repeats are only counted in memory, as the recorder flushes series every 30 minutes.
+//! The Events' TTL (kube-apiserver's `--event-ttl`, one hour): Events are deleted when it runs
+//! out. The Event recorders every component writes with (the legacy `tools/record` one and the
+//! `events.k8s.io` one) are clients of the API and live in `fakekube-machinery`'s `events`.
 
-pub(crate) use fakekube_machinery::events::*;
-
-use crate::meta::meta_str;
 use crate::store::Store;
-use serde_json::Value;
 use std::sync::Arc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-
-/// Writes one Event as the legacy recorder of `component` does, aggregating a repeat of an
-/// Event already in the store into its `count`. For components without a [`Recorder`] of
-/// their own.
-pub(crate) fn record(
-    store: &Store,
-    regarding: &Value,
-    type_: EventType,
-    reason: &str,
-    message: &str,
-    component: &str,
-) {
-    let Some(rt) = store.registry().find("", "v1", "events") else {
-        return;
-    };
-    let ev = legacy_event(
-        store.clock(),
-        regarding,
-        None,
-        type_,
-        reason,
-        message,
-        component,
-        "",
-    );
-    let ns = meta_str(&ev, "namespace").unwrap_or("default").to_string();
-    let key = legacy_key(&ev);
-    // This recorder names its Events `<object>.<time>`: only those can be a repeat.
-    let prefix = format!("{}.", meta_str(regarding, "name").unwrap_or(""));
-    let existing = store
-        .list_named(&rt, &ns, &prefix)
-        .into_iter()
-        .find(|e| legacy_key(e) == key);
-    match existing {
-        Some(e) => {
-            let name = meta_str(&e, "name").unwrap_or("").to_string();
-            bump(store, &ns, &name);
-        }
-        None => create(store, &ns, ev),
-    }
-}
 
 /// Starts the Event TTL as one task that runs until `shutdown`: it waits on the cluster's clock
 /// for the next Event's TTL to run out and deletes what did ([`Store::expire_events`]); with
@@ -100,8 +36,11 @@ pub(crate) fn spawn_expiry(store: Arc<Store>, shutdown: CancellationToken) -> Jo
 mod tests {
     use super::*;
     use crate::clock::{Clock, ClockMode};
+    use crate::meta::meta_str;
     use crate::registry::ResourceType;
     use crate::store::{StoreSettings, WriteOptions};
+    use fakekube_machinery::events::{Emitter, EventType, Recorder, SPAM_REFILL};
+    use serde_json::Value;
     use serde_json::json;
     use std::time::Duration;
 
@@ -171,25 +110,6 @@ mod tests {
         assert_eq!(ev["reportingInstance"], "node-1");
         let name = meta_str(ev, "name").unwrap_or("");
         assert!(name.starts_with("p."), "{name}");
-    }
-
-    #[test]
-    fn the_one_shot_recorder_aggregates_through_the_store() {
-        let store = store();
-        for _ in 0..2 {
-            record(
-                &store,
-                &pod(),
-                EventType::Warning,
-                "Failed",
-                "no",
-                "some-controller",
-            );
-        }
-        let all = events(&store);
-        assert_eq!(all.len(), 1);
-        assert_eq!(all[0]["count"], 2);
-        assert_eq!(all[0]["type"], "Warning");
     }
 
     #[test]
@@ -318,13 +238,13 @@ mod tests {
         let shutdown = CancellationToken::new();
         let task = spawn_expiry(store.clone(), shutdown.clone());
         let mut changes = store.subscribe();
-        record(
-            &store,
+        Recorder::new("some-controller", "").record(
+            store.as_ref(),
             &pod(),
+            None,
             EventType::Warning,
             "Failed",
             "no",
-            "some-controller",
         );
         assert_eq!(events(&store).len(), 1);
         store.clock().advance(Duration::from_secs(61));

@@ -107,7 +107,7 @@ fn check_budgets(
                 .filter(|p| {
                     p.pointer("/metadata/deletionTimestamp")
                         .is_none_or(Value::is_null)
-                        && crate::workloads::condition_true(p, "Ready")
+                        && crate::meta::condition_true(p, "Ready")
                 })
                 .count(),
         )

@@ -87,8 +87,8 @@
 //!   401 and 403), above `authn` (client certificates, static and service-account tokens, the
 //!   token signer); and `faults` (in `fakekube-machinery`: the switches of [`Faults`], and
 //!   [`Chaos`], their seeded random mix for soaks).
-//! - Cluster controllers: `kube_controllers` (ClusterRole aggregation, the token Secret
-//!   controller and PVC protection, always running; the bootstrap policy at start).
+//! - `control_plane`: the bootstrap RBAC policy the API server creates at start, and the token
+//!   controller's signer (the API server's service-account key).
 //! - The API as the kubelet sees it: `client` (in `fakekube-machinery`: the `Client` interface:
 //!   reads, the writes a kubelet makes, a change feed and the cluster's clock, as client-go
 //!   gives a kubelet; the store implements it in process, `client::http` over HTTPS with
@@ -97,15 +97,15 @@
 //!   need of a node: its kubelet, the API, the faults, the shutdown) and `node` (in
 //!   `fakekube-kubelet`: [`KubeletNode`], the kubelet joined to any cluster through
 //!   `client::http`, as `fakekube kubelet`).
-//! - Kubelet and controllers, neither importing the other; the kubelet reaches the API only
-//!   through `client` (no path to the store), the controllers still read the store: `kubelet`
-//!   (in `fakekube-kubelet`; its store-driven tests are `kubelet_tests`, here: pods
-//!   from Pending to Running, images, init containers, probes, graceful stops, logs, where exec
-//!   and attach connect; its containers run in `runtime`), `controllers` (the agent-sandbox
-//!   controllers), `workloads` (Deployments, ReplicaSets, ReplicationControllers, StatefulSets,
-//!   DaemonSets and Jobs) and `finalizer` (the CRD finalizer: a deleted CRD's objects deleted,
-//!   then the CRD); beside them `index` (what the controllers index from the change log:
-//!   objects by their controller reference or by a label, never by scanning a kind).
+//! - Kubelet and controllers, neither importing the other, both reaching the API only through
+//!   `client` (no path to the store): `kubelet` (in `fakekube-kubelet`; its store-driven tests
+//!   are `kubelet_tests`, here: pods from Pending to Running, images, init containers, probes,
+//!   graceful stops, logs, where exec and attach connect; its containers run in `runtime`),
+//!   and, in [`fakekube_controllers`], `controllers` (the agent-sandbox controllers),
+//!   `workloads` (Deployments, ReplicaSets, ReplicationControllers, StatefulSets, DaemonSets and
+//!   Jobs), `endpoints` and `kube_controllers` (ClusterRole aggregation, the token Secret
+//!   controller, the root CA publisher and PVC protection, always running). Here, `finalizer`
+//!   (the CRD finalizer: a deleted CRD's objects deleted, then the CRD).
 //! - Store: `store` (objects, resourceVersions, the change log watches and controllers follow,
 //!   graceful deletion of pods, garbage collection, LIST pages that share the stored revisions
 //!   and their JSON, revisions fitted to their size, Events kept as compact JSON, the
@@ -199,12 +199,11 @@ mod authn;
 mod authz;
 mod checks;
 mod cluster_objects;
-mod controllers;
+mod control_plane;
 mod conversion;
 mod crd;
 mod defaults;
 mod discovery;
-mod endpoints;
 mod ephemeral;
 mod events;
 mod eviction;
@@ -215,10 +214,8 @@ mod fixtures;
 #[doc(hidden)]
 pub mod fuzzing;
 mod impersonation;
-mod index;
 mod inflight;
 mod inspect;
-mod kube_controllers;
 mod kubelet_api;
 #[cfg(test)]
 mod kubelet_tests;
@@ -239,20 +236,23 @@ mod store;
 mod subresources;
 mod table;
 mod watch;
-mod workloads;
 
 // The object machinery and the API client, shared by every layer, are their own crate; they
 // keep their module names here, so `crate::status::ApiError` and the like resolve as before.
+use fakekube_controllers::{
+    agent_sandbox as controllers, cluster as kube_controllers, endpoints, workloads,
+};
 use fakekube_kubelet::{kubelet, logs, node, pod_access, registration};
 #[cfg(any(test, feature = "fuzzing"))]
 use fakekube_kubelet::{spdy, websocket};
 use fakekube_machinery::{
-    client, clock, encoding, faults, managed_fields, meta, patch, protobuf, response, route,
-    selector, server, status, tls,
+    client, clock, encoding, faults, go_format, managed_fields, meta, patch, protobuf, response,
+    route, selector, server, status, tls,
 };
 
 // The public interface is:
 pub use authn::Token;
+pub use client::Client;
 pub use faults::{Chaos, ChaosRates, Faults};
 pub use inspect::WaitTimeout;
 pub use kubelet::{CommandCall, CommandError, Images};
@@ -616,7 +616,8 @@ impl Builder {
             authn::ServiceAccountTokens::new(signer, store.clone()),
         ));
         let authz = Arc::new(authz::Authorizer::new(store.clone()));
-        kube_controllers::bootstrap(&store);
+        control_plane::install_bootstrap_policy(&store);
+        kube_controllers::aggregate(store.as_ref());
         if let Some(ns_type) = store.registry().find("", "v1", "namespaces") {
             let mut all = vec![
                 "default".to_string(),
@@ -667,7 +668,7 @@ impl Builder {
         }
         kube_controllers::spawn(
             store.clone(),
-            authn.clone(),
+            Arc::new(control_plane::LegacyTokens(authn.clone())),
             material.ca_pem.clone(),
             shutdown.clone(),
         );
@@ -980,6 +981,13 @@ impl FakeKube {
         self.kubelet.storage_used()
     }
 
+    /// The API as an in-process [`Client`]: the store itself, as the embedded kubelet and
+    /// controllers reach it (no HTTP, no authentication or admission webhooks of its own). For
+    /// driving a controller or a kubelet of one's own against this server in a test.
+    pub fn client(&self) -> Arc<dyn Client> {
+        self.store.clone()
+    }
+
     /// Waits until the agent-sandbox controllers have looked at every change made before the
     /// call and at every deadline the clock has passed, and have nothing left to do now;
     /// `false` if `timeout` passes first (`true` at once when they do not run). They run
@@ -988,7 +996,7 @@ impl FakeKube {
     /// due at the old time would change what it checks.
     pub async fn controllers_settled(&self, timeout: Duration) -> bool {
         match &self.controllers {
-            Some(thread) => thread.settled(&self.store, timeout).await,
+            Some(thread) => thread.settled(self.store.as_ref(), timeout).await,
             None => true,
         }
     }

@@ -59,7 +59,7 @@ pub mod upgrade;
 pub mod websocket;
 
 use fakekube_machinery::{
-    client, clock, events, faults, meta, query, response, route, server, status, tls,
+    client, clock, events, faults, meta, query, response, route, server, status, subprotocol, tls,
 };
 
 pub use command::{CommandCall, CommandError};

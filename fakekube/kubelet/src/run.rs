@@ -524,8 +524,8 @@ impl Kubelet {
         }
         let name = meta_str(pv, "name").unwrap_or("");
         let opts = Delete {
-            grace_period: None,
             uid: meta_str(pv, "uid").map(str::to_string),
+            ..Delete::default()
         };
         match self.api.delete(Kind::PersistentVolume, "", name, &opts) {
             Ok(()) => tracing::debug!(volume = name, "reclaimed a volume"),
@@ -797,6 +797,7 @@ impl Kubelet {
         let opts = Delete {
             grace_period: Some(0),
             uid: Some(uid.to_string()),
+            ..Delete::default()
         };
         match self.api.delete(Kind::Pod, ns, name, &opts) {
             Ok(_) => {}

@@ -8,7 +8,7 @@ use crate::response::json_response;
 use crate::status::ApiError;
 use axum::body::Body;
 use axum::response::Response;
-use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header, request::Parts};
+use http::{HeaderMap, HeaderValue, StatusCode, header, request::Parts};
 
 /// `X-Stream-Protocol-Version`: a stream protocol the client offers, and the one chosen.
 pub const STREAM_PROTOCOL_VERSION: &str = "x-stream-protocol-version";
@@ -17,21 +17,7 @@ const ACCEPTED_STREAM_PROTOCOL_VERSIONS: &str = "x-accepted-stream-protocol-vers
 /// The `Upgrade` token of SPDY as Kubernetes speaks it.
 pub const SPDY_31: &str = "SPDY/3.1";
 
-/// Whether `name`'s comma-separated values include `token` (case-insensitive).
-pub fn has_token(headers: &HeaderMap, name: HeaderName, token: &str) -> bool {
-    headers
-        .get_all(name)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|t| t.trim().eq_ignore_ascii_case(token))
-}
-
-/// Whether the request asks to upgrade to WebSocket.
-pub fn is_websocket(headers: &HeaderMap) -> bool {
-    has_token(headers, header::CONNECTION, "upgrade")
-        && has_token(headers, header::UPGRADE, "websocket")
-}
+pub use crate::subprotocol::{has_token, is_websocket};
 
 /// Whether the request asks to upgrade to SPDY (any version: an unsupported one is refused
 /// by the caller's checks, as the API server refuses it).

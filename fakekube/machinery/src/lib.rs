@@ -19,6 +19,8 @@
 //!   (k8s.io/apimachinery/pkg/util/managedfields, sigs.k8s.io/structured-merge-diff).
 //! - [`protobuf`]: the protobuf request bodies client-go sends
 //!   (k8s.io/apimachinery/pkg/runtime/serializer/protobuf).
+//! - [`go_format`]: values printed as Go prints them in the API server's and the controllers'
+//!   messages and hashes (`%v`, `strconv.Quote`, `encoding/json`).
 //! - [`encoding`]: the wire order of an object's fields in JSON and YAML
 //!   (k8s.io/apimachinery/pkg/runtime/serializer/json, Go's `encoding/json`).
 //! - [`client`]: the [`client::Client`] trait through which the kubelet reaches the API, and
@@ -30,6 +32,7 @@
 //!   parameters), [`response`] (JSON answers and warnings), [`server`] (the TLS listener: HTTP/1.1
 //!   and HTTP/2, upgrades, graceful shutdown, the peer's certificate; k8s.io/apiserver's
 //!   secure serving), [`tls`] (the CA, serving and client certificates, k8s.io/client-go/util/cert)
+//!   [`subprotocol`] (WebSocket upgrade headers and the bearer token in a subprotocol entry)
 //!   and [`faults`] (fakekube's injected failures and chaos, which both sides apply).
 //!
 //! No module here imports anything of the API server; `python3 ci/module-cycles.py
@@ -40,6 +43,7 @@ pub mod clock;
 pub mod encoding;
 pub mod events;
 pub mod faults;
+pub mod go_format;
 pub mod managed_fields;
 pub mod meta;
 pub mod patch;
@@ -50,4 +54,5 @@ pub mod route;
 pub mod selector;
 pub mod server;
 pub mod status;
+pub mod subprotocol;
 pub mod tls;

@@ -142,6 +142,31 @@ pub fn go_duration(secs: u64) -> String {
     }
 }
 
+/// The condition of `ty` in an object's `status.conditions`.
+pub fn condition<'a>(obj: &'a Value, ty: &str) -> Option<&'a Value> {
+    obj.pointer("/status/conditions")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|c| c.get("type").and_then(Value::as_str) == Some(ty))
+}
+
+/// Whether an object's condition `ty` is True.
+pub fn condition_true(obj: &Value, ty: &str) -> bool {
+    condition(obj, ty)
+        .and_then(|c| c.get("status"))
+        .and_then(Value::as_str)
+        == Some("True")
+}
+
+/// The Secret type of legacy service-account tokens (`kubernetes.io/service-account-token`).
+pub const TOKEN_SECRET_TYPE: &str = "kubernetes.io/service-account-token";
+/// The annotation naming a token Secret's service account.
+pub const SA_NAME_ANNOTATION: &str = "kubernetes.io/service-account.name";
+/// The annotation holding a token Secret's service account uid.
+pub const SA_UID_ANNOTATION: &str = "kubernetes.io/service-account.uid";
+/// The finalizer PVC protection keeps on a claim a pod uses.
+pub const PVC_PROTECTION: &str = "kubernetes.io/pvc-protection";
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -53,6 +53,47 @@ pub struct ResourcePath {
     pub subresource: String,
 }
 
+/// A pod subresource served over an upgraded connection by the pod's kubelet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PodStream {
+    /// `pods/exec`.
+    Exec,
+    /// `pods/attach`.
+    Attach,
+    /// `pods/portforward`.
+    PortForward,
+}
+
+impl PodStream {
+    /// The subresource name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PodStream::Exec => "exec",
+            PodStream::Attach => "attach",
+            PodStream::PortForward => "portforward",
+        }
+    }
+}
+
+impl ResourcePath {
+    /// The streamed subresource of a core pod this path names, if it names one.
+    pub fn pod_stream(&self) -> Option<PodStream> {
+        if !self.group.is_empty()
+            || self.version != "v1"
+            || self.plural != "pods"
+            || self.name.is_empty()
+        {
+            return None;
+        }
+        match self.subresource.as_str() {
+            "exec" => Some(PodStream::Exec),
+            "attach" => Some(PodStream::Attach),
+            "portforward" => Some(PodStream::PortForward),
+            _ => None,
+        }
+    }
+}
+
 /// Parses a request path into a route.
 pub fn route(path: &str) -> Route {
     if let Some(proxy) = node_proxy(path) {

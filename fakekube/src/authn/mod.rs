@@ -16,10 +16,7 @@ mod user;
 mod x509;
 
 pub(crate) use jwt::Signer;
-pub(crate) use service_accounts::{
-    ISSUER, SA_NAME_ANNOTATION, SA_UID_ANNOTATION, ServiceAccountTokens, TOKEN_SECRET_TYPE,
-    TokenSpec,
-};
+pub(crate) use service_accounts::{ISSUER, ServiceAccountTokens, TokenSpec};
 pub use tokens::Token;
 pub(crate) use tokens::Tokens;
 pub(crate) use user::{

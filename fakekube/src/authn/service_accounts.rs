@@ -23,12 +23,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 pub(crate) const ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
 /// The issuer of legacy Secret tokens.
 const LEGACY_ISSUER: &str = "kubernetes/serviceaccount";
-/// The Secret type of legacy tokens.
-pub(crate) const TOKEN_SECRET_TYPE: &str = "kubernetes.io/service-account-token";
-/// The annotation naming a token Secret's service account.
-pub(crate) const SA_NAME_ANNOTATION: &str = "kubernetes.io/service-account.name";
-/// The annotation holding a token Secret's service account uid.
-pub(crate) const SA_UID_ANNOTATION: &str = "kubernetes.io/service-account.uid";
 /// The user extra naming the credential (`JTI=<id>`).
 pub(crate) const CREDENTIAL_ID: &str = "authentication.kubernetes.io/credential-id";
 
@@ -273,6 +267,7 @@ impl ServiceAccountTokens {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::meta::{SA_NAME_ANNOTATION, TOKEN_SECRET_TYPE};
     use crate::store::{StoreSettings, WriteOptions};
 
     fn kind(plural: &str) -> Option<Arc<ResourceType>> {

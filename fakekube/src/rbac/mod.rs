@@ -1,7 +1,7 @@
 //! RBAC (`rbac.authorization.k8s.io/v1`) as data and rules, with no store behind it: the
 //! request attributes an authorizer decides on, `PolicyRule` matching, the Forbidden wording,
-//! the admission of Roles, ClusterRoles and their bindings, ClusterRole aggregation, and the
-//! bootstrap policy every server starts with. The authorizer over stored objects is
+//! the admission of Roles, ClusterRoles and their bindings, and the bootstrap policy every
+//! server starts with (ClusterRole aggregation is a controller's, in `fakekube-controllers`). The authorizer over stored objects is
 //! [`authz`](crate::authz).
 //!
 //! - `attributes`: what a request asks ([`Attributes`], [`NonResource`], [`Action`]).
@@ -9,10 +9,8 @@
 //! - `scoped`: [`Rule`], a policy rule a token carries (the public API).
 //! - `forbidden`: the 403 Status.
 //! - `validation`: defaults and 422s of the four kinds.
-//! - `aggregation`: which aggregated ClusterRoles' rules must change.
 //! - `bootstrap`: the default ClusterRoles and ClusterRoleBindings.
 
-pub(crate) mod aggregation;
 mod attributes;
 pub(crate) mod bootstrap;
 mod forbidden;

@@ -161,7 +161,7 @@ fn aggregation_rule(o: &Map<String, Value>) -> Vec<Cause> {
         ));
     }
     for (i, s) in selectors.iter().enumerate() {
-        if let Err(detail) = super::aggregation::selector(s) {
+        if let Err(detail) = crate::selector::LabelSelector::from_object(s) {
             causes.push(invalid(
                 format!("aggregationRule.clusterRoleSelectors[{i}]"),
                 s,

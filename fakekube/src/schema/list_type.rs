@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use serde_json::{Map, Value};
 
 use super::field_error::{FIELD_VALUE_DUPLICATE, FieldError};
-use super::go_format::{go_json, go_v};
 use super::node::{Additional, additional, child, items, properties, str_of};
+use crate::go_format::{go_json, go_v};
 
 /// The `x-kubernetes-list-type` `set` and `map` uniqueness walk, with `field.Path` paths.
 /// Properties equal to their value in `old` (which passed) are not walked again.

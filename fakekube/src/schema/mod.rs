@@ -29,7 +29,8 @@
 //! - `formats`, `pattern`: the string formats, and `pattern`s compiled as Go compiles them.
 //! - `list_type`: `x-kubernetes-list-type` `set` and `map` uniqueness.
 //! - `rules`, `cel`: `x-kubernetes-validations` evaluated as CEL.
-//! - `go_format`: values printed as the Go API server prints them in messages.
+//! - `go_format` (in `fakekube-machinery`): values printed as the Go API server prints them in
+//!   messages.
 //!
 //! # Known limitations
 //! - Update ratcheting (errors in unchanged fields tolerated, `CRDValidationRatcheting`) is not
@@ -51,7 +52,6 @@ mod cel;
 mod defaulting;
 mod field_error;
 mod formats;
-mod go_format;
 mod list_type;
 mod node;
 mod pattern;
@@ -69,10 +69,8 @@ use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
 
+pub(crate) use crate::go_format::go_quote;
 pub(crate) use field_error::FieldError;
-pub(crate) use go_format::{
-    go_quote, write_go_array, write_go_json, write_go_map, write_go_string,
-};
 
 /// Why a schema could not be loaded.
 #[derive(Debug, thiserror::Error)]

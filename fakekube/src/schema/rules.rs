@@ -12,9 +12,9 @@ use super::field_error::{
     FIELD_VALUE_DUPLICATE, FIELD_VALUE_FORBIDDEN, FIELD_VALUE_INVALID, FIELD_VALUE_REQUIRED,
     FieldError,
 };
-use super::go_format::go_quote;
 use super::node::{Additional, additional, address, child, flag, items, properties, str_of};
 use super::validate::schema_types;
+use crate::go_format::go_quote;
 
 /// The detail the API server adds when schema errors kept it from running the CEL rules.
 const RULES_NOT_CHECKED: &str = "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation";

@@ -13,11 +13,11 @@ use super::cel;
 use super::field_error::{
     FIELD_VALUE_FORBIDDEN, FIELD_VALUE_NOT_SUPPORTED, FIELD_VALUE_REQUIRED, FieldError,
 };
-use super::go_format::{go_json, go_quote, go_v};
 use super::node::{flag, str_of};
 use super::pattern;
 use super::pruning;
 use super::validate::validate_node;
+use crate::go_format::{go_json, go_quote, go_v};
 
 /// Where a node sits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

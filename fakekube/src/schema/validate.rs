@@ -8,9 +8,9 @@ use super::field_error::{
     FIELD_VALUE_NOT_SUPPORTED, FIELD_VALUE_TOO_LONG, FIELD_VALUE_TOO_MANY, FieldError,
 };
 use super::formats;
-use super::go_format::{go_float, go_json, go_quote, go_v};
 use super::node::{Additional, additional, child, flag, items, properties, str_of};
 use super::pattern;
+use crate::go_format::{go_float, go_json, go_quote, go_v};
 
 /// The JSON type name kube-openapi infers for a decoded value (`integer` only for values that
 /// decode as int64; larger integers decode as float64).

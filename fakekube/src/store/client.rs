@@ -13,50 +13,60 @@ use serde_json::{Value, json};
 use std::sync::{Arc, OnceLock};
 use tokio::sync::watch;
 
-/// The resource type of each [`Kind`], found in the registry at first use (the core kinds
-/// never change).
+/// The resource type of each built-in [`Kind`], found in the registry at first use (the core
+/// kinds never change). Custom kinds are looked up at each call: their CRDs come and go.
 #[derive(Debug, Default)]
 pub(super) struct Kinds([OnceLock<Option<Arc<ResourceType>>>; Kind::ALL.len()]);
 
 impl Store {
-    /// The resource type `kind` is stored as, or the API server's 404 when it is not served.
-    fn client_kind(&self, kind: Kind) -> Result<&Arc<ResourceType>, ApiError> {
+    /// The resource type `kind` is stored as, if it is served now.
+    fn served_kind(&self, kind: Kind) -> Option<Arc<ResourceType>> {
+        let find = || {
+            self.registry
+                .find(kind.group(), kind.version(), kind.resource())
+                .filter(|rt| rt.served)
+        };
+        if kind.is_custom() {
+            return find();
+        }
         let index = Kind::ALL.iter().position(|k| *k == kind).unwrap_or(0);
-        self.client_kinds.0[index]
-            .get_or_init(|| {
-                self.registry
-                    .find(kind.group(), kind.version(), kind.resource())
-            })
-            .as_ref()
-            .ok_or_else(|| ApiError::internal(format!("{} are not served", kind.resource())))
+        self.client_kinds.0[index].get_or_init(find).clone()
+    }
+
+    /// The resource type `kind` is stored as, or the API server's 404 when it is not served.
+    fn client_kind(&self, kind: Kind) -> Result<Arc<ResourceType>, ApiError> {
+        self.served_kind(kind).ok_or_else(ApiError::path_not_found)
     }
 
     /// The [`Kind`] of a stored type, if the client serves it.
     fn kind_of(&self, rt: &ResourceType) -> Option<Kind> {
         let kind = Kind::of(&rt.group, &rt.plural)?;
-        self.client_kind(kind)
-            .ok()
+        self.served_kind(kind)
             .filter(|served| served.same_resource(rt))
             .map(|_| kind)
     }
 }
 
 impl Client for Store {
+    fn served(&self, kind: Kind) -> bool {
+        self.served_kind(kind).is_some()
+    }
+
     fn get(&self, kind: Kind, ns: &str, name: &str) -> Option<Arc<Value>> {
-        let rt = self.client_kind(kind).ok()?;
-        self.get_opt(rt, ns, name)
+        let rt = self.served_kind(kind)?;
+        self.get_opt(&rt, ns, name)
     }
 
     fn list(&self, kind: Kind, ns: Option<&str>) -> Vec<Arc<Value>> {
-        match self.client_kind(kind) {
-            Ok(rt) => self.list_all(rt, ns),
-            Err(_) => Vec::new(),
+        match self.served_kind(kind) {
+            Some(rt) => self.list_all(&rt, ns),
+            None => Vec::new(),
         }
     }
 
     fn create(&self, kind: Kind, ns: &str, obj: Value) -> Result<Arc<Value>, ApiError> {
         let rt = self.client_kind(kind)?;
-        Store::create(self, rt, ns, obj, WriteOptions::default()).map(|(o, _)| o)
+        Store::create(self, &rt, ns, obj, WriteOptions::default()).map(|(o, _)| o)
     }
 
     fn update(
@@ -68,7 +78,7 @@ impl Client for Store {
         part: Part,
     ) -> Result<Arc<Value>, ApiError> {
         let rt = self.client_kind(kind)?;
-        Store::update(self, rt, ns, name, obj, part, WriteOptions::default()).map(|(o, _)| o)
+        Store::update(self, &rt, ns, name, obj, part, WriteOptions::default()).map(|(o, _)| o)
     }
 
     fn merge_patch(
@@ -82,7 +92,7 @@ impl Client for Store {
         let rt = self.client_kind(kind)?;
         Store::patch(
             self,
-            rt,
+            &rt,
             ns,
             name,
             PatchKind::Merge,
@@ -102,7 +112,7 @@ impl Client for Store {
         };
         Store::patch(
             self,
-            rt,
+            &rt,
             ns,
             name,
             PatchKind::Merge,
@@ -118,9 +128,10 @@ impl Client for Store {
         let opts = DeleteOptions {
             grace_period: opts.grace_period,
             uid: opts.uid.clone(),
+            propagation: opts.propagation,
             ..DeleteOptions::default()
         };
-        Store::delete(self, rt, ns, name, &opts).map(|_| ())
+        Store::delete(self, &rt, ns, name, &opts).map(|_| ())
     }
 
     fn position(&self) -> u64 {

@@ -26,8 +26,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 use time::OffsetDateTime;
 
-/// The finalizer that keeps a claim while a pod uses it.
-pub(crate) const PVC_PROTECTION: &str = "kubernetes.io/pvc-protection";
+pub(crate) use crate::meta::PVC_PROTECTION;
 
 /// Whether `rt` is core/v1 pods (the one kind deleted gracefully).
 fn is_pod(rt: &ResourceType) -> bool {

@@ -50,7 +50,6 @@ use admission::{
 
 use objects::namespace_range;
 
-pub(crate) use deletion::PVC_PROTECTION;
 pub(crate) use page::{Item, Page};
 pub(crate) use wire::WireCache;
 
@@ -133,16 +132,7 @@ pub(crate) struct WriteOptions {
 
 pub(crate) use crate::client::Part;
 
-/// How dependents are treated on delete.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Propagation {
-    /// Orphan the dependents.
-    Orphan,
-    /// Delete the owner now and the dependents after.
-    Background,
-    /// Delete the dependents first, keeping the owner visible until they are gone.
-    Foreground,
-}
+pub(crate) use crate::client::Propagation;
 
 /// Options of a delete.
 #[derive(Debug, Clone, Default)]
@@ -517,29 +507,6 @@ impl Store {
             metadata,
             items,
         })
-    }
-
-    /// The objects of a type in namespace `ns` whose names start with `prefix`, in name order,
-    /// in their storage version: a range of the store, not a scan of the namespace.
-    pub(crate) fn list_named(
-        &self,
-        rt: &Arc<ResourceType>,
-        ns: &str,
-        prefix: &str,
-    ) -> Vec<Arc<Value>> {
-        let Ok(inner) = self.lock() else {
-            return Vec::new();
-        };
-        let (_, end) = namespace_range(ns);
-        inner
-            .objects
-            .range(
-                &type_key(rt),
-                (Bound::Included((ns.to_string(), prefix.to_string())), end),
-            )
-            .take_while(|r| r.key.1.starts_with(prefix))
-            .map(|r| r.object)
-            .collect()
     }
 
     /// Every object of a type (in a namespace or all), unpaged and in its storage version, for

@@ -3,7 +3,7 @@
 //! payloads written on the error channel. No I/O here; the session drives it.
 
 use base64::Engine;
-use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
 
 /// Channel 0: the process's standard input (client to server).
@@ -19,8 +19,7 @@ pub const RESIZE: u8 = 4;
 /// Channel 255: v5's CLOSE message, `[255, channel]`.
 pub const CLOSE: u8 = 255;
 
-/// The prefix of the subprotocol entry that carries a bearer token (unpadded base64url).
-pub const BEARER_PREFIX: &str = "base64url.bearer.authorization.k8s.io.";
+pub use crate::subprotocol::{BEARER_PREFIX, Offered, offered};
 
 /// A remote-command WebSocket subprotocol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -153,61 +152,6 @@ pub enum NegotiateError {
         /// What the client offered.
         offered: Vec<String>,
     },
-}
-
-/// The subprotocol entries a client offered, with the bearer-token entry taken out.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Offered {
-    /// The entries to negotiate from, in the client's order.
-    pub protocols: Vec<String>,
-    /// The token from a `base64url.bearer.authorization.k8s.io.` entry, when one was present,
-    /// valid, and accompanied by at least one real subprotocol (as the API server requires).
-    pub token: Option<String>,
-    /// Whether a bearer-token entry was present at all (valid or not).
-    pub had_token_entry: bool,
-}
-
-/// Splits `Sec-WebSocket-Protocol` header lines into entries.
-///
-/// Without a bearer-token entry only the first line counts (the WebSocket servers of the API
-/// server and kubelet read only that one); with one, the API server's authenticator first joins
-/// every line minus the token entry, and that joined list is what is negotiated.
-pub fn offered(lines: &[&str]) -> Offered {
-    let split = |line: &str| -> Vec<String> {
-        line.split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-            .collect()
-    };
-    let all: Vec<String> = lines.iter().flat_map(|l| split(l)).collect();
-    let token_entries: Vec<&String> = all
-        .iter()
-        .filter(|p| p.starts_with(BEARER_PREFIX))
-        .collect();
-    if token_entries.is_empty() {
-        return Offered {
-            protocols: lines.first().map(|l| split(l)).unwrap_or_default(),
-            token: None,
-            had_token_entry: false,
-        };
-    }
-    let token = token_entries.first().and_then(|entry| {
-        let encoded = entry.get(BEARER_PREFIX.len()..).unwrap_or("");
-        let raw = URL_SAFE_NO_PAD.decode(encoded.as_bytes()).ok()?;
-        let text = String::from_utf8(raw).ok()?;
-        (!text.is_empty()).then_some(text)
-    });
-    let protocols: Vec<String> = all
-        .iter()
-        .filter(|p| !p.starts_with(BEARER_PREFIX))
-        .cloned()
-        .collect();
-    Offered {
-        token: if protocols.is_empty() { None } else { token },
-        protocols,
-        had_token_entry: true,
-    }
 }
 
 /// Chooses the subprotocol: the first offered entry the server speaks, in the client's order.
@@ -507,39 +451,6 @@ mod tests {
                 offered: strings(&["v6.channel.k8s.io", "V5.CHANNEL.K8S.IO"])
             })
         );
-    }
-
-    #[test]
-    fn only_the_first_protocol_header_line_counts_without_a_token() {
-        let o = offered(&[" v5.channel.k8s.io ,v4.channel.k8s.io", "channel.k8s.io"]);
-        assert_eq!(
-            o.protocols,
-            strings(&["v5.channel.k8s.io", "v4.channel.k8s.io"])
-        );
-        assert_eq!(o.token, None);
-        assert!(!o.had_token_entry);
-    }
-
-    #[test]
-    fn a_bearer_protocol_entry_is_removed_and_decoded() {
-        let entry = format!("{BEARER_PREFIX}{}", URL_SAFE_NO_PAD.encode("s3cr3t"));
-        let o = offered(&[&format!("{entry}, v4.channel.k8s.io"), "channel.k8s.io"]);
-        assert_eq!(o.token.as_deref(), Some("s3cr3t"));
-        assert_eq!(
-            o.protocols,
-            strings(&["v4.channel.k8s.io", "channel.k8s.io"])
-        );
-    }
-
-    #[test]
-    fn a_bearer_protocol_entry_alone_or_malformed_yields_no_token() {
-        let entry = format!("{BEARER_PREFIX}{}", URL_SAFE_NO_PAD.encode("s3cr3t"));
-        let alone = offered(&[&entry]);
-        assert_eq!(alone.token, None);
-        assert!(alone.had_token_entry);
-        let bad = offered(&[&format!("{BEARER_PREFIX}!!!, v5.channel.k8s.io")]);
-        assert_eq!(bad.token, None);
-        assert_eq!(bad.protocols, strings(&["v5.channel.k8s.io"]));
     }
 
     #[test]

@@ -61,7 +61,7 @@ pub mod transport;
 
 use crate::faults::ChaosTarget;
 use crate::pod_access::PodAccess;
-use crate::route::ResourcePath;
+use crate::route::{PodStream, ResourcePath};
 use crate::status::ApiError;
 use crate::upgrade;
 use axum::body::Body;
@@ -69,7 +69,7 @@ use axum::response::Response;
 use bytes::Bytes;
 use codec::StreamProtocol;
 use fakekube_runtime::{ExecIo, ExitStatus};
-use http::{HeaderMap, Method, StatusCode, header, request::Parts};
+use http::{Method, StatusCode, header, request::Parts};
 use hyper_util::rt::TokioIo;
 use std::sync::Arc;
 use std::time::Duration;
@@ -106,33 +106,14 @@ impl Kind {
 
 /// Whether a resource path is `pods/exec` or `pods/attach` (and which).
 pub fn kind_of(rp: &ResourcePath) -> Option<Kind> {
-    if !rp.group.is_empty() || rp.version != "v1" || rp.plural != "pods" || rp.name.is_empty() {
-        return None;
-    }
-    match rp.subresource.as_str() {
-        "exec" => Some(Kind::Exec),
-        "attach" => Some(Kind::Attach),
-        _ => None,
+    match rp.pod_stream()? {
+        PodStream::Exec => Some(Kind::Exec),
+        PodStream::Attach => Some(Kind::Attach),
+        PodStream::PortForward => None,
     }
 }
 
-/// The bearer token carried in a `base64url.bearer.authorization.k8s.io.` subprotocol entry of
-/// a WebSocket upgrade request, when there is a valid one alongside a real subprotocol.
-pub fn protocol_token(headers: &HeaderMap) -> Option<String> {
-    if !upgrade::is_websocket(headers) {
-        return None;
-    }
-    codec::offered(&protocol_lines(headers)).token
-}
-
-/// Every `Sec-WebSocket-Protocol` header line that is valid text.
-fn protocol_lines(headers: &HeaderMap) -> Vec<&str> {
-    headers
-        .get_all(header::SEC_WEBSOCKET_PROTOCOL)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .collect()
-}
+pub use crate::subprotocol::{protocol_lines, protocol_token};
 
 /// The exec query (`PodExecOptions` / `PodAttachOptions`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -544,7 +525,7 @@ pub fn bearer_entry(token: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use http::HeaderValue;
+    use http::{HeaderMap, HeaderValue};
 
     #[test]
     fn query_flags_parse_as_apimachinery_and_commands_keep_their_order() {

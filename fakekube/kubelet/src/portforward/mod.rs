@@ -49,11 +49,7 @@ use std::sync::Arc;
 
 /// Whether a resource path is `pods/portforward` of a core pod.
 pub fn is_portforward(rp: &ResourcePath) -> bool {
-    rp.group.is_empty()
-        && rp.version == "v1"
-        && rp.plural == "pods"
-        && !rp.name.is_empty()
-        && rp.subresource == "portforward"
+    rp.pod_stream() == Some(crate::route::PodStream::PortForward)
 }
 
 /// Serves an authorized port-forward request (the API server's `pods/portforward`, or the

@@ -93,6 +93,8 @@ struct State {
     cache: HashMap<Kind, BTreeMap<String, Arc<Value>>>,
     /// Kinds listed at least once.
     synced: Vec<Kind>,
+    /// Watched kinds whose last list was answered 404 (a custom kind whose CRD is missing).
+    unserved: Vec<Kind>,
     /// The last changes, oldest first.
     feed: VecDeque<Change>,
     /// The position of the last change.
@@ -490,9 +492,16 @@ impl HttpClient {
                 None => match self.relist(&w).await {
                     Ok(rv) => {
                         refused = false;
+                        self.lock().unserved.retain(|k| *k != w.kind);
                         rv
                     }
                     Err(e) if e.code == 403 || e.code == 404 => {
+                        if e.code == 404 {
+                            let mut st = self.lock();
+                            if !st.unserved.contains(&w.kind) {
+                                st.unserved.push(w.kind);
+                            }
+                        }
                         // Not allowed or not served: the cache stays empty (and counts as
                         // listed, so that the client is not kept waiting), asked again now
                         // and then, in case a role is granted.
@@ -621,6 +630,11 @@ impl Client for HttpClient {
         }
     }
 
+    fn served(&self, kind: Kind) -> bool {
+        // An unwatched kind is assumed served: its reads and writes say otherwise with a 404.
+        !self.is_watched(kind) || !self.lock().unserved.contains(&kind)
+    }
+
     fn list(&self, kind: Kind, ns: Option<&str>) -> Vec<Arc<Value>> {
         if !self.is_watched(kind) {
             return Vec::new();
@@ -724,6 +738,9 @@ impl Client for HttpClient {
         }
         if let Some(uid) = &opts.uid {
             body["preconditions"] = json!({ "uid": uid });
+        }
+        if let Some(p) = opts.propagation {
+            body["propagationPolicy"] = json!(p.as_str());
         }
         let path = object_path(kind, ns, name, Part::Main);
         self.call(Method::DELETE, &path, Some("application/json"), Some(&body))

@@ -23,8 +23,8 @@ use std::fmt;
 use std::sync::Arc;
 use tokio::sync::watch;
 
-/// The kinds a node's components read and write, each a core (or `coordination.k8s.io`)
-/// resource of the stable version.
+/// The kinds the cluster's components (the kubelet, the scheduler, the controllers) read and
+/// write, each at the version those components use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Kind {
     /// `pods` (its `status` and `binding` parts too).
@@ -43,11 +43,50 @@ pub enum Kind {
     ConfigMap,
     /// core `events`.
     Event,
+    /// `namespaces`.
+    Namespace,
+    /// `services`.
+    Service,
+    /// core `endpoints`.
+    Endpoints,
+    /// `endpointslices` of `discovery.k8s.io`.
+    EndpointSlice,
+    /// `serviceaccounts`.
+    ServiceAccount,
+    /// `replicationcontrollers`.
+    ReplicationController,
+    /// `deployments` of `apps`.
+    Deployment,
+    /// `replicasets` of `apps`.
+    ReplicaSet,
+    /// `statefulsets` of `apps`.
+    StatefulSet,
+    /// `daemonsets` of `apps`.
+    DaemonSet,
+    /// `jobs` of `batch`.
+    Job,
+    /// `networkpolicies` of `networking.k8s.io`.
+    NetworkPolicy,
+    /// `clusterroles` of `rbac.authorization.k8s.io`.
+    ClusterRole,
+    /// `clusterrolebindings` of `rbac.authorization.k8s.io`.
+    ClusterRoleBinding,
+    /// agent-sandbox's `sandboxes` (`agents.x-k8s.io/v1beta1`), served once its CRD is.
+    Sandbox,
+    /// `sandboxtemplates` (`extensions.agents.x-k8s.io/v1beta1`).
+    SandboxTemplate,
+    /// `sandboxwarmpools` (`extensions.agents.x-k8s.io/v1beta1`).
+    SandboxWarmPool,
+    /// `sandboxclaims` (`extensions.agents.x-k8s.io/v1beta1`).
+    SandboxClaim,
 }
+
+/// What names a kind: group, version, resource, kind, whether namespaced.
+struct Names(&'static str, &'static str, &'static str, &'static str, bool);
 
 impl Kind {
     /// Every kind, in a fixed order.
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 26] = [
         Kind::Pod,
         Kind::Node,
         Kind::Lease,
@@ -56,59 +95,144 @@ impl Kind {
         Kind::Secret,
         Kind::ConfigMap,
         Kind::Event,
+        Kind::Namespace,
+        Kind::Service,
+        Kind::Endpoints,
+        Kind::EndpointSlice,
+        Kind::ServiceAccount,
+        Kind::ReplicationController,
+        Kind::Deployment,
+        Kind::ReplicaSet,
+        Kind::StatefulSet,
+        Kind::DaemonSet,
+        Kind::Job,
+        Kind::NetworkPolicy,
+        Kind::ClusterRole,
+        Kind::ClusterRoleBinding,
+        Kind::Sandbox,
+        Kind::SandboxTemplate,
+        Kind::SandboxWarmPool,
+        Kind::SandboxClaim,
     ];
+
+    fn names(self) -> Names {
+        const RBAC: &str = "rbac.authorization.k8s.io";
+        const EXTENSIONS: &str = "extensions.agents.x-k8s.io";
+        match self {
+            Kind::Pod => Names("", "v1", "pods", "Pod", true),
+            Kind::Node => Names("", "v1", "nodes", "Node", false),
+            Kind::Lease => Names("coordination.k8s.io", "v1", "leases", "Lease", true),
+            Kind::PersistentVolumeClaim => Names(
+                "",
+                "v1",
+                "persistentvolumeclaims",
+                "PersistentVolumeClaim",
+                true,
+            ),
+            Kind::PersistentVolume => {
+                Names("", "v1", "persistentvolumes", "PersistentVolume", false)
+            }
+            Kind::Secret => Names("", "v1", "secrets", "Secret", true),
+            Kind::ConfigMap => Names("", "v1", "configmaps", "ConfigMap", true),
+            Kind::Event => Names("", "v1", "events", "Event", true),
+            Kind::Namespace => Names("", "v1", "namespaces", "Namespace", false),
+            Kind::Service => Names("", "v1", "services", "Service", true),
+            Kind::Endpoints => Names("", "v1", "endpoints", "Endpoints", true),
+            Kind::EndpointSlice => Names(
+                "discovery.k8s.io",
+                "v1",
+                "endpointslices",
+                "EndpointSlice",
+                true,
+            ),
+            Kind::ServiceAccount => Names("", "v1", "serviceaccounts", "ServiceAccount", true),
+            Kind::ReplicationController => Names(
+                "",
+                "v1",
+                "replicationcontrollers",
+                "ReplicationController",
+                true,
+            ),
+            Kind::Deployment => Names("apps", "v1", "deployments", "Deployment", true),
+            Kind::ReplicaSet => Names("apps", "v1", "replicasets", "ReplicaSet", true),
+            Kind::StatefulSet => Names("apps", "v1", "statefulsets", "StatefulSet", true),
+            Kind::DaemonSet => Names("apps", "v1", "daemonsets", "DaemonSet", true),
+            Kind::Job => Names("batch", "v1", "jobs", "Job", true),
+            Kind::NetworkPolicy => Names(
+                "networking.k8s.io",
+                "v1",
+                "networkpolicies",
+                "NetworkPolicy",
+                true,
+            ),
+            Kind::ClusterRole => Names(RBAC, "v1", "clusterroles", "ClusterRole", false),
+            Kind::ClusterRoleBinding => Names(
+                RBAC,
+                "v1",
+                "clusterrolebindings",
+                "ClusterRoleBinding",
+                false,
+            ),
+            Kind::Sandbox => Names("agents.x-k8s.io", "v1beta1", "sandboxes", "Sandbox", true),
+            Kind::SandboxTemplate => Names(
+                EXTENSIONS,
+                "v1beta1",
+                "sandboxtemplates",
+                "SandboxTemplate",
+                true,
+            ),
+            Kind::SandboxWarmPool => Names(
+                EXTENSIONS,
+                "v1beta1",
+                "sandboxwarmpools",
+                "SandboxWarmPool",
+                true,
+            ),
+            Kind::SandboxClaim => {
+                Names(EXTENSIONS, "v1beta1", "sandboxclaims", "SandboxClaim", true)
+            }
+        }
+    }
 
     /// Its API group (empty for core).
     pub fn group(self) -> &'static str {
-        match self {
-            Kind::Lease => "coordination.k8s.io",
-            _ => "",
-        }
+        self.names().0
     }
 
     /// Its version.
     pub fn version(self) -> &'static str {
-        "v1"
+        self.names().1
     }
 
     /// Its resource name (plural), as in URLs.
     pub fn resource(self) -> &'static str {
-        match self {
-            Kind::Pod => "pods",
-            Kind::Node => "nodes",
-            Kind::Lease => "leases",
-            Kind::PersistentVolumeClaim => "persistentvolumeclaims",
-            Kind::PersistentVolume => "persistentvolumes",
-            Kind::Secret => "secrets",
-            Kind::ConfigMap => "configmaps",
-            Kind::Event => "events",
-        }
+        self.names().2
     }
 
     /// Its kind name.
     pub fn kind(self) -> &'static str {
-        match self {
-            Kind::Pod => "Pod",
-            Kind::Node => "Node",
-            Kind::Lease => "Lease",
-            Kind::PersistentVolumeClaim => "PersistentVolumeClaim",
-            Kind::PersistentVolume => "PersistentVolume",
-            Kind::Secret => "Secret",
-            Kind::ConfigMap => "ConfigMap",
-            Kind::Event => "Event",
-        }
+        self.names().3
     }
 
     /// Whether its objects live in a namespace.
     pub fn namespaced(self) -> bool {
-        !matches!(self, Kind::Node | Kind::PersistentVolume)
+        self.names().4
+    }
+
+    /// Whether a CustomResourceDefinition defines it (so that it may be served or not, and
+    /// come and go while the cluster runs).
+    pub fn is_custom(self) -> bool {
+        matches!(
+            self,
+            Kind::Sandbox | Kind::SandboxTemplate | Kind::SandboxWarmPool | Kind::SandboxClaim
+        )
     }
 
     /// `apiVersion` of its objects.
-    pub fn api_version(self) -> &'static str {
-        match self {
-            Kind::Lease => "coordination.k8s.io/v1",
-            _ => "v1",
+    pub fn api_version(self) -> String {
+        match self.group() {
+            "" => self.version().to_string(),
+            group => format!("{group}/{}", self.version()),
         }
     }
 
@@ -159,13 +283,37 @@ pub struct Change {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Gone;
 
-/// A delete's options: the grace period and a uid precondition.
+/// How a delete treats the object's dependents (`propagationPolicy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Propagation {
+    /// Orphan the dependents.
+    Orphan,
+    /// Delete the owner now and the dependents after.
+    Background,
+    /// Delete the dependents first, keeping the owner visible until they are gone.
+    Foreground,
+}
+
+impl Propagation {
+    /// Its name in `DeleteOptions.propagationPolicy`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Propagation::Orphan => "Orphan",
+            Propagation::Background => "Background",
+            Propagation::Foreground => "Foreground",
+        }
+    }
+}
+
+/// A delete's options: the grace period, a uid precondition and the dependents' policy.
 #[derive(Debug, Clone, Default)]
 pub struct Delete {
     /// `gracePeriodSeconds` (`None`: the object's own).
     pub grace_period: Option<i64>,
     /// `preconditions.uid`.
     pub uid: Option<String>,
+    /// `propagationPolicy` (`None`: the kind's default, background).
+    pub propagation: Option<Propagation>,
 }
 
 /// The Kubernetes API, as a node's components use it. Reads are answered at once (from the
@@ -174,6 +322,9 @@ pub struct Delete {
 pub trait Client: Send + Sync + fmt::Debug {
     /// Object `ns/name` (`ns` empty for a cluster-scoped kind), if it exists.
     fn get(&self, kind: Kind, ns: &str, name: &str) -> Option<Arc<Value>>;
+
+    /// Whether the cluster serves `kind` now (a custom kind only once its CRD is established).
+    fn served(&self, kind: Kind) -> bool;
 
     /// Every object of `kind`, in namespace `ns` or in all of them.
     fn list(&self, kind: Kind, ns: Option<&str>) -> Vec<Arc<Value>>;

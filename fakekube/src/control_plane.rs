@@ -1,0 +1,51 @@
+//! What joins the API server to the controllers that run beside it in process: the bootstrap
+//! RBAC policy the API server creates at start (kube-apiserver's `rbac/bootstrap-roles`
+//! post-start hook), and the token controller's signer, which is the API server's
+//! service-account key (kube-controller-manager's `--service-account-private-key-file`).
+
+use crate::authn::Authenticator;
+use crate::meta::meta_str;
+use crate::rbac::bootstrap;
+use crate::store::{Store, WriteOptions};
+use fakekube_controllers::cluster::TokenSigner;
+use serde_json::Value;
+use std::sync::Arc;
+
+/// Creates the bootstrap ClusterRoles and ClusterRoleBindings (an existing one is kept).
+pub(crate) fn install_bootstrap_policy(store: &Store) {
+    let registry = store.registry();
+    let (Some(roles), Some(bindings)) = (
+        registry.find(crate::rbac::GROUP, "v1", "clusterroles"),
+        registry.find(crate::rbac::GROUP, "v1", "clusterrolebindings"),
+    ) else {
+        tracing::error!("the RBAC kinds are missing from the resource table");
+        return;
+    };
+    for (kind, obj) in bootstrap::objects() {
+        let rt = if *kind == "ClusterRole" {
+            &roles
+        } else {
+            &bindings
+        };
+        if let Err(e) = store.create(rt, "", obj.clone(), WriteOptions::default())
+            && e.code != 409
+        {
+            tracing::warn!(
+                name = meta_str(obj, "name").unwrap_or(""),
+                error = %e.message,
+                "creating a bootstrap RBAC object"
+            );
+        }
+    }
+}
+
+/// The token controller's signer: the API server's own service-account key, so that the
+/// tokens it writes into Secrets authenticate.
+#[derive(Debug)]
+pub(crate) struct LegacyTokens(pub(crate) Arc<Authenticator>);
+
+impl TokenSigner for LegacyTokens {
+    fn legacy_token(&self, account: &Value, secret_name: &str) -> String {
+        self.0.service_accounts.issue_legacy(account, secret_name)
+    }
+}
