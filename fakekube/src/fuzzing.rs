@@ -7,12 +7,12 @@
 //!
 //! Not an API: the functions and their input layouts may change with the fuzz targets.
 
-use crate::exec::codec::{self, Protocol, ResizeDecoder};
 use crate::patch::{MergeKeys, PatchKind, apply_patch};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::spdy::frame::{self, Frame};
 use crate::spdy::headers::Decompressor;
 use crate::websocket::Reader;
+use fakekube_kubelet::exec::codec::{self, Protocol, ResizeDecoder};
 use futures_util::FutureExt;
 use serde_json::{Value, json};
 
@@ -87,7 +87,7 @@ pub fn exec_channels(data: &[u8]) {
     resize.push(&rest[..cut]);
     resize.push(&rest[cut..]);
     let text = String::from_utf8_lossy(rest);
-    let _ = crate::exec::parse_options(Some(&text));
+    let _ = fakekube_kubelet::exec::parse_options(Some(&text));
     let offered: Vec<&str> = text.split('\n').collect();
     let offer = codec::offered(&offered);
     let names: Vec<String> = text.split(',').map(|s| s.trim().to_string()).collect();
@@ -226,47 +226,7 @@ pub fn protobuf(data: &[u8]) {
     let _ = crate::protobuf::decode(data);
 }
 
-/// A request body in the media type the first byte picks (JSON, YAML, protobuf, or another),
-/// decoded as the handlers decode bodies.
-pub fn request_body(data: &[u8]) {
-    let Some((&pick, body)) = data.split_first() else {
-        return;
-    };
-    let types = [
-        "application/json",
-        "application/yaml",
-        "application/vnd.kubernetes.protobuf",
-        "application/apply-patch+yaml",
-        "application/merge-patch+json",
-    ];
-    let mut headers = http::HeaderMap::new();
-    if let Ok(v) = http::HeaderValue::from_str(types[usize::from(pick) % types.len()]) {
-        headers.insert(http::header::CONTENT_TYPE, v);
-    }
-    let _ = crate::request::decode(&headers, body);
-}
-
-/// A query string, parsed into every verb's options as the handlers parse them.
-pub fn request_parameters(data: &[u8]) {
-    let text = String::from_utf8_lossy(data);
-    let query = crate::request::Query::parse(Some(&text));
-    for verb in [
-        crate::request::WriteVerb::Create,
-        crate::request::WriteVerb::Update,
-        crate::request::WriteVerb::Patch { apply: false },
-        crate::request::WriteVerb::Patch { apply: true },
-    ] {
-        let _ = crate::request::write_options(&query, verb);
-    }
-    let _ = crate::request::delete_options(&query, data);
-    let _ = crate::request::timeout_param(&query);
-    for verb in ["get", "list", "watch", "create", "deletecollection"] {
-        let _ = crate::checks::query_parameters(verb, &query);
-    }
-    if let Some(rt) = crate::registry::Registry::new().find("", "v1", "pods") {
-        let _ = crate::request::list_query(&rt, &query);
-    }
-}
+pub use fakekube_apiserver::fuzzing::{request_body, request_parameters};
 
 #[cfg(test)]
 mod tests {

@@ -7,9 +7,9 @@ pub(crate) use fakekube_kubelet::kubelet_api::*;
 
 use crate::authn::{Authenticator, Credentials, Identity};
 use crate::authz::{Authorizer, Caller};
-use crate::exec;
 use crate::rbac::{Action, Attributes};
 use crate::server::PeerCertificate;
+use crate::subprotocol::protocol_token;
 use http::header;
 use http::request::Parts;
 use std::sync::Arc;
@@ -58,7 +58,7 @@ impl Authorize for ClusterAccess {
 /// cluster's CA, or a bearer token the API server accepts (in the `Authorization` header or a
 /// WebSocket subprotocol); `None` without credentials or with refused ones.
 fn authenticate(authn: &Authenticator, authz: &Arc<Authorizer>, parts: &Parts) -> Option<Caller> {
-    let protocol_token = exec::protocol_token(&parts.headers);
+    let protocol_token = protocol_token(&parts.headers);
     let bearer = parts
         .headers
         .get(header::AUTHORIZATION)

@@ -31,113 +31,38 @@
 //! The public surface is [`FakeKube`] (the builder and the running server's handle), [`Token`],
 //! [`Rule`] and [`ClientCertificate`] for credentials, [`Faults`] for injected failures, the
 //! kubelet's [`Images`] and [`CommandCall`], [`Converter`] for kinds whose CRD asks for a
-//! conversion webhook, and [`Mutator`] standing in for a mutating admission webhook. Every module stays private, in layers: a module imports modules of the
-//! layers below its own, and of its own layer without a cycle, never one above
-//! (`python3 ci/module-cycles.py fakekube/src` finds any cycle). The modules every layer shares
-//! (object machinery, the counterpart of k8s.io/apimachinery, and the API client) live in their
-//! own crate, [`fakekube_machinery`], imported at the crate root under their old names
-//! (`crate::status`, `crate::meta`...) and marked "(in `fakekube-machinery`)" below. The
-//! kubelet and the handlers it serves (pods, the node, the kubelet's API, the exec, attach,
-//! port-forward and log streams) live in [`fakekube_kubelet`], which reaches the API only
-//! through `client` and has no path to the store; its modules are imported here under their
-//! old names too, marked "(in `fakekube-kubelet`)" (`python3 ci/module-cycles.py
-//! fakekube/kubelet/src`).
+//! conversion webhook, [`Mutator`] standing in for a mutating admission webhook, [`Client`]
+//! (the API in process, [`FakeKube::client`]) and [`KubeletNode`] (the kubelet joined to
+//! another cluster).
 //!
-//! - Transport: `server` (in `fakekube-machinery`: the TLS listener: a task per connection, HTTP/1.1 and HTTP/2,
-//!   upgrades, graceful shutdown; it serves any router and imports nothing of the crate; it
-//!   hands each request its connection's verified client certificate), `tls` (in
-//!   `fakekube-machinery`: the CA, the serving certificate made at start, client certificates),
-//!   and the protocols upgraded connections speak, in `fakekube-kubelet`: `websocket` (RFC 6455
-//!   server framing) and `spdy` (SPDY/3.1 framing, header compression, streams and flow
-//!   control).
-//! - Dispatch: `api`, the router and the one handler every request reaches: it routes the path,
-//!   applies the request faults, authenticates (and impersonates), checks the kind, scope and
-//!   verb, authorizes, and hands the request to a handler. It only dispatches. Beside it:
-//!   `checks` (the API server's 415 for a body no serializer reads and 400 for bad query
-//!   parameters, one call from the dispatcher) and `inflight` (`--max-requests-inflight`: 429
-//!   with `Retry-After` past the limit).
-//! - Handlers: `objects` (get, list, create, update, patch, delete, deletecollection), `watch`
-//!   (watch streams), `subresources` (`scale`, `serviceaccounts/token`), `eviction`
-//!   (`pods/eviction` and PodDisruptionBudgets), `ephemeral` (`pods/ephemeralcontainers`),
-//!   `reviews` (access,
-//!   rules, token and self-subject reviews), `exec` (`pods/exec` and `pods/attach` over
-//!   WebSocket and SPDY) and `portforward` (`pods/portforward` over SPDY, SPDY tunnelled in
-//!   WebSocket, and WebSocket channels, into the pod's network): here only their RBAC check,
-//!   then the kubelet's `serve_authorized` (in `fakekube-kubelet`, re-exported by these
-//!   modules), and `logs` (in `fakekube-kubelet`: `pods/log`, plain text, followed while the
-//!   container runs), with `upgrade` (in `fakekube-kubelet`: recognising upgrade requests, the
-//!   SPDY handshake, 101 replies).
-//!   Beside them, `kubelet_api` (in `fakekube-kubelet`, with its `Authorize` implemented here
-//!   over the API server's authenticators and RBAC): the kubelet's own HTTPS API on its own listener
-//!   ([`Builder::kubelet_port`]: exec, attach, portForward, containerLogs, pods, runningpods,
-//!   healthz through the same handlers, authenticated and authorized as a kubelet does), which
-//!   the API server's node proxy (`/api/v1/nodes/<node>/proxy/...`) reaches in process.
-//! - Request and response: `route` (in `fakekube-machinery`: a path as a `Route`), `request`
-//!   (query parameters, their `Query` in `fakekube-machinery`; each verb's options, bodies read
-//!   and decoded), `negotiation` (the `Accept` header: JSON
-//!   or YAML, `PartialObjectMetadata`, `Table`, 406), `representation` (an answer converted
-//!   as negotiated), `table` (`Table` rows: the built-in kinds' printer columns, CRD
-//!   `additionalPrinterColumns` through a JSONPath subset), `encoding` (in `fakekube-machinery`: the API server's field
-//!   order: `kind` and `apiVersion` first for its own types, sorted keys for custom
-//!   resources), `response` (in `fakekube-machinery`: JSON, warnings, every error as a
-//!   `metav1.Status`) and `state`
-//!   (what the handlers share: store, tokens, faults, kubelet).
-//! - Authentication, authorization and faults: `impersonation` (the `Impersonate-*` headers),
-//!   above `authz` (the RBAC authorizer over the store's RBAC objects, the caller of a request,
-//!   401 and 403), above `authn` (client certificates, static and service-account tokens, the
-//!   token signer); and `faults` (in `fakekube-machinery`: the switches of [`Faults`], and
-//!   [`Chaos`], their seeded random mix for soaks).
+//! fakekube is a few crates along Kubernetes' own seams, and this one composes them; none of
+//! the parts below imports a part beside it except through the API:
+//!
+//! | crate | stands for | holds |
+//! |---|---|---|
+//! | [`fakekube_machinery`] | k8s.io/apimachinery, client-go | metadata, selectors, patches, managed fields, encodings, `Status`, the [`Client`] trait and its HTTPS implementation, Event recorders, the TLS listener |
+//! | [`fakekube_schema`] | apiextensions-apiserver's `schema` | CRD structural schemas, pruning, defaulting, validation, CEL rules |
+//! | [`fakekube_apiserver`] | k8s.io/apiserver, kube-apiserver | serving, authentication, RBAC, admission, the registry and the store, watches, CRDs, discovery, OpenAPI |
+//! | [`fakekube_controllers`] | agent-sandbox's controller, kube-controller-manager | the agent-sandbox, workload, endpoints and cluster controllers, clients of the API |
+//! | [`fakekube_kubelet`] | the kubelet | pods, probes, the node and its lease, the kubelet's API, exec/attach/port-forward/log streams |
+//! | [`fakekube_runtime`] | a container runtime | in-memory filesystems, a POSIX shell, BusyBox-like programs |
+//!
+//! Here, in layers (`python3 ci/module-cycles.py fakekube/src`):
+//!
+//! - [`FakeKube`]'s builder (this file): the API server's store, authenticators and router,
+//!   the kubelet over the store's [`Client`], the controllers over the same client, the
+//!   kubelet's own HTTPS listener, started in that order.
+//! - `node_streams`: the API server's [`Nodes`](fakekube_apiserver::nodes::Nodes) over the
+//!   in-process kubelet (exec, attach, port-forward, logs and the node proxy, once the API
+//!   server has authorized them).
+//! - `kubelet_api`: the kubelet API's `Authorize` over the API server's authenticators and
+//!   RBAC, as a kubelet delegates to the API server.
 //! - `control_plane`: the bootstrap RBAC policy the API server creates at start, and the token
 //!   controller's signer (the API server's service-account key).
-//! - The API as the kubelet sees it: `client` (in `fakekube-machinery`: the `Client` interface:
-//!   reads, the writes a kubelet makes, a change feed and the cluster's clock, as client-go
-//!   gives a kubelet; the store implements it in process, `client::http` over HTTPS with
-//!   watch-fed caches),
-//!   `pod_access` (in `fakekube-kubelet`: what the exec, attach, port-forward and log handlers
-//!   need of a node: its kubelet, the API, the faults, the shutdown) and `node` (in
-//!   `fakekube-kubelet`: [`KubeletNode`], the kubelet joined to any cluster through
-//!   `client::http`, as `fakekube kubelet`).
-//! - Kubelet and controllers, neither importing the other, both reaching the API only through
-//!   `client` (no path to the store): `kubelet` (in `fakekube-kubelet`; its store-driven tests
-//!   are `kubelet_tests`, here: pods from Pending to Running, images, init containers, probes,
-//!   graceful stops, logs, where exec and attach connect; its containers run in `runtime`),
-//!   and, in [`fakekube_controllers`], `controllers` (the agent-sandbox controllers),
-//!   `workloads` (Deployments, ReplicaSets, ReplicationControllers, StatefulSets, DaemonSets and
-//!   Jobs), `endpoints` and `kube_controllers` (ClusterRole aggregation, the token Secret
-//!   controller, the root CA publisher and PVC protection, always running). Here, `finalizer`
-//!   (the CRD finalizer: a deleted CRD's objects deleted, then the CRD).
-//! - Store: `store` (objects, resourceVersions, the change log watches and controllers follow,
-//!   graceful deletion of pods, garbage collection, LIST pages that share the stored revisions
-//!   and their JSON, revisions fitted to their size, Events kept as compact JSON, the
-//!   Events' TTL; admission calls into the registry), `events` (the Event recorders of the
-//!   kubelet and the controllers, in `fakekube-machinery` and re-exported; here the one-shot
-//!   recorder over the store and the task that deletes Events past their TTL), `clock` (in `fakekube-machinery`: the cluster's time,
-//!   which tests may advance), `inspect` (the handle's in-process
-//!   reads: one object, waiting for a state, the leak check), and, in `fakekube-machinery`,
-//!   `selector` (label and field selectors), `patch` (merge, JSON, strategic merge and apply
-//!   patches), `managed_fields` (`metadata.managedFields`: field managers, apply conflicts,
-//!   `force`) and `protobuf` (the protobuf bodies client-go sends).
-//! - Registry: `registry` (the served kinds, built-in and CRD-defined, each described the
-//!   same way; conversion between versions; in-process mutating webhooks), `resources` (the static table of built-in kinds),
-//!   `crd` (CustomResourceDefinitions: their defaults, validation, status and the entries they
-//!   define; the agent-sandbox CRDs installed at start), `conversion` (upstream's conversion
-//!   webhook of the agent-sandbox kinds between `v1alpha1` and `v1beta1`, registered as the
-//!   registry's in-process converters where the controllers run), `schema` (structural schemas: their
-//!   checks, pruning, defaults, validation, CEL rules), `defaults` (defaults and checks of the
-//!   core kinds), `rbac` (RBAC rules and their matching, the Forbidden wording, the RBAC kinds'
-//!   admission, aggregation, the bootstrap policy; no store), `discovery` (`/version`, `/api`,
-//!   `/apis`, aggregated discovery) and `openapi` (`/openapi/v3`, and `/openapi/v2` in JSON
-//!   and protobuf), both built from the registry.
-//! - Foundation: in `fakekube-machinery`, `status` (`metav1.Status` and the errors every layer
-//!   answers with) and `meta` (object metadata helpers); here, `accept` (`Accept` headers
-//!   parsed) and `fixtures` (the agent-sandbox CRDs, embedded).
-//! - For CI only: `secret_log` (every secret fakekube makes, recorded for the credential scan
-//!   when `FAKEKUBE_SECRET_LOG` is set) and `fuzzing` (the cargo-fuzz targets' entry points,
-//!   behind the `fuzzing` feature; not an API).
-//!
-//! What runs in a pod is not here: the kubelet starts containers and `pods/exec` sessions on
-//! the hermetic runtime, its own crate ([`fakekube_runtime`]: in-memory filesystems, a POSIX
-//! shell, BusyBox-like programs), which knows nothing of the API server.
+//! - For tests only: `kubelet_tests` (the kubelet driven over the store: pods from Pending to
+//!   Running, images, init containers, probes, graceful stops, logs) and `fuzzing` (the
+//!   cargo-fuzz targets' entry points of every crate, behind the `fuzzing` feature; not an
+//!   API).
 //!
 //! # Known limitations
 //!
@@ -193,62 +118,34 @@
 
 #![forbid(unsafe_code)]
 
-mod accept;
-mod api;
-mod authn;
-mod authz;
-mod checks;
-mod cluster_objects;
 mod control_plane;
-mod conversion;
-mod crd;
-mod defaults;
-mod discovery;
-mod ephemeral;
-mod events;
-mod eviction;
-mod exec;
-mod finalizer;
-mod fixtures;
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
-mod impersonation;
-mod inflight;
-mod inspect;
 mod kubelet_api;
 #[cfg(test)]
 mod kubelet_tests;
-mod negotiation;
-mod objects;
-mod openapi;
-mod portforward;
-mod rbac;
-mod registry;
-mod representation;
-mod request;
-mod resources;
-mod reviews;
-mod schema;
-mod secret_log;
-mod state;
-mod store;
-mod subresources;
-mod table;
-mod watch;
+mod node_streams;
 
 // The object machinery and the API client, shared by every layer, are their own crate; they
 // keep their module names here, so `crate::status::ApiError` and the like resolve as before.
+use fakekube_apiserver::{
+    api, authn, authz, cluster_objects, conversion, crd, discovery, events, finalizer, fixtures,
+    inflight, inspect, rbac, registry, secret_log, state, store,
+};
 use fakekube_controllers::{
     agent_sandbox as controllers, cluster as kube_controllers, endpoints, workloads,
 };
-use fakekube_kubelet::{kubelet, logs, node, pod_access, registration};
+use fakekube_kubelet::{kubelet, node, pod_access, registration};
 #[cfg(any(test, feature = "fuzzing"))]
 use fakekube_kubelet::{spdy, websocket};
 use fakekube_machinery::{
-    client, clock, encoding, faults, go_format, managed_fields, meta, patch, protobuf, response,
-    route, selector, server, status, tls,
+    client, clock, faults, meta, query, route, server, status, subprotocol, tls,
 };
+#[cfg(any(test, feature = "fuzzing"))]
+use fakekube_machinery::{patch, protobuf, selector};
+#[cfg(any(test, feature = "fuzzing"))]
+use fakekube_schema as schema;
 
 // The public interface is:
 pub use authn::Token;
@@ -672,6 +569,12 @@ impl Builder {
             material.ca_pem.clone(),
             shutdown.clone(),
         );
+        let pod_access = Arc::new(pod_access::PodAccess {
+            kubelet: self.kubelet.then(|| kubelet.clone()),
+            api: store.clone(),
+            faults: faults.clone(),
+            shutdown: shutdown.clone(),
+        });
         let shared = Arc::new(state::Shared {
             store: store.clone(),
             authn: authn.clone(),
@@ -684,16 +587,11 @@ impl Builder {
             faults: faults.clone(),
             shutdown: shutdown.clone(),
             bookmark_interval: self.bookmark_interval,
-            pod_access: Arc::new(pod_access::PodAccess {
-                kubelet: self.kubelet.then(|| kubelet.clone()),
-                api: store.clone(),
-                faults: faults.clone(),
-                shutdown: shutdown.clone(),
-            }),
+            nodes: Arc::new(node_streams::InProcess(pod_access.clone())),
             inflight: inflight::Inflight::new(self.limits.max_inflight),
         });
         let kubelet_router = kubelet_api::router(Arc::new(kubelet_api::KubeletApi::new(
-            shared.pod_access.clone(),
+            pod_access,
             kubelet_api::Access::Cluster(Arc::new(kubelet_api::ClusterAccess {
                 authn: authn.clone(),
                 authz: shared.authz.clone(),

@@ -14,6 +14,7 @@
 //! - [`endpoints`]: the Endpoints and EndpointSlices of every Service with a selector.
 //! - [`cluster`]: ClusterRole aggregation, the service-account token controller, the root CA
 //!   publisher and PVC protection.
+//! - `owners`: controller references, written and read.
 //! - `index`: what the controllers index from the change feed (objects by their controller
 //!   reference or by a label), never by scanning a kind.
 //!
@@ -26,6 +27,7 @@ pub mod agent_sandbox;
 pub mod cluster;
 pub mod endpoints;
 mod index;
+mod owners;
 pub mod workloads;
 
 // The machinery's modules under their own names, as `crate::meta` and the like.

@@ -36,6 +36,7 @@ mod warmpool;
 use crate::client::{Change, ChangeType, Client, Delete, Kind, Part};
 use crate::events::{Emitter, EventType};
 use crate::meta::{self, meta_str};
+pub(crate) use crate::owners::{controller_of, controller_ref};
 use crate::status::ApiError;
 use index::Index;
 use serde_json::{Map, Value, json};
@@ -727,14 +728,6 @@ pub(crate) fn deleting(obj: &Value) -> bool {
     at(obj, &["metadata", "deletionTimestamp"]).is_some_and(|v| !v.is_null())
 }
 
-/// The object's controller ownerReference.
-pub(crate) fn controller_of(obj: &Value) -> Option<&Value> {
-    at(obj, &["metadata", "ownerReferences"])
-        .and_then(Value::as_array)?
-        .iter()
-        .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
-}
-
 /// The API group of an ownerReference.
 pub(crate) fn owner_group(r: &Value) -> &str {
     let api = r.get("apiVersion").and_then(Value::as_str).unwrap_or("");
@@ -763,19 +756,6 @@ pub(crate) fn owner_uid(r: &Value) -> &str {
 pub(crate) fn controlled_by(obj: &Value, owner: &Value) -> bool {
     let uid = meta_str(owner, "uid").unwrap_or("");
     !uid.is_empty() && controller_of(obj).is_some_and(|r| owner_uid(r) == uid)
-}
-
-/// A controller ownerReference to `owner` (`controller` and `blockOwnerDeletion` true), as
-/// `SetControllerReference` makes it.
-pub(crate) fn controller_ref(rt: Kind, owner: &Value) -> Value {
-    json!({
-        "apiVersion": rt.api_version(),
-        "kind": rt.kind(),
-        "name": meta_str(owner, "name").unwrap_or(""),
-        "uid": meta_str(owner, "uid").unwrap_or(""),
-        "controller": true,
-        "blockOwnerDeletion": true,
-    })
 }
 
 /// Adds a controller reference to `owner`, keeping other (non-controller) references.

@@ -33,6 +33,7 @@ mod statefulset;
 use crate::client::{Change, ChangeType, Client, Delete, Kind, Part};
 use crate::events::{EventType, Recorder};
 use crate::meta::meta_str;
+pub(crate) use crate::owners::{controller_of, controller_ref};
 use crate::status::ApiError;
 use index::Index;
 use serde_json::{Value, json};
@@ -268,7 +269,7 @@ fn resync(api: &dyn Client, index: &mut Index) -> BTreeSet<Key> {
 
 /// The controller that owns `obj` (by its controller reference), as a key.
 fn owner_key(obj: &Value) -> Option<Key> {
-    let r = controller_ref_of(obj)?;
+    let r = controller_of(obj)?;
     let api = r.get("apiVersion").and_then(Value::as_str).unwrap_or("");
     let group = api.split_once('/').map_or("", |(g, _)| g);
     let kind = r.get("kind").and_then(Value::as_str).unwrap_or("");
@@ -312,26 +313,6 @@ fn on_event(api: &dyn Client, index: &mut Index, e: &Change, out: &mut BTreeSet<
             meta_str(&e.object, "name").unwrap_or(""),
         ));
     }
-}
-
-/// The object's controller ownerReference.
-pub(crate) fn controller_ref_of(obj: &Value) -> Option<&Value> {
-    obj.pointer("/metadata/ownerReferences")
-        .and_then(Value::as_array)?
-        .iter()
-        .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
-}
-
-/// A controller ownerReference to `owner`, as `SetControllerReference` makes it.
-pub(crate) fn controller_ref(kind: Kind, owner: &Value) -> Value {
-    json!({
-        "apiVersion": kind.api_version(),
-        "kind": kind.kind(),
-        "name": meta_str(owner, "name").unwrap_or(""),
-        "uid": meta_str(owner, "uid").unwrap_or(""),
-        "controller": true,
-        "blockOwnerDeletion": true,
-    })
 }
 
 /// Whether the object is marked for deletion.

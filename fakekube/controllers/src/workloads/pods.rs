@@ -57,7 +57,7 @@ pub(crate) fn owned(ctx: &Ctx<'_>, owner: &Value) -> Vec<Arc<Value>> {
         .pods
         .of(uid)
         .filter_map(|(ns, name)| ctx.api.get(Kind::Pod, ns, name))
-        .filter(|p| super::controller_ref_of(p).and_then(|r| r.get("uid")) == Some(&json!(uid)))
+        .filter(|p| super::controller_of(p).and_then(|r| r.get("uid")) == Some(&json!(uid)))
         .collect()
 }
 

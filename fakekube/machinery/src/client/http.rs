@@ -333,7 +333,8 @@ impl HttpClient {
     }
 
     /// Runs `f` to completion on the client's runtime, blocking this thread (handing its
-    /// worker's other tasks on when it is one) until it ends.
+    /// worker's other tasks on when it is a multi-threaded runtime's worker; a current-thread
+    /// runtime, such as the controllers' own thread, simply waits) until it ends.
     fn block<T: Send + 'static>(
         &self,
         f: impl Future<Output = Result<T, ApiError>> + Send + 'static,
@@ -343,7 +344,9 @@ impl HttpClient {
             let _ = tx.send(f.await);
         });
         let wait = || rx.recv();
-        let answer = if Handle::try_current().is_ok() {
+        let on_worker = Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        let answer = if on_worker {
             tokio::task::block_in_place(wait)
         } else {
             wait()

@@ -12,11 +12,11 @@ where <type> is `string`, `int`, `float`, `bool`, `bytes`, `quantity` (resource.
 `*T`, `[]T`, `map[]T` or a struct name. Only types reachable from the roots are written, structs in the order first reached.
 
 Usage (the sources at the versions agent-sandbox's go.mod names; run from the repo root):
-    python3 fakekube/src/controllers/gojson/go_types.py \
+    python3 fakekube/controllers/src/agent_sandbox/gojson/go_types.py \
         core=<k8s.io/api v0.36.3>/core/v1/types.go \
         meta=<k8s.io/apimachinery v0.36.3>/pkg/apis/meta/v1/types.go \
         sandbox=<agent-sandbox 2fd412d5>/api/v1beta1/sandbox_types.go \
-        > fakekube/src/controllers/gojson/go_types.txt
+        > fakekube/controllers/src/agent_sandbox/gojson/go_types.txt
 """
 import re
 import sys
