@@ -15,7 +15,7 @@
 //! - [`timing`]: `sleep`, `timeout`;
 //! - [`system`]: `uname`, `id`, `whoami`, `hostname`, `date`, `uptime`, `du`, `df`;
 //! - [`text`]: `sort`, `uniq`, `tr`, `cut`; [`sed`]: `sed`;
-//! - [`archive`]: `gzip`, `gunzip`, `zcat`, `tar`, `base64`, `sha256sum`;
+//! - [`archive`]: `gzip`, `gunzip`, `zcat`, `base64`, `sha256sum`; [`tar`]: `tar`;
 //! - [`search`]: `find`, `xargs`;
 //! - [`processes`]: `ps`, `kill`;
 //! - [`terminal`]: `tty`, `stty`;
@@ -40,6 +40,7 @@ mod search;
 mod sed;
 mod sequence;
 mod system;
+mod tar;
 mod terminal;
 mod text;
 mod timing;
@@ -107,7 +108,7 @@ pub(crate) static TABLE: &[Program] = &[
     Program::new("gzip", |p| Box::pin(archive::gzip(p))),
     Program::new("gunzip", |p| Box::pin(archive::gzip(p))),
     Program::new("zcat", |p| Box::pin(archive::gzip(p))),
-    Program::new("tar", |p| Box::pin(archive::tar(p))),
+    Program::new("tar", |p| Box::pin(tar::tar(p))),
     Program::new("base64", |p| Box::pin(archive::base64(p))),
     Program::new("sha256sum", |p| Box::pin(archive::sha256sum(p))),
     // search

@@ -14,6 +14,7 @@ use super::*;
 mod busybox;
 mod limits;
 mod signals;
+mod tar;
 mod terminal;
 
 /// Most output a test keeps per stream (the rest is read and dropped).
