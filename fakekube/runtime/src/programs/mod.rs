@@ -14,7 +14,7 @@
 //! - [`env`]: `env`, `printenv`, `pwd`;
 //! - [`timing`]: `sleep`, `timeout`;
 //! - [`system`]: `uname`, `id`, `whoami`, `hostname`, `date`, `uptime`, `du`, `df`;
-//! - [`text`]: `sort`, `uniq`, `tr`, `cut`; [`sed`]: `sed`;
+//! - [`text`]: `sort`, `uniq`, `tr`, `cut`; [`sed`]: `sed`; [`grep`]: `grep`, `egrep`, `fgrep`;
 //! - [`archive`]: `gzip`, `gunzip`, `zcat`, `base64`, `sha256sum`; [`tar`]: `tar`;
 //! - [`search`]: `find`, `xargs`;
 //! - [`processes`]: `ps`, `kill`;
@@ -22,7 +22,8 @@
 //! - [`net`]: `nc`, `httpd`, over the pod's [`PodNetwork`](crate::PodNetwork);
 //! - `true` and `false`, in the table itself; `sh`, in [`crate::shell`].
 //!
-//! [`cli`] holds what they share: GNU-style options, usage errors, writing to stdout. Messages
+//! [`cli`] holds what they share: GNU-style options, usage errors, writing to stdout;
+//! [`posix_regex`] the POSIX regular expressions of `sed`, `grep` and `awk`. Messages
 //! and exit codes follow GNU coreutils where the tools differ from BusyBox.
 
 mod archive;
@@ -31,9 +32,11 @@ mod condition;
 mod content;
 mod env;
 mod files;
+mod grep;
 mod listing;
 mod net;
 mod paths;
+mod posix_regex;
 mod print;
 mod processes;
 mod search;
@@ -104,6 +107,9 @@ pub(crate) static TABLE: &[Program] = &[
     Program::new("tr", |p| Box::pin(text::tr(p))),
     Program::new("cut", |p| Box::pin(text::cut(p))),
     Program::new("sed", |p| Box::pin(sed::sed(p))),
+    Program::new("grep", |p| Box::pin(grep::grep(p))),
+    Program::new("egrep", |p| Box::pin(grep::grep(p))),
+    Program::new("fgrep", |p| Box::pin(grep::grep(p))),
     // archive
     Program::new("gzip", |p| Box::pin(archive::gzip(p))),
     Program::new("gunzip", |p| Box::pin(archive::gzip(p))),

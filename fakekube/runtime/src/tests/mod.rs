@@ -12,6 +12,7 @@ use super::io::CHUNK;
 use super::*;
 
 mod busybox;
+mod grep;
 mod limits;
 mod signals;
 mod tar;
