@@ -27,6 +27,7 @@ struct Opts {
     word: bool,
     line: bool,
     recursive: bool,
+    follow: bool,
     max: Option<u64>,
     after: usize,
     before: usize,
@@ -164,6 +165,7 @@ pub(crate) async fn grep(proc: Process) -> i32 {
         word: p.has('w'),
         line: p.has('x'),
         recursive: p.has('r') || p.has('R'),
+        follow: p.has('R'),
         max,
         after: to_usize(after.or(context)),
         before: to_usize(before.or(context)),
@@ -317,7 +319,16 @@ impl Grep<'_> {
             match e.meta.kind {
                 NodeKind::Directory => Box::pin(self.tree(&child)).await?,
                 NodeKind::Regular => self.file(&child).await?,
-                NodeKind::CharDevice => {}
+                // -r leaves links below the operands alone, -R follows them.
+                NodeKind::Symlink if self.o.follow => {
+                    let target = self.proc.path(&child);
+                    match self.proc.fs.metadata(&target).map(|m| m.kind) {
+                        Ok(NodeKind::Directory) => Box::pin(self.tree(&child)).await?,
+                        Ok(NodeKind::Regular) => self.file(&child).await?,
+                        _ => {}
+                    }
+                }
+                NodeKind::CharDevice | NodeKind::Symlink => {}
             }
         }
         Ok(())

@@ -7,9 +7,10 @@
 //! - [`content`]: `cat`, `head`, `tail`, `wc`, `tee`;
 //! - [`listing`]: `ls`, `stat`;
 //! - [`files`]: `mkdir`, `rmdir`, `rm`, `touch`, `chmod`, `cp`, `mv`;
+//! - [`links`]: `ln`, `readlink`, `realpath`; [`temp`]: `mktemp`;
 //! - [`print`]: `echo`, `printf`;
 //! - [`sequence`]: `yes`, `seq`;
-//! - [`paths`]: `dirname`, `basename`;
+//! - [`paths`]: `dirname`, `basename`, `which`;
 //! - [`condition`]: `test`, `[`;
 //! - [`env`]: `env`, `printenv`, `pwd`;
 //! - [`timing`]: `sleep`, `timeout`;
@@ -33,6 +34,7 @@ mod content;
 mod env;
 mod files;
 mod grep;
+mod links;
 mod listing;
 mod net;
 mod paths;
@@ -44,6 +46,7 @@ mod sed;
 mod sequence;
 mod system;
 mod tar;
+mod temp;
 mod terminal;
 mod text;
 mod timing;
@@ -71,6 +74,12 @@ pub(crate) static TABLE: &[Program] = &[
     Program::new("chmod", |p| Box::pin(files::chmod(p))),
     Program::new("cp", |p| Box::pin(files::cp(p))),
     Program::new("mv", |p| Box::pin(files::mv(p))),
+    // links
+    Program::new("ln", |p| Box::pin(links::ln(p))),
+    Program::new("readlink", |p| Box::pin(links::readlink(p))),
+    Program::new("realpath", |p| Box::pin(links::realpath(p))),
+    // temp
+    Program::new("mktemp", |p| Box::pin(temp::mktemp(p))),
     // print
     Program::new("echo", |p| Box::pin(print::echo(p))),
     Program::new("printf", |p| Box::pin(print::printf(p))),
@@ -80,6 +89,7 @@ pub(crate) static TABLE: &[Program] = &[
     // paths
     Program::new("dirname", |p| Box::pin(paths::dirname(p))),
     Program::new("basename", |p| Box::pin(paths::basename(p))),
+    Program::new("which", |p| Box::pin(paths::which(p))),
     // condition
     Program::new("test", |p| Box::pin(condition::test(p))),
     Program::new("[", |p| Box::pin(condition::test(p))),

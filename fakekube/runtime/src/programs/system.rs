@@ -301,7 +301,7 @@ fn disk_usage(proc: &Process, path: &str, each: &mut dyn FnMut(&str, u64, bool))
             each(path, used, false);
             used
         }
-        NodeKind::CharDevice => 0,
+        NodeKind::CharDevice | NodeKind::Symlink => 0,
     }
 }
 

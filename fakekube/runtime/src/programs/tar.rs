@@ -40,6 +40,8 @@ struct TarOptions {
     keep_old: bool,
     /// `--no-recursion`: directories are stored without their contents.
     no_recursion: bool,
+    /// `-h` (`--dereference`): symbolic links are stored as what they point to.
+    dereference: bool,
     /// `--strip-components N`.
     strip: usize,
     /// `--exclude PATTERN` (shell patterns on member names).
@@ -95,6 +97,7 @@ impl TarOptions {
             'O' => self.to_stdout = true,
             'm' => self.touch = true,
             'k' => self.keep_old = true,
+            'h' => self.dereference = true,
             'f' => self.archive = value,
             'C' => self.dir = value,
             _ => {}
@@ -312,7 +315,12 @@ async fn build(
         }
         while let Some(rel) = stack.pop() {
             let path = fs::join(base, &rel);
-            let meta = match proc.fs.metadata(&path) {
+            let meta = if o.dereference {
+                proc.fs.metadata(&path)
+            } else {
+                proc.fs.symlink_metadata(&path)
+            };
+            let meta = match meta {
                 Ok(m) => m,
                 Err(e) => {
                     proc.err(&format!("{rel}: {e}")).await;
@@ -372,6 +380,20 @@ async fn build(
                     if builder
                         .append_data(&mut header, &stored, &data[..])
                         .is_err()
+                    {
+                        proc.err(&format!("{rel}: can't store")).await;
+                        return Err(1);
+                    }
+                    listed.push(stored);
+                }
+                NodeKind::Symlink => {
+                    let target = proc.fs.read_link(&path).unwrap_or_default();
+                    header.set_entry_type(::tar::EntryType::Symlink);
+                    header.set_size(0);
+                    if header.set_link_name(&target).is_err()
+                        || builder
+                            .append_data(&mut header, &stored, std::io::empty())
+                            .is_err()
                     {
                         proc.err(&format!("{rel}: can't store")).await;
                         return Err(1);
@@ -442,7 +464,7 @@ async fn unpack(proc: &Process, raw: &[u8], base: &str, mode: TarMode, o: &TarOp
             proc.err(&format!("skipping unsafe path '{name}'")).await;
             continue;
         }
-        let target = fs::join(base, &rel);
+        let target_path = fs::join(base, &rel);
         let header_mode = if o.no_same_permissions {
             entry.mode & !0o022
         } else {
@@ -452,12 +474,29 @@ async fn unpack(proc: &Process, raw: &[u8], base: &str, mode: TarMode, o: &TarOp
             if o.to_stdout {
                 continue;
             }
-            if let Err(e) = proc.fs.mkdir_all(&target, header_mode) {
+            if let Err(e) = proc.fs.mkdir_all(&target_path, header_mode) {
                 proc.err(&format!("can't create directory '{rel}': {e}"))
                     .await;
                 return 1;
             }
-            let _ = proc.fs.chmod(&target, header_mode);
+            let _ = proc.fs.chmod(&target_path, header_mode);
+            continue;
+        }
+        if let Some(target) = &entry.link {
+            if o.to_stdout || (o.keep_old && proc.fs.symlink_metadata(&target_path).is_ok()) {
+                continue;
+            }
+            if let Some((parent, _)) = target_path.rsplit_once('/') {
+                let _ = proc
+                    .fs
+                    .mkdir_all(if parent.is_empty() { "/" } else { parent }, 0o755);
+            }
+            let _ = proc.fs.remove(&target_path, false, false);
+            if let Err(e) = proc.fs.symlink(target, &target_path) {
+                proc.err(&format!("can't create symlink '{rel}' to '{target}': {e}"))
+                    .await;
+                return 1;
+            }
             continue;
         }
         let Some(data) = entry.data else { continue };
@@ -467,21 +506,21 @@ async fn unpack(proc: &Process, raw: &[u8], base: &str, mode: TarMode, o: &TarOp
             }
             continue;
         }
-        if o.keep_old && proc.fs.exists(&target) {
+        if o.keep_old && proc.fs.exists(&target_path) {
             continue;
         }
-        if let Some((parent, _)) = target.rsplit_once('/') {
+        if let Some((parent, _)) = target_path.rsplit_once('/') {
             let _ = proc
                 .fs
                 .mkdir_all(if parent.is_empty() { "/" } else { parent }, 0o755);
         }
-        if let Err(e) = proc.fs.write(&target, &data) {
+        if let Err(e) = proc.fs.write(&target_path, &data) {
             proc.err(&format!("can't open '{rel}': {e}")).await;
             return 1;
         }
-        let _ = proc.fs.chmod(&target, header_mode);
+        let _ = proc.fs.chmod(&target_path, header_mode);
         if let Some(t) = entry.mtime.filter(|_| !o.touch) {
-            let _ = proc.fs.touch(&target, t);
+            let _ = proc.fs.touch(&target_path, t);
         }
     }
     if seen == 0 && !raw.iter().all(|b| *b == 0) {
@@ -513,6 +552,8 @@ struct TarEntry {
     mtime: Option<i64>,
     /// A regular file's content (`None` for other kinds).
     data: Option<Vec<u8>>,
+    /// A symbolic link's target.
+    link: Option<String>,
 }
 
 /// Reads every member of an archive.
@@ -526,6 +567,13 @@ fn read_entries(raw: &[u8]) -> Result<Vec<TarEntry>, ()> {
         let mode = header.mode().unwrap_or(0o644) & 0o7777;
         let mtime = header.mtime().ok().and_then(|t| i64::try_from(t).ok());
         let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+        let link = (kind == ::tar::EntryType::Symlink)
+            .then(|| {
+                entry
+                    .link_name_bytes()
+                    .map(|l| String::from_utf8_lossy(&l).into_owned())
+            })
+            .flatten();
         let data = if matches!(
             kind,
             ::tar::EntryType::Regular | ::tar::EntryType::Continuous
@@ -542,6 +590,7 @@ fn read_entries(raw: &[u8]) -> Result<Vec<TarEntry>, ()> {
             mode,
             mtime,
             data,
+            link,
         });
     }
     Ok(out)

@@ -14,6 +14,7 @@ use super::*;
 mod busybox;
 mod grep;
 mod limits;
+mod links;
 mod signals;
 mod tar;
 mod terminal;
