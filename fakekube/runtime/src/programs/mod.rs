@@ -17,6 +17,7 @@
 //! - [`system`]: `uname`, `id`, `whoami`, `hostname`, `date`, `uptime`, `du`, `df`;
 //! - [`text`]: `sort`, `uniq`, `tr`, `cut`; [`sed`]: `sed`; [`grep`]: `grep`, `egrep`, `fgrep`;
 //! - [`archive`]: `gzip`, `gunzip`, `zcat`, `base64`, `sha256sum`; [`tar`]: `tar`;
+//! - [`dd`]: `dd`; [`od`]: `od`;
 //! - [`search`]: `find`, `xargs`;
 //! - [`processes`]: `ps`, `kill`;
 //! - [`terminal`]: `tty`, `stty`;
@@ -31,12 +32,14 @@ mod archive;
 mod cli;
 mod condition;
 mod content;
+mod dd;
 mod env;
 mod files;
 mod grep;
 mod links;
 mod listing;
 mod net;
+mod od;
 mod paths;
 mod posix_regex;
 mod print;
@@ -127,6 +130,9 @@ pub(crate) static TABLE: &[Program] = &[
     Program::new("tar", |p| Box::pin(tar::tar(p))),
     Program::new("base64", |p| Box::pin(archive::base64(p))),
     Program::new("sha256sum", |p| Box::pin(archive::sha256sum(p))),
+    // dd, od
+    Program::new("dd", |p| Box::pin(dd::dd(p))),
+    Program::new("od", |p| Box::pin(od::od(p))),
     // search
     Program::new("find", |p| Box::pin(search::find(p))),
     Program::new("xargs", |p| Box::pin(search::xargs(p))),

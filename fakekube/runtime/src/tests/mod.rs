@@ -12,6 +12,7 @@ use super::io::CHUNK;
 use super::*;
 
 mod busybox;
+mod raw_bytes;
 mod grep;
 mod limits;
 mod links;
