@@ -16,6 +16,7 @@
 //! - [`timing`]: `sleep`, `timeout`;
 //! - [`system`]: `uname`, `id`, `whoami`, `hostname`, `date`, `uptime`, `du`, `df`;
 //! - [`text`]: `sort`, `uniq`, `tr`, `cut`; [`sed`]: `sed`; [`grep`]: `grep`, `egrep`, `fgrep`;
+//!   [`awk`]: `awk`;
 //! - [`archive`]: `gzip`, `gunzip`, `zcat`, `base64`, `sha256sum`; [`tar`]: `tar`;
 //! - [`dd`]: `dd`; [`od`]: `od`;
 //! - [`search`]: `find`, `xargs`;
@@ -29,6 +30,7 @@
 //! and exit codes follow GNU coreutils where the tools differ from BusyBox.
 
 mod archive;
+mod awk;
 mod cli;
 mod condition;
 mod content;
@@ -120,6 +122,7 @@ pub(crate) static TABLE: &[Program] = &[
     Program::new("tr", |p| Box::pin(text::tr(p))),
     Program::new("cut", |p| Box::pin(text::cut(p))),
     Program::new("sed", |p| Box::pin(sed::sed(p))),
+    Program::new("awk", |p| Box::pin(awk::awk(p))),
     Program::new("grep", |p| Box::pin(grep::grep(p))),
     Program::new("egrep", |p| Box::pin(grep::grep(p))),
     Program::new("fgrep", |p| Box::pin(grep::grep(p))),

@@ -11,11 +11,12 @@ use tokio_util::sync::CancellationToken;
 use super::io::CHUNK;
 use super::*;
 
+mod awk;
 mod busybox;
-mod raw_bytes;
 mod grep;
 mod limits;
 mod links;
+mod raw_bytes;
 mod signals;
 mod tar;
 mod terminal;
