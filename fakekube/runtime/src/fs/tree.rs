@@ -76,6 +76,13 @@ pub(crate) enum Device {
     Null,
     /// `/dev/zero`: reads never end, writes vanish.
     Zero,
+    /// `/dev/random` and `/dev/urandom`: reads give random bytes, writes vanish.
+    Random,
+    /// `/dev/full`: reads give zeros, writes fail with ENOSPC.
+    Full,
+    /// `/dev/fd/N` (and `/dev/stdin`, `/dev/stdout`, `/dev/stderr`, links to them): the
+    /// opening process's standard stream N.
+    Fd(u8),
 }
 
 /// One node of a tree.

@@ -9,8 +9,8 @@ use std::time::Instant;
 
 use bytes::Bytes;
 
-use super::cli::{MAX_INPUT, emit, open_input};
-use crate::io::Input;
+use super::cli::{MAX_INPUT, open_input};
+use crate::io::{Input, Output, WriteError};
 use crate::process::Process;
 
 /// BusyBox's multiplier suffixes for block sizes and counts (`cwbkMG_suffixes`).
@@ -214,10 +214,11 @@ async fn read_block(input: &Input, n: usize) -> Vec<u8> {
     out
 }
 
-/// Where the blocks go: stdout as they come, or a file's bytes in memory.
+/// Where the blocks go: a stream as they come (stdout, a device), or a file's bytes in
+/// memory.
 enum Sink {
-    /// Standard output.
-    Stdout,
+    /// Standard output or a device (`/dev/stderr`, `/dev/null`, `/dev/full`).
+    Stream(Output, String),
     /// A file: its path, its bytes, and where the next write lands.
     File(String, Vec<u8>, usize),
 }
@@ -266,7 +267,21 @@ pub(crate) async fn dd(proc: Process) -> i32 {
     let ibs = usize::try_from(j.ibs).unwrap_or(usize::MAX);
     let obs = usize::try_from(j.obs).unwrap_or(usize::MAX);
     let mut sink = match &j.output {
-        None => Sink::Stdout,
+        None => Sink::Stream(proc.stdout.clone(), "standard output".into()),
+        Some(name)
+            if matches!(
+                proc.fs.open_read(&proc.path(name)),
+                Ok(crate::fs::ReadTarget::Device(_))
+            ) =>
+        {
+            match Output::open(&proc.fs, &proc.path(name), true, &proc.stdio()) {
+                Ok(o) => Sink::Stream(o, name.clone()),
+                Err(e) => {
+                    proc.err(&format!("can't open '{name}': {e}")).await;
+                    return 1;
+                }
+            }
+        }
         Some(name) => {
             let path = proc.path(name);
             let existing = if j.notrunc || j.seek > 0 || j.append {
@@ -382,7 +397,15 @@ async fn write(
 ) -> Result<(), i32> {
     let len = block.len();
     match sink {
-        Sink::Stdout => emit(proc, Bytes::from(block)).await?,
+        Sink::Stream(out, name) => match out.write(Bytes::from(block)).await {
+            Ok(()) => {}
+            Err(WriteError::BrokenPipe) => return Err(141),
+            Err(e) => {
+                proc.err(&format!("error writing '{name}': {e}")).await;
+                report_partial(proc, st).await;
+                return Err(1);
+            }
+        },
         Sink::File(_, data, at) => {
             let end = at.saturating_add(len);
             if end > crate::fs::MAX_FILE_SIZE {
@@ -403,6 +426,17 @@ async fn write(
         st.out_part += 1;
     }
     Ok(())
+}
+
+/// The two record lines BusyBox prints when a write fails.
+async fn report_partial(proc: &Process, st: &Stats) {
+    let _ = proc
+        .stderr
+        .write_str(&format!(
+            "{}+{} records in\n{}+{} records out\n",
+            st.in_full, st.in_part, st.out_full, st.out_part
+        ))
+        .await;
 }
 
 /// BusyBox's report on stderr (nothing with `status=none`, two lines with `status=noxfer`).

@@ -13,6 +13,7 @@ use super::*;
 
 mod awk;
 mod busybox;
+mod devices;
 mod grep;
 mod limits;
 mod links;
