@@ -1,5 +1,5 @@
 //! Programs that create, remove, copy and move files and directories, or change their mode
-//! and times: `mkdir`, `rmdir`, `rm`, `touch`, `chmod`, `cp`, `mv`.
+//! and times: `mkdir`, `rmdir`, `rm`, `touch`, `chmod`, `cp`, `mv`, `truncate`.
 
 use super::cli::{getopt, usage};
 use crate::fs::{self as vfs, FsError, NodeKind};
@@ -342,6 +342,75 @@ async fn copy_or_move(proc: Process, operands: Vec<String>, recursive: Option<bo
                 "cannot move"
             };
             proc.err(&format!("{verb} '{src}' to '{dst}': {e}")).await;
+            status = 1;
+        }
+    }
+    status
+}
+
+/// A `truncate -s` size: `[+-]N[KMG]`; the new size from the current one.
+fn truncate_size(spec: &str, current: u64) -> Option<u64> {
+    let (sign, rest) = match spec.chars().next()? {
+        c @ ('+' | '-') => (Some(c), &spec[1..]),
+        _ => (None, spec),
+    };
+    let (digits, mult) = match rest.chars().last()? {
+        'K' | 'k' => (&rest[..rest.len() - 1], 1024),
+        'M' | 'm' => (&rest[..rest.len() - 1], 1024 * 1024),
+        'G' | 'g' => (&rest[..rest.len() - 1], 1024 * 1024 * 1024),
+        _ => (rest, 1),
+    };
+    let n = digits.parse::<u64>().ok()?.checked_mul(mult)?;
+    Some(match sign {
+        Some('+') => current.saturating_add(n),
+        Some(_) => current.saturating_sub(n),
+        None => n,
+    })
+}
+
+/// `truncate [-c] -s [+-]SIZE FILE…`: each file cut or zero-extended to SIZE (created unless
+/// `-c`).
+pub(crate) async fn truncate(proc: Process) -> i32 {
+    let p = match getopt(proc.args(), "cs:", "s", &[], &[]) {
+        Ok(p) => p,
+        Err(e) => return usage(&proc, &e, 1).await,
+    };
+    let Some(spec) = p.value('s') else {
+        return usage(&proc, "you must specify '-s'", 1).await;
+    };
+    if p.operands.is_empty() {
+        return usage(&proc, "missing file operand", 1).await;
+    }
+    let mut status = 0;
+    for f in &p.operands {
+        let path = proc.path(f);
+        if p.has('c') && !proc.fs.exists(&path) {
+            continue;
+        }
+        let data = proc.fs.read(&path).map(|b| b.to_vec()).unwrap_or_default();
+        let Some(size) = truncate_size(spec, data.len() as u64) else {
+            proc.err(&format!("invalid number '{spec}'")).await;
+            return 1;
+        };
+        let Ok(size) = usize::try_from(size) else {
+            proc.err(&format!("cannot open '{f}' for writing: File too large"))
+                .await;
+            status = 1;
+            continue;
+        };
+        if size > vfs::MAX_FILE_SIZE {
+            proc.err(&format!(
+                "cannot open '{f}' for writing: No space left on device"
+            ))
+            .await;
+            status = 1;
+            continue;
+        }
+        let mut data = data;
+        data.resize(size, 0);
+        if let Err(e) = proc.fs.write(&path, &data) {
+            proc.err(&format!("cannot open '{f}' for writing: {e}"))
+                .await;
             status = 1;
         }
     }

@@ -6,19 +6,21 @@
 //!
 //! - [`content`]: `cat`, `head`, `tail`, `wc`, `tee`;
 //! - [`listing`]: `ls`, `stat`;
-//! - [`files`]: `mkdir`, `rmdir`, `rm`, `touch`, `chmod`, `cp`, `mv`;
+//! - [`files`]: `mkdir`, `rmdir`, `rm`, `touch`, `chmod`, `cp`, `mv`, `truncate`;
 //! - [`links`]: `ln`, `readlink`, `realpath`; [`temp`]: `mktemp`;
 //! - [`print`]: `echo`, `printf`;
 //! - [`sequence`]: `yes`, `seq`;
 //! - [`paths`]: `dirname`, `basename`, `which`;
 //! - [`condition`]: `test`, `[`;
 //! - [`env`]: `env`, `printenv`, `pwd`;
-//! - [`timing`]: `sleep`, `timeout`;
-//! - [`system`]: `uname`, `id`, `whoami`, `hostname`, `date`, `uptime`, `du`, `df`;
+//! - [`timing`]: `sleep`, `timeout`, `usleep`;
+//! - [`system`]: `uname`, `id`, `whoami`, `hostname`, `date`, `uptime`, `du`, `df`, `nproc`,
+//!   `sync`;
 //! - [`text`]: `sort`, `uniq`, `tr`, `cut`; [`sed`]: `sed`; [`grep`]: `grep`, `egrep`, `fgrep`;
 //!   [`awk`]: `awk`;
 //! - [`archive`]: `gzip`, `gunzip`, `zcat`, `base64`, `sha256sum`; [`tar`]: `tar`;
-//! - [`dd`]: `dd`; [`od`]: `od`;
+//! - [`dd`]: `dd`; [`od`]: `od`; [`inspect`]: `cmp`, `strings`, `hexdump`, `xxd`;
+//! - [`lines`]: `tac`, `rev`, `nl`, `fold`, `paste`, `comm`; [`expr`]: `expr`;
 //! - [`search`]: `find`, `xargs`;
 //! - [`processes`]: `ps`, `kill`;
 //! - [`terminal`]: `tty`, `stty`;
@@ -36,8 +38,11 @@ mod condition;
 mod content;
 mod dd;
 mod env;
+mod expr;
 mod files;
 mod grep;
+mod inspect;
+mod lines;
 mod links;
 mod listing;
 mod net;
@@ -79,6 +84,7 @@ pub(crate) static TABLE: &[Program] = &[
     Program::new("chmod", |p| Box::pin(files::chmod(p))),
     Program::new("cp", |p| Box::pin(files::cp(p))),
     Program::new("mv", |p| Box::pin(files::mv(p))),
+    Program::new("truncate", |p| Box::pin(files::truncate(p))),
     // links
     Program::new("ln", |p| Box::pin(links::ln(p))),
     Program::new("readlink", |p| Box::pin(links::readlink(p))),
@@ -107,6 +113,7 @@ pub(crate) static TABLE: &[Program] = &[
     // timing
     Program::new("sleep", |p| Box::pin(timing::sleep(p))),
     Program::new("timeout", |p| Box::pin(timing::timeout(p))),
+    Program::new("usleep", |p| Box::pin(timing::usleep(p))),
     // system
     Program::new("uname", |p| Box::pin(system::uname(p))),
     Program::new("id", |p| Box::pin(system::id(p))),
@@ -116,11 +123,22 @@ pub(crate) static TABLE: &[Program] = &[
     Program::new("uptime", |p| Box::pin(system::uptime(p))),
     Program::new("du", |p| Box::pin(system::du(p))),
     Program::new("df", |p| Box::pin(system::df(p))),
+    Program::new("nproc", |p| Box::pin(system::nproc(p))),
+    Program::new("sync", |p| Box::pin(system::sync(p))),
     // text
     Program::new("sort", |p| Box::pin(text::sort(p))),
     Program::new("uniq", |p| Box::pin(text::uniq(p))),
     Program::new("tr", |p| Box::pin(text::tr(p))),
     Program::new("cut", |p| Box::pin(text::cut(p))),
+    // lines
+    Program::new("tac", |p| Box::pin(lines::tac(p))),
+    Program::new("rev", |p| Box::pin(lines::rev(p))),
+    Program::new("nl", |p| Box::pin(lines::nl(p))),
+    Program::new("fold", |p| Box::pin(lines::fold(p))),
+    Program::new("paste", |p| Box::pin(lines::paste(p))),
+    Program::new("comm", |p| Box::pin(lines::comm(p))),
+    // expr
+    Program::new("expr", |p| Box::pin(expr::expr(p))),
     Program::new("sed", |p| Box::pin(sed::sed(p))),
     Program::new("awk", |p| Box::pin(awk::awk(p))),
     Program::new("grep", |p| Box::pin(grep::grep(p))),
@@ -136,6 +154,11 @@ pub(crate) static TABLE: &[Program] = &[
     // dd, od
     Program::new("dd", |p| Box::pin(dd::dd(p))),
     Program::new("od", |p| Box::pin(od::od(p))),
+    // inspect
+    Program::new("cmp", |p| Box::pin(inspect::cmp(p))),
+    Program::new("strings", |p| Box::pin(inspect::strings(p))),
+    Program::new("hexdump", |p| Box::pin(inspect::hexdump(p))),
+    Program::new("xxd", |p| Box::pin(inspect::xxd(p))),
     // search
     Program::new("find", |p| Box::pin(search::find(p))),
     Program::new("xargs", |p| Box::pin(search::xargs(p))),

@@ -1,4 +1,5 @@
-//! Programs that wait: `sleep`, and `timeout`, which runs a program until a deadline.
+//! Programs that wait: `sleep`, `usleep`, and `timeout`, which runs a program until a
+//! deadline.
 
 use std::time::Duration;
 
@@ -52,6 +53,17 @@ pub(crate) async fn sleep(proc: Process) -> i32 {
     }
     tokio::select! {
         _ = tokio::time::sleep(total) => 0,
+        _ = proc.cancel.cancelled() => 143,
+    }
+}
+
+/// `usleep MICROSECONDS`; cancellable.
+pub(crate) async fn usleep(proc: Process) -> i32 {
+    let Some(us) = proc.args().first().and_then(|a| a.parse::<u64>().ok()) else {
+        return usage(&proc, "missing or invalid operand", 1).await;
+    };
+    tokio::select! {
+        _ = tokio::time::sleep(Duration::from_micros(us)) => 0,
         _ = proc.cancel.cancelled() => 143,
     }
 }

@@ -17,6 +17,7 @@ mod devices;
 mod grep;
 mod limits;
 mod links;
+mod more;
 mod raw_bytes;
 mod signals;
 mod tar;

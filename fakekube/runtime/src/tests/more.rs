@@ -1,0 +1,138 @@
+//! The everyday BusyBox applets agent workloads type: `tac rev nl fold paste comm expr cmp
+//! strings hexdump xxd nproc sync usleep truncate`, with BusyBox's output and exit codes.
+
+use super::*;
+
+#[tokio::test]
+async fn tac_and_rev_reverse_lines_and_characters() {
+    check("printf 'a\\nb\\nc\\n' | tac", "c\nb\na\n").await;
+    check("printf 'abc\\nxy\\n' | rev", "cba\nyx\n").await;
+    let r = sh("tac /nope").await;
+    assert_eq!(r.status, ExitStatus::Code(1));
+    assert_eq!(
+        r.stderr,
+        "tac: can't open '/nope': No such file or directory\n"
+    );
+}
+
+#[tokio::test]
+async fn nl_numbers_non_empty_lines_by_default() {
+    check(
+        "printf 'a\\n\\nb\\n' | nl",
+        "     1\ta\n       \n     2\tb\n",
+    )
+    .await;
+    check("printf 'a\\n\\n' | nl -ba -w2 -s:", " 1:a\n 2:\n").await;
+}
+
+#[tokio::test]
+async fn fold_breaks_lines_at_the_width_and_at_blanks_with_s() {
+    check("echo abcdefgh | fold -w 3", "abc\ndef\ngh\n").await;
+    check("echo 'aa bb cc' | fold -s -w 5", "aa \nbb cc\n").await;
+}
+
+#[tokio::test]
+async fn paste_joins_files_side_by_side_or_serially() {
+    check(
+        "printf '1\\n2\\n' > /a; printf 'x\\ny\\nz\\n' > /b; paste /a /b; paste -s -d, /b",
+        "1\tx\n2\ty\n\tz\nx,y,z\n",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn comm_prints_three_columns_of_sorted_inputs() {
+    check(
+        "printf 'a\\nb\\nd\\n' > /1; printf 'b\\nc\\nd\\n' > /2; comm /1 /2; comm -12 /1 /2",
+        "a\n\t\tb\n\tc\n\t\td\nb\nd\n",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn expr_computes_compares_and_matches_with_its_exit_codes() {
+    check("expr 2 + 3 \\* 4", "14\n").await;
+    check("expr 7 / 2; expr 7 % 2", "3\n1\n").await;
+    check(
+        "expr abcdef : 'abc'; expr abc123 : '[a-z]*\\([0-9]*\\)'",
+        "3\n123\n",
+    )
+    .await;
+    check(
+        "expr length hello; expr substr hello 2 3; expr index hello l",
+        "5\nell\n3\n",
+    )
+    .await;
+    check("expr 10 \\> 9; expr a \\< b", "1\n1\n").await;
+    let r = sh("expr 1 - 1").await;
+    assert_eq!((r.status, r.stdout.as_str()), (ExitStatus::Code(1), "0\n"));
+    let r = sh("expr 1 / 0").await;
+    assert_eq!(
+        (r.status, r.stderr.as_str()),
+        (ExitStatus::Code(2), "expr: division by zero\n")
+    );
+    let r = sh("expr a + 1").await;
+    assert_eq!(
+        (r.status, r.stderr.as_str()),
+        (ExitStatus::Code(2), "expr: non-numeric argument\n")
+    );
+    let r = sh("expr 1 +").await;
+    assert_eq!(
+        (r.status, r.stderr.as_str()),
+        (ExitStatus::Code(2), "expr: syntax error\n")
+    );
+}
+
+#[tokio::test]
+async fn cmp_reports_the_first_difference_or_eof_with_exit_1() {
+    let r = sh("printf 'ab\\ncd\\n' > /x; printf 'ab\\ncX\\n' > /y; cmp /x /y").await;
+    assert_eq!(
+        (r.status, r.stdout.as_str()),
+        (ExitStatus::Code(1), "/x /y differ: char 5, line 2\n")
+    );
+    let r = sh("printf 'ab' > /x; printf 'abc' > /y; cmp /x /y").await;
+    assert_eq!(
+        (r.status, r.stderr.as_str()),
+        (ExitStatus::Code(1), "cmp: EOF on /x\n")
+    );
+    check(
+        "echo same > /x; cp /x /y; cmp /x /y && echo equal",
+        "equal\n",
+    )
+    .await;
+    let r = sh("printf a > /x; printf b > /y; cmp -s /x /y").await;
+    assert_eq!((r.status, r.stdout.as_str()), (ExitStatus::Code(1), ""));
+    let r = sh("cmp /nope /x").await;
+    assert_eq!(r.status, ExitStatus::Code(2));
+}
+
+#[tokio::test]
+async fn strings_hexdump_and_xxd_show_bytes() {
+    check("printf 'ab\\001hello\\002wor\\n' | strings", "hello\n").await;
+    check(
+        "printf 'hello\\n' | hexdump -C",
+        "00000000  68 65 6c 6c 6f 0a                                 |hello.|\n00000006\n",
+    )
+    .await;
+    check(
+        "printf 'hello\\n' | xxd",
+        "00000000: 6865 6c6c 6f0a                           hello.\n",
+    )
+    .await;
+    check("printf 'hi' | xxd -p", "6869\n").await;
+}
+
+#[tokio::test]
+async fn nproc_sync_usleep_and_truncate_work() {
+    check(
+        "nproc; sync && echo synced; usleep 1 && echo slept",
+        "1\nsynced\nslept\n",
+    )
+    .await;
+    check(
+        "printf 123456 > /f; truncate -s 3 /f; cat /f; echo; truncate -s +2 /f; wc -c < /f; \
+         truncate -s 1K /new; wc -c < /new; truncate -c -s 5 /absent; ls /absent 2>/dev/null || echo none",
+        "123\n5\n1024\nnone\n",
+    )
+    .await;
+}
