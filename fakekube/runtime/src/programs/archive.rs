@@ -1,6 +1,6 @@
-//! Programs that compress, encode or digest data: `gzip`, `gunzip`, `zcat`, `base64` and
-//! `sha256sum`, worded as BusyBox words them (`tar` is [`super::tar`]). Formats come from
-//! crates: `flate2` (gzip), `base64`, `sha2`.
+//! Programs that compress or encode data: `gzip`, `gunzip`, `zcat` and `base64`, worded as
+//! BusyBox words them (`tar` is [`super::tar`], the checksums [`super::digest`]). Formats
+//! come from crates: `flate2` (gzip), `base64`.
 
 use std::io::Write;
 
@@ -8,7 +8,6 @@ use base64::Engine;
 use bytes::Bytes;
 use flate2::Compression;
 use flate2::write::{GzEncoder, MultiGzDecoder};
-use sha2::{Digest, Sha256};
 
 use super::cli::{emit, finish, open_input, slurp, usage};
 use crate::process::Process;
@@ -270,86 +269,6 @@ pub(crate) async fn base64(proc: Process) -> i32 {
         out.push('\n');
     }
     finish(&proc, out).await
-}
-
-/// `sha256sum [-c] [FILE]…`: `HASH  NAME` lines, or checks such lines.
-pub(crate) async fn sha256sum(proc: Process) -> i32 {
-    let mut check = false;
-    let mut files = Vec::new();
-    for a in proc.args() {
-        match a.as_str() {
-            "-c" | "--check" => check = true,
-            "-b" | "-t" | "-s" | "-w" | "--status" | "--quiet" => {}
-            s if s.starts_with('-') && s.len() > 1 => {
-                return usage(&proc, &format!("invalid option -- '{}'", &s[1..2]), 1).await;
-            }
-            _ => files.push(a.clone()),
-        }
-    }
-    if files.is_empty() {
-        files.push("-".into());
-    }
-    let mut status = 0;
-    for f in &files {
-        let Some(digest) = hash(&proc, f).await else {
-            status = 1;
-            continue;
-        };
-        if !check {
-            if let Err(code) = emit(&proc, format!("{digest}  {f}\n")).await {
-                return code;
-            }
-            continue;
-        }
-        let Some(list) = slurp(&proc, f).await else {
-            status = 1;
-            continue;
-        };
-        let (mut total, mut bad) = (0, 0);
-        for line in String::from_utf8_lossy(&list).lines() {
-            let Some((want, name)) = line.split_once("  ").or_else(|| line.split_once(" *")) else {
-                continue;
-            };
-            total += 1;
-            let ok = hash(&proc, name).await.is_some_and(|got| got == want);
-            if !ok {
-                bad += 1;
-            }
-            let verdict = if ok { "OK" } else { "FAILED" };
-            if let Err(code) = emit(&proc, format!("{name}: {verdict}\n")).await {
-                return code;
-            }
-        }
-        if bad > 0 {
-            proc.err(&format!(
-                "WARNING: {bad} of {total} computed checksums did NOT match"
-            ))
-            .await;
-            status = 1;
-        }
-    }
-    status
-}
-
-/// The SHA-256 of an operand, in hex; `None` after an error message.
-async fn hash(proc: &Process, name: &str) -> Option<String> {
-    let input = match open_input(proc, name) {
-        Ok(i) => i,
-        Err(e) => {
-            proc.err(&format!("can't open '{name}': {e}")).await;
-            return None;
-        }
-    };
-    let mut h = Sha256::new();
-    while let Some(chunk) = input.read().await {
-        h.update(&chunk);
-    }
-    Some(
-        h.finalize()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect::<String>(),
-    )
 }
 
 #[cfg(test)]

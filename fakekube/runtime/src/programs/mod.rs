@@ -18,7 +18,8 @@
 //!   `sync`;
 //! - [`text`]: `sort`, `uniq`, `tr`, `cut`; [`sed`]: `sed`; [`grep`]: `grep`, `egrep`, `fgrep`;
 //!   [`awk`]: `awk`;
-//! - [`archive`]: `gzip`, `gunzip`, `zcat`, `base64`, `sha256sum`; [`tar`]: `tar`;
+//! - [`archive`]: `gzip`, `gunzip`, `zcat`, `base64`; [`tar`]: `tar`; [`digest`]: `md5sum`,
+//!   `sha1sum`, `sha256sum`;
 //! - [`dd`]: `dd`; [`od`]: `od`; [`inspect`]: `cmp`, `strings`, `hexdump`, `xxd`;
 //! - [`lines`]: `tac`, `rev`, `nl`, `fold`, `paste`, `comm`; [`expr`]: `expr`;
 //! - [`search`]: `find`, `xargs`;
@@ -37,6 +38,7 @@ mod cli;
 mod condition;
 mod content;
 mod dd;
+mod digest;
 mod env;
 mod expr;
 mod files;
@@ -150,7 +152,9 @@ pub(crate) static TABLE: &[Program] = &[
     Program::new("zcat", |p| Box::pin(archive::gzip(p))),
     Program::new("tar", |p| Box::pin(tar::tar(p))),
     Program::new("base64", |p| Box::pin(archive::base64(p))),
-    Program::new("sha256sum", |p| Box::pin(archive::sha256sum(p))),
+    Program::new("sha256sum", |p| Box::pin(digest::sum(p))),
+    Program::new("sha1sum", |p| Box::pin(digest::sum(p))),
+    Program::new("md5sum", |p| Box::pin(digest::sum(p))),
     // dd, od
     Program::new("dd", |p| Box::pin(dd::dd(p))),
     Program::new("od", |p| Box::pin(od::od(p))),

@@ -136,3 +136,29 @@ async fn nproc_sync_usleep_and_truncate_work() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn md5sum_and_sha1sum_print_and_check_digests_as_sha256sum_does() {
+    check(
+        "printf abc | md5sum",
+        "900150983cd24fb0d6963f7d28e17f72  -\n",
+    )
+    .await;
+    check(
+        "printf abc | sha1sum",
+        "a9993e364706816aba3e25717850c26c9cd0d89d  -\n",
+    )
+    .await;
+    check(
+        "echo hi > /f; md5sum /f > /sums; md5sum -c /sums",
+        "/f: OK\n",
+    )
+    .await;
+    let r = sh("echo hi > /f; md5sum /f > /sums; echo changed > /f; md5sum -c /sums").await;
+    assert_eq!(r.status, ExitStatus::Code(1));
+    assert_eq!(r.stdout, "/f: FAILED\n");
+    assert_eq!(
+        r.stderr,
+        "md5sum: WARNING: 1 of 1 computed checksums did NOT match\n"
+    );
+}
