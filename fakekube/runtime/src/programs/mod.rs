@@ -20,7 +20,8 @@
 //!   [`awk`]: `awk`;
 //! - [`archive`]: `gzip`, `gunzip`, `zcat`, `base64`; [`tar`]: `tar`; [`digest`]: `md5sum`,
 //!   `sha1sum`, `sha256sum`;
-//! - [`dd`]: `dd`; [`od`]: `od`; [`inspect`]: `cmp`, `strings`, `hexdump`, `xxd`;
+//! - [`dd`]: `dd`; [`od`]: `od`; [`inspect`]: `cmp`, `strings`, `hexdump`, `xxd`; [`diff`]:
+//!   `diff`;
 //! - [`lines`]: `tac`, `rev`, `nl`, `fold`, `paste`, `comm`; [`expr`]: `expr`;
 //! - [`search`]: `find`, `xargs`;
 //! - [`processes`]: `ps`, `kill`;
@@ -38,6 +39,7 @@ mod cli;
 mod condition;
 mod content;
 mod dd;
+mod diff;
 mod digest;
 mod env;
 mod expr;
@@ -159,6 +161,7 @@ pub(crate) static TABLE: &[Program] = &[
     Program::new("dd", |p| Box::pin(dd::dd(p))),
     Program::new("od", |p| Box::pin(od::od(p))),
     // inspect
+    Program::new("diff", |p| Box::pin(diff::diff(p))),
     Program::new("cmp", |p| Box::pin(inspect::cmp(p))),
     Program::new("strings", |p| Box::pin(inspect::strings(p))),
     Program::new("hexdump", |p| Box::pin(inspect::hexdump(p))),

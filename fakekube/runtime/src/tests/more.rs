@@ -162,3 +162,52 @@ async fn md5sum_and_sha1sum_print_and_check_digests_as_sha256sum_does() {
         "md5sum: WARNING: 1 of 1 computed checksums did NOT match\n"
     );
 }
+
+#[tokio::test]
+async fn diff_prints_unified_hunks_as_busybox_and_exits_1_when_files_differ() {
+    let r =
+        sh("printf 'a\\nb\\nc\\nd\\n' > /1; printf 'a\\nB\\nc\\nd\\ne\\n' > /2; diff /1 /2").await;
+    assert_eq!(r.status, ExitStatus::Code(1));
+    assert_eq!(
+        r.stdout,
+        "--- /1\n+++ /2\n@@ -1,4 +1,5 @@\n a\n-b\n+B\n c\n d\n+e\n"
+    );
+    check(
+        "echo same > /1; cp /1 /2; diff /1 /2 && echo none",
+        "none\n",
+    )
+    .await;
+    let r = sh("echo a > /1; echo b > /2; diff -q /1 /2").await;
+    assert_eq!(
+        (r.status, r.stdout.as_str()),
+        (ExitStatus::Code(1), "Files /1 and /2 differ\n")
+    );
+    check(
+        "echo 'A  b' > /1; echo 'a b' > /2; diff -i -b /1 /2 && echo alike",
+        "alike\n",
+    )
+    .await;
+    let r = sh("diff /nope /1").await;
+    assert_eq!(
+        (r.status, r.stderr.as_str()),
+        (
+            ExitStatus::Code(2),
+            "diff: can't stat '/nope': No such file or directory\n"
+        )
+    );
+}
+
+#[tokio::test]
+async fn diff_separates_distant_changes_into_hunks_and_marks_a_missing_newline() {
+    let r = sh("seq 1 20 > /1; seq 1 20 | sed 's/^2$/two/; s/^19$/nineteen/' > /2; diff -U1 /1 /2")
+        .await;
+    assert_eq!(
+        r.stdout,
+        "--- /1\n+++ /2\n@@ -1,3 +1,3 @@\n 1\n-2\n+two\n 3\n@@ -18,3 +18,3 @@\n 18\n-19\n+nineteen\n 20\n"
+    );
+    let r = sh("printf 'x\\n' > /1; printf 'x' > /2; diff /1 /2").await;
+    assert_eq!(
+        r.stdout,
+        "--- /1\n+++ /2\n@@ -1 +1 @@\n-x\n+x\n\\ No newline at end of file\n"
+    );
+}
