@@ -1,5 +1,5 @@
 //! Programs that create, remove, copy and move files and directories, or change their mode
-//! and times: `mkdir`, `rmdir`, `rm`, `touch`, `chmod`, `cp`, `mv`, `truncate`.
+//! and times: `mkdir`, `rmdir`, `rm`, `touch`, `chmod`, `cp`, `mv`, `truncate`, `install`.
 
 use super::cli::{getopt, usage};
 use crate::fs::{self as vfs, FsError, NodeKind};
@@ -412,6 +412,101 @@ pub(crate) async fn truncate(proc: Process) -> i32 {
             proc.err(&format!("cannot open '{f}' for writing: {e}"))
                 .await;
             status = 1;
+        }
+    }
+    status
+}
+
+/// `install [-cdDsp] [-m MODE] [-o USER] [-g GROUP] [-t DIR] SOURCE… DEST`: copies files
+/// and sets their mode (0755 unless `-m`); `-d` makes directories, `-D` the leading
+/// directories of DEST. Owners are accepted and ignored (everything is root's).
+pub(crate) async fn install(proc: Process) -> i32 {
+    let p = match getopt(proc.args(), "cdDspvm:o:g:t:", "mogt", &[], &[]) {
+        Ok(p) => p,
+        Err(e) => return usage(&proc, &e, 1).await,
+    };
+    let mode = match p.value('m') {
+        Some(m) => match parse_octal(m).or_else(|| apply_symbolic(0o755, m)) {
+            Some(m) => m,
+            None => {
+                proc.err(&format!("invalid mode '{m}'")).await;
+                return 1;
+            }
+        },
+        None => 0o755,
+    };
+    let mut ops = p.operands.clone();
+    if p.has('d') {
+        let mut status = 0;
+        for d in &ops {
+            let path = proc.path(d);
+            match proc.fs.mkdir_all(&path, mode) {
+                Ok(()) => {
+                    let _ = proc.fs.chmod(&path, mode);
+                }
+                Err(e) => {
+                    proc.err(&format!("can't create directory '{d}': {e}"))
+                        .await;
+                    status = 1;
+                }
+            }
+        }
+        return status;
+    }
+    let dest = match p.value('t') {
+        Some(t) => t.to_string(),
+        None => match ops.pop() {
+            Some(d) => d,
+            None => return usage(&proc, "missing file operand", 1).await,
+        },
+    };
+    if ops.is_empty() {
+        return usage(
+            &proc,
+            &format!("missing destination file operand after '{dest}'"),
+            1,
+        )
+        .await;
+    }
+    let dest_abs = proc.path(&dest);
+    if p.has('D')
+        && let Some((parent, _)) = dest_abs.rsplit_once('/')
+        && !parent.is_empty()
+        && let Err(e) = proc.fs.mkdir_all(parent, 0o755)
+    {
+        proc.err(&format!("can't create directory '{parent}': {e}"))
+            .await;
+        return 1;
+    }
+    let into_dir = ops.len() > 1
+        || p.has('t')
+        || matches!(proc.fs.metadata(&dest_abs), Ok(m) if m.kind == NodeKind::Directory);
+    let mut status = 0;
+    for src in &ops {
+        let from = proc.path(src);
+        let data = match proc.fs.read(&from) {
+            Ok(d) => d,
+            Err(e) => {
+                proc.err(&format!("can't stat '{src}': {e}")).await;
+                status = 1;
+                continue;
+            }
+        };
+        let to = if into_dir {
+            let base = src.trim_end_matches('/');
+            vfs::join(&dest_abs, base.rsplit('/').next().unwrap_or(base))
+        } else {
+            dest_abs.clone()
+        };
+        let _ = proc.fs.remove(&to, false, false);
+        match proc.fs.write(&to, &data) {
+            Ok(()) => {
+                let _ = proc.fs.chmod(&to, mode);
+            }
+            Err(e) => {
+                proc.err(&format!("can't create '{to}': {e}")).await;
+                status = 1;
+            }
         }
     }
     status

@@ -1,4 +1,5 @@
-//! Programs that rearrange lines, as BusyBox's: `tac`, `rev`, `nl`, `fold`, `paste`, `comm`.
+//! Programs that rearrange lines, as BusyBox's: `tac`, `rev`, `nl`, `fold`, `paste`, `comm`,
+//! `split`.
 
 use super::cli::{finish, getopt, lines, slurp, usage};
 use crate::process::Process;
@@ -269,4 +270,91 @@ pub(crate) async fn comm(proc: Process) -> i32 {
         }
     }
     finish(&proc, out).await
+}
+
+/// The `n`-th (from 0) suffix of `len` letters: `aa`, `ab`, …; `None` past `zz…`.
+fn split_suffix(mut n: usize, len: usize) -> Option<String> {
+    let mut s = vec![b'a'; len];
+    for k in (0..len).rev() {
+        s[k] = b'a' + (n % 26) as u8;
+        n /= 26;
+    }
+    (n == 0).then(|| String::from_utf8_lossy(&s).into_owned())
+}
+
+/// `split [-l LINES | -b BYTES[kmg]] [-a SUFFIXLEN] [INPUT [PREFIX]]`: pieces of 1000 lines
+/// (or of BYTES) in `PREFIXaa`, `PREFIXab`, … (`x` by default).
+pub(crate) async fn split(proc: Process) -> i32 {
+    let p = match getopt(proc.args(), "l:b:a:", "lba", &[], &[]) {
+        Ok(p) => p,
+        Err(e) => return usage(&proc, &e, 1).await,
+    };
+    let size = |v: &str| -> Option<usize> {
+        let (digits, mult) = match v.chars().last()? {
+            'k' => (&v[..v.len() - 1], 1024),
+            'm' => (&v[..v.len() - 1], 1024 * 1024),
+            'g' => (&v[..v.len() - 1], 1024 * 1024 * 1024),
+            _ => (v, 1),
+        };
+        digits
+            .parse::<usize>()
+            .ok()?
+            .checked_mul(mult)
+            .filter(|n| *n > 0)
+    };
+    let (lines_per, bytes_per) = match (p.value('l'), p.value('b')) {
+        (_, Some(b)) => match size(b) {
+            Some(n) => (None, Some(n)),
+            None => return usage(&proc, &format!("invalid number '{b}'"), 1).await,
+        },
+        (Some(l), None) => match l.parse::<usize>().ok().filter(|n| *n > 0) {
+            Some(n) => (Some(n), None),
+            None => return usage(&proc, &format!("invalid number '{l}'"), 1).await,
+        },
+        (None, None) => (Some(1000), None),
+    };
+    let Some(suffix_len) = p
+        .value('a')
+        .map_or(Some(2), |a| a.parse::<usize>().ok())
+        .filter(|n| (1..=16).contains(n))
+    else {
+        return usage(&proc, "invalid suffix length", 1).await;
+    };
+    let input = p.operands.first().map_or("-", String::as_str);
+    let prefix = p.operands.get(1).map_or("x", String::as_str);
+    let Some(data) = slurp(&proc, input).await else {
+        return 1;
+    };
+    let mut pieces: Vec<&[u8]> = Vec::new();
+    if let Some(n) = bytes_per {
+        pieces.extend(data.chunks(n));
+    } else if let Some(n) = lines_per {
+        let mut start = 0;
+        let mut count = 0;
+        for (i, b) in data.iter().enumerate() {
+            if *b == b'\n' {
+                count += 1;
+                if count == n {
+                    pieces.push(&data[start..=i]);
+                    start = i + 1;
+                    count = 0;
+                }
+            }
+        }
+        if start < data.len() {
+            pieces.push(&data[start..]);
+        }
+    }
+    for (k, piece) in pieces.iter().enumerate() {
+        let Some(suffix) = split_suffix(k, suffix_len) else {
+            proc.err("suffixes exhausted").await;
+            return 1;
+        };
+        let name = format!("{prefix}{suffix}");
+        if let Err(e) = proc.fs.write(&proc.path(&name), piece) {
+            proc.err(&format!("can't open '{name}': {e}")).await;
+            return 1;
+        }
+    }
+    0
 }

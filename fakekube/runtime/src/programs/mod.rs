@@ -6,7 +6,7 @@
 //!
 //! - [`content`]: `cat`, `head`, `tail`, `wc`, `tee`;
 //! - [`listing`]: `ls`, `stat`;
-//! - [`files`]: `mkdir`, `rmdir`, `rm`, `touch`, `chmod`, `cp`, `mv`, `truncate`;
+//! - [`files`]: `mkdir`, `rmdir`, `rm`, `touch`, `chmod`, `cp`, `mv`, `truncate`, `install`;
 //! - [`links`]: `ln`, `readlink`, `realpath`; [`temp`]: `mktemp`;
 //! - [`print`]: `echo`, `printf`;
 //! - [`sequence`]: `yes`, `seq`;
@@ -22,7 +22,7 @@
 //!   `sha1sum`, `sha256sum`;
 //! - [`dd`]: `dd`; [`od`]: `od`; [`inspect`]: `cmp`, `strings`, `hexdump`, `xxd`; [`diff`]:
 //!   `diff`;
-//! - [`lines`]: `tac`, `rev`, `nl`, `fold`, `paste`, `comm`; [`expr`]: `expr`;
+//! - [`lines`]: `tac`, `rev`, `nl`, `fold`, `paste`, `comm`, `split`; [`expr`]: `expr`;
 //! - [`search`]: `find`, `xargs`;
 //! - [`processes`]: `ps`, `kill`;
 //! - [`terminal`]: `tty`, `stty`;
@@ -89,6 +89,7 @@ pub(crate) static TABLE: &[Program] = &[
     Program::new("cp", |p| Box::pin(files::cp(p))),
     Program::new("mv", |p| Box::pin(files::mv(p))),
     Program::new("truncate", |p| Box::pin(files::truncate(p))),
+    Program::new("install", |p| Box::pin(files::install(p))),
     // links
     Program::new("ln", |p| Box::pin(links::ln(p))),
     Program::new("readlink", |p| Box::pin(links::readlink(p))),
@@ -141,6 +142,7 @@ pub(crate) static TABLE: &[Program] = &[
     Program::new("fold", |p| Box::pin(lines::fold(p))),
     Program::new("paste", |p| Box::pin(lines::paste(p))),
     Program::new("comm", |p| Box::pin(lines::comm(p))),
+    Program::new("split", |p| Box::pin(lines::split(p))),
     // expr
     Program::new("expr", |p| Box::pin(expr::expr(p))),
     Program::new("sed", |p| Box::pin(sed::sed(p))),

@@ -211,3 +211,30 @@ async fn diff_separates_distant_changes_into_hunks_and_marks_a_missing_newline()
         "--- /1\n+++ /2\n@@ -1 +1 @@\n-x\n+x\n\\ No newline at end of file\n"
     );
 }
+
+#[tokio::test]
+async fn install_copies_with_a_mode_and_makes_directories() {
+    check(
+        "echo x > /s; install -m 644 /s /d1; stat -c %a /d1; install -D /s /a/b/c; stat -c %a /a/b/c; \
+         install -d -m 700 /p/q; stat -c %a /p/q; mkdir /t; install /s /t; cat /t/s",
+        "644\n755\n700\nx\n",
+    )
+    .await;
+    let r = sh("install /nope /x").await;
+    assert_eq!(
+        (r.status, r.stderr.as_str()),
+        (
+            ExitStatus::Code(1),
+            "install: can't stat '/nope': No such file or directory\n"
+        )
+    );
+}
+
+#[tokio::test]
+async fn split_cuts_input_into_suffixed_pieces_by_lines_or_bytes() {
+    check(
+        "mkdir /w; cd /w; seq 1 5 | split -l 2; ls; cat xab; printf abcdefg | split -b 3 - part.; cat part.ac",
+        "xaa\nxab\nxac\n3\n4\ng",
+    )
+    .await;
+}
