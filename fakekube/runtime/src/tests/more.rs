@@ -238,3 +238,12 @@ async fn split_cuts_input_into_suffixed_pieces_by_lines_or_bytes() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn programs_that_cannot_exist_hermetically_are_missing_with_127() {
+    for prog in ["ping", "ssh", "mount", "curl", "apk"] {
+        let r = sh(&format!("{prog} x")).await;
+        assert_eq!(r.status, ExitStatus::Code(127), "{prog}: {r:?}");
+        assert_eq!(r.stderr, format!("sh: {prog}: not found\n"));
+    }
+}
