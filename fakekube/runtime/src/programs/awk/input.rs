@@ -90,6 +90,11 @@ impl Interp<'_> {
     /// The next record of the main input, opening the next operand as needed.
     pub(super) fn next_main_record(&mut self) -> Result<Option<String>, Error> {
         let sep = self.separator()?;
+        // On a terminal, what was printed shows before awk waits for the next line (stdout
+        // is line-buffered there, as C's stdio makes it).
+        if self.proc.stdout.tty().is_some() {
+            self.flush()?;
+        }
         loop {
             if self.main.done {
                 return Ok(None);
