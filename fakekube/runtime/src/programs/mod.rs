@@ -13,7 +13,7 @@
 //! - [`paths`]: `dirname`, `basename`, `which`;
 //! - [`condition`]: `test`, `[`;
 //! - [`env`]: `env`, `printenv`, `pwd`;
-//! - [`timing`]: `sleep`, `timeout`, `usleep`;
+//! - [`timing`]: `sleep`, `timeout`, `usleep`, `watch`;
 //! - [`system`]: `uname`, `id`, `whoami`, `hostname`, `date`, `uptime`, `du`, `df`, `nproc`,
 //!   `sync`;
 //! - [`text`]: `sort`, `uniq`, `tr`, `cut`; [`sed`]: `sed`; [`grep`]: `grep`, `egrep`, `fgrep`;
@@ -119,6 +119,7 @@ pub(crate) static TABLE: &[Program] = &[
     Program::new("sleep", |p| Box::pin(timing::sleep(p))),
     Program::new("timeout", |p| Box::pin(timing::timeout(p))),
     Program::new("usleep", |p| Box::pin(timing::usleep(p))),
+    Program::new("watch", |p| Box::pin(timing::watch(p))),
     // system
     Program::new("uname", |p| Box::pin(system::uname(p))),
     Program::new("id", |p| Box::pin(system::id(p))),
