@@ -722,6 +722,67 @@ async fn a_failing_liveness_probe_restarts_the_container_with_its_last_state_and
     kube.shutdown().await;
 }
 
+/// A pod whose container ends 0 on SIGTERM and whose liveness probe always fails.
+fn unhealthy_but_graceful(name: &str, policy: &str) -> Value {
+    with_policy(
+        pod(
+            name,
+            json!({ "name": "c", "image": "busybox",
+                "command": ["sh", "-c",
+                    "trap 'exit 0' TERM; while true; do sleep 3600 & wait; done"],
+                "livenessProbe": { "exec": { "command": ["cat", "/tmp/alive"] },
+                    "periodSeconds": 10, "failureThreshold": 1 } }),
+        ),
+        policy,
+    )
+}
+
+#[tokio::test]
+async fn a_liveness_kill_restarts_a_container_under_on_failure_even_when_it_exits_0() {
+    let (kube, c) = start().await;
+    create(&c, PODS, &unhealthy_but_graceful("onfail", "OnFailure")).await;
+    let p = advance_until(&kube, "onfail", Duration::from_secs(10), |p| {
+        first_status(p)["restartCount"].as_i64() >= Some(1)
+    })
+    .await;
+    assert_eq!(p["status"]["phase"], "Running", "{p}");
+    let last = &first_status(&p)["lastState"]["terminated"];
+    assert_eq!(last["exitCode"], 0, "{p}");
+    assert_eq!(last["reason"], "Completed", "{p}");
+    assert_eq!(
+        event_message(&kube, "onfail", "Killing").await,
+        "Container c failed liveness probe, will be restarted"
+    );
+    // It keeps failing, and keeps being restarted: the count goes on.
+    let p = advance_until(&kube, "onfail", Duration::from_secs(10), |p| {
+        first_status(p)["restartCount"].as_i64() >= Some(2)
+    })
+    .await;
+    assert_ne!(p["status"]["phase"], "Succeeded", "{p}");
+    kube.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_liveness_kill_under_never_ends_the_container_without_a_restart_or_its_promise() {
+    let (kube, c) = start().await;
+    create(&c, PODS, &unhealthy_but_graceful("never", "Never")).await;
+    let p = advance_until(&kube, "never", Duration::from_secs(10), |p| {
+        p["status"]["phase"] == "Succeeded"
+    })
+    .await;
+    assert_eq!(first_status(&p)["restartCount"], 0, "{p}");
+    assert_eq!(
+        first_status(&p)["state"]["terminated"]["exitCode"],
+        0,
+        "{p}"
+    );
+    assert_eq!(
+        event_message(&kube, "never", "Killing").await,
+        "Container c failed liveness probe"
+    );
+    kube.shutdown().await;
+}
+
 fn failing_init(name: &str, policy: &str) -> Value {
     json!({
         "apiVersion": "v1",

@@ -372,7 +372,7 @@ impl Kubelet {
                 "Started",
                 &format!("Started container {cname}"),
             );
-            self.after_exit(pass, run, idx, term, Duration::ZERO);
+            self.after_exit(pass, run, idx, term, Duration::ZERO, false);
             return;
         }
         let fs = self.commands.pod_fs(mounts);
@@ -466,6 +466,7 @@ impl Kubelet {
             processes,
             probes,
             kill_at: None,
+            restart_after_kill: false,
         });
         self.container_event(
             run,
@@ -525,12 +526,15 @@ impl Kubelet {
             container_id: r.container_id.clone(),
         };
         let ran = now.now().duration_since(r.since).unwrap_or_default();
-        self.after_exit(pass, run, exit.container, term, ran);
+        let forced = r.restart_after_kill;
+        self.after_exit(pass, run, exit.container, term, ran, forced);
         pass.dirty.insert(exit.uid);
     }
 
     /// After a container ended: a back-off then a restart, or the end (and maybe the pod's);
     /// the next init container or the containers when an init container completed.
+    /// `probe_killed`: it was killed for a failed probe with a restart promised, which holds
+    /// whatever its exit code.
     pub(super) fn after_exit(
         &self,
         pass: &mut Pass<'_>,
@@ -538,6 +542,7 @@ impl Kubelet {
         idx: usize,
         term: Term,
         ran: Duration,
+        probe_killed: bool,
     ) {
         let now = self.api.clock().now();
         let (pod_name, ns, uid) = (run.name.clone(), run.ns.clone(), run.uid.clone());
@@ -548,7 +553,7 @@ impl Kubelet {
         };
         let code = term.exit_code;
         let restart = !deleting
-            && if c.sidecar {
+            && if c.sidecar || probe_killed {
                 true
             } else if c.init {
                 code != 0 && policy.restarts(code)

@@ -121,9 +121,10 @@ impl LogOptions {
     }
 }
 
-/// A time as Go's `time.RFC3339Nano` writes it in UTC: trailing zeros of the fraction left
-/// out, no fraction at all on a whole second.
-pub fn rfc3339_nano(t: OffsetDateTime) -> String {
+/// A log line's time as the kubelet writes it (`2006-01-02T15:04:05.000000000Z07:00` in
+/// `kuberuntime/logs`): UTC, always nine fractional digits. Unlike Go's `time.RFC3339Nano`,
+/// trailing zeros stay, so every stamp has the same width and sorts as text.
+pub fn log_timestamp(t: OffsetDateTime) -> String {
     let t = t.to_offset(time::UtcOffset::UTC);
     let base = format!(
         "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
@@ -134,12 +135,7 @@ pub fn rfc3339_nano(t: OffsetDateTime) -> String {
         t.minute(),
         t.second()
     );
-    let nanos = t.nanosecond();
-    if nanos == 0 {
-        return format!("{base}Z");
-    }
-    let fraction = format!("{nanos:09}");
-    format!("{base}.{}Z", fraction.trim_end_matches('0'))
+    format!("{base}.{:09}Z", t.nanosecond())
 }
 
 /// Writes log lines as the options ask: timestamps at line starts, at most `limit_bytes`.
@@ -164,7 +160,7 @@ impl Writer {
     fn piece(&mut self, at: OffsetDateTime, bytes: &[u8]) -> Vec<u8> {
         let mut out = Vec::with_capacity(bytes.len() + 32);
         if self.timestamps && self.at_line_start {
-            out.extend_from_slice(rfc3339_nano(at).as_bytes());
+            out.extend_from_slice(log_timestamp(at).as_bytes());
             out.push(b' ');
         }
         out.extend_from_slice(bytes);
@@ -376,26 +372,30 @@ mod tests {
     fn timestamps_prefix_line_starts_and_the_limit_cuts_bytes() {
         let mut w = Writer::new(&LogOptions {
             timestamps: true,
-            limit_bytes: Some(40),
+            limit_bytes: Some(45),
             ..LogOptions::default()
         });
         let first = w.piece(at(1) + time::Duration::milliseconds(120), b"par");
-        assert_eq!(first, b"1970-01-01T00:00:01.12Z par");
+        assert_eq!(first, b"1970-01-01T00:00:01.120000000Z par");
         assert_eq!(w.piece(at(2), b"tial\n"), b"tial\n");
-        assert_eq!(w.piece(at(3), b"next\n"), b"1970-01-");
+        assert_eq!(w.piece(at(3), b"next\n"), b"1970-0");
         assert!(w.full());
     }
 
     #[test]
-    fn times_print_as_go_rfc3339_nano() {
-        assert_eq!(rfc3339_nano(at(0)), "1970-01-01T00:00:00Z");
+    fn log_times_always_carry_nine_fractional_digits_as_the_kubelet_writes_them() {
+        assert_eq!(log_timestamp(at(0)), "1970-01-01T00:00:00.000000000Z");
         assert_eq!(
-            rfc3339_nano(at(0) + time::Duration::nanoseconds(123_456_789)),
+            log_timestamp(at(0) + time::Duration::nanoseconds(123_456_789)),
             "1970-01-01T00:00:00.123456789Z"
         );
         assert_eq!(
-            rfc3339_nano(at(0) + time::Duration::microseconds(500)),
-            "1970-01-01T00:00:00.0005Z"
+            log_timestamp(at(0) + time::Duration::milliseconds(120)),
+            "1970-01-01T00:00:00.120000000Z"
+        );
+        assert_eq!(
+            log_timestamp(at(0) + time::Duration::microseconds(500)),
+            "1970-01-01T00:00:00.000500000Z"
         );
     }
 }

@@ -39,6 +39,12 @@ impl RestartPolicy {
         }
     }
 
+    /// Whether a container killed for a failed liveness or startup probe is started again:
+    /// under any policy but `Never`, as the kubelet's `shouldRestartOnFailure` says.
+    pub fn restarts_after_probe_kill(self) -> bool {
+        self != RestartPolicy::Never
+    }
+
     /// Whether a container that exited with `code` is started again.
     pub fn restarts(self, code: i32) -> bool {
         match self {
@@ -110,6 +116,10 @@ pub struct Running {
     pub probes: Vec<Probe>,
     /// Being stopped (SIGTERM sent): SIGKILL follows at this time.
     pub kill_at: Option<SystemTime>,
+    /// Killed for a failed liveness or startup probe under a policy other than `Never`: the
+    /// kubelet starts it again whatever its exit code (`computePodActions` puts it in
+    /// `ContainersToStart` with the kill), so `OnFailure` restarts it after an exit 0 too.
+    pub restart_after_kill: bool,
 }
 
 impl Running {
@@ -605,6 +615,7 @@ pub(crate) mod tests {
             processes: ProcessTable::new(),
             probes: vec![],
             kill_at: None,
+            restart_after_kill: false,
         })
     }
 
@@ -692,6 +703,9 @@ pub(crate) mod tests {
         assert!(RestartPolicy::OnFailure.restarts(1));
         assert!(!RestartPolicy::OnFailure.restarts(0));
         assert!(!RestartPolicy::Never.restarts(1));
+        assert!(RestartPolicy::Always.restarts_after_probe_kill());
+        assert!(RestartPolicy::OnFailure.restarts_after_probe_kill());
+        assert!(!RestartPolicy::Never.restarts_after_probe_kill());
         assert_eq!(RestartPolicy::parse(None), RestartPolicy::Always);
     }
 

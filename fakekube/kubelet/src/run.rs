@@ -725,10 +725,20 @@ impl Kubelet {
             );
         }
         if kill {
-            let message = format!(
-                "Container {name} failed {} probe, will be restarted",
-                report.kind.lower()
-            );
+            // As the kubelet's computePodActions: the kill promises a restart under any policy
+            // but Never, and the message says so only then.
+            let restart = run.policy.restarts_after_probe_kill();
+            let mut message = format!("Container {name} failed {} probe", report.kind.lower());
+            if restart {
+                message.push_str(", will be restarted");
+            }
+            if let Some(r) = run
+                .containers
+                .get_mut(report.container)
+                .and_then(|c| c.running_mut())
+            {
+                r.restart_after_kill = restart;
+            }
             self.stop_container(run, report.container, kill_grace, &message);
         }
         pass.dirty.insert(report.uid);

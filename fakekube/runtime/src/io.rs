@@ -47,8 +47,10 @@ enum Source {
         /// Bytes already read.
         offset: usize,
     },
-    /// `/dev/zero`.
+    /// `/dev/zero` (and reading `/dev/full`).
     Zero,
+    /// `/dev/random`, `/dev/urandom`.
+    Random,
     /// A terminal's input, fed by its line discipline: each chunk with the terminal's flush
     /// count when it was typed (older than the terminal's: dropped by `^C`); an empty chunk is
     /// end of input for one read (`^D`), a closed channel for good.
@@ -109,16 +111,19 @@ impl Input {
         })))
     }
 
-    /// Opens a path for reading (`< path`, `cat path`).
-    pub(crate) fn open(fs: &PodFs, path: &str) -> Result<Self, FsError> {
+    /// Opens a path for reading (`< path`, `cat path`); `/dev/stdin` and `/dev/fd/0` are
+    /// `fds`'s stdin (reading stdout or stderr gives nothing).
+    pub(crate) fn open(fs: &PodFs, path: &str, fds: &Stdio) -> Result<Self, FsError> {
         Ok(match fs.open_read(path)? {
             ReadTarget::File(path) => Self::from_source(Source::File {
                 fs: fs.clone(),
                 path,
                 offset: 0,
             }),
-            ReadTarget::Device(Device::Null) => Self::empty(),
-            ReadTarget::Device(Device::Zero) => Self::from_source(Source::Zero),
+            ReadTarget::Device(Device::Fd(0)) => fds.stdin.clone(),
+            ReadTarget::Device(Device::Null | Device::Fd(_)) => Self::empty(),
+            ReadTarget::Device(Device::Zero | Device::Full) => Self::from_source(Source::Zero),
+            ReadTarget::Device(Device::Random) => Self::from_source(Source::Random),
         })
     }
 
@@ -146,6 +151,7 @@ impl Input {
                 Some(chunk)
             }
             Source::Zero => Some(Bytes::from_static(&ZEROS)),
+            Source::Random => Some(Bytes::from(crate::random::bytes(CHUNK))),
             Source::Terminal(rx, term) => loop {
                 let (epoch, chunk) = rx.recv().await?;
                 if epoch < term.flushes() {
@@ -248,6 +254,8 @@ enum Sink {
     },
     /// Collects output for `$(...)`, up to [`CAPTURE_LIMIT`].
     Capture(Capture),
+    /// `/dev/full`: every write fails with ENOSPC.
+    Full,
     /// A terminal: output is translated (ONLCR) and sent to the terminal's channel.
     Terminal(mpsc::Sender<Bytes>, Terminal),
 }
@@ -278,13 +286,17 @@ impl Output {
         }
     }
 
-    /// Opens a path for writing (`> path` truncates, `>> path` appends).
-    pub(crate) fn open(fs: &PodFs, path: &str, append: bool) -> Result<Self, FsError> {
+    /// Opens a path for writing (`> path` truncates, `>> path` appends); `/dev/stdout`,
+    /// `/dev/stderr` and `/dev/fd/1`, `/dev/fd/2` are `fds`'s streams.
+    pub(crate) fn open(fs: &PodFs, path: &str, append: bool, fds: &Stdio) -> Result<Self, FsError> {
         Ok(match fs.open_write(path, !append)? {
             WriteTarget::File(path) => Output(Sink::File {
                 fs: fs.clone(),
                 path: path.into(),
             }),
+            WriteTarget::Device(Device::Fd(1)) => fds.stdout.clone(),
+            WriteTarget::Device(Device::Fd(2)) => fds.stderr.clone(),
+            WriteTarget::Device(Device::Full) => Output(Sink::Full),
             WriteTarget::Device(_) => Output::null(),
         })
     }
@@ -312,6 +324,7 @@ impl Output {
                     .await
                     .map_err(|_| WriteError::BrokenPipe)?,
                 Sink::Null => {}
+                Sink::Full => return Err(WriteError::Fs(FsError::NoSpace)),
                 Sink::Channel(tx) => tx.send(chunk).await.map_err(|_| WriteError::BrokenPipe)?,
                 Sink::File { fs, path } => fs.append(path, &chunk)?,
                 Sink::Capture(c) => {

@@ -67,6 +67,7 @@
 //!   ([`ProcessTable`]) with its [`Signal`]s;
 //! - `shell`: `sh`: parser, interpreter (control flow, commands, expansion, redirections,
 //!   builtins), patterns and arithmetic;
+//! - `random`: the random numbers of `/dev/urandom`, `mktemp` and awk;
 //! - `programs`: the program table (name → handler), from which `/bin` is filled, and the
 //!   programs grouped by family;
 //! - `exec`: [`exec`], [`ExecSpec`], [`ExecIo`], [`ExitStatus`]: starting a program as a
@@ -118,9 +119,9 @@
 //!
 //! # Known limitations
 //!
-//! - No symbolic links or users; file descriptors 0–2 only; no process groups or job
-//!   control (a signal to a shell also ends the programs it is running, as their tokens are
-//!   children of its own); `SIGSTOP`/`SIGCONT` do not exist.
+//! - No hard links (`ln` without `-s` copies) and no users; file descriptors 0–2 only; no
+//!   process groups or job control (a signal to a shell also ends the programs it is running,
+//!   as their tokens are children of its own); `SIGSTOP`/`SIGCONT` do not exist.
 //! - The shell has no aliases, `getopts` or `$'…'` quoting; `local` is not scoped; a trapped
 //!   signal waits for the foreground program to end, as in dash, except in `wait`.
 //! - Programs take the options the adapter and common scripts use, not every GNU or BusyBox
@@ -144,6 +145,7 @@ pub mod manual;
 pub mod net;
 mod process;
 mod programs;
+mod random;
 mod shell;
 mod tty;
 

@@ -69,6 +69,18 @@ impl Image {
             let entries = dev.entries_mut();
             entries.insert("null".into(), Node::Dev(Device::Null, t));
             entries.insert("zero".into(), Node::Dev(Device::Zero, t));
+            entries.insert("random".into(), Node::Dev(Device::Random, t));
+            entries.insert("urandom".into(), Node::Dev(Device::Random, t));
+            entries.insert("full".into(), Node::Dev(Device::Full, t));
+            let mut fd = Dir::new(0o755);
+            for n in 0..3u8 {
+                fd.entries_mut()
+                    .insert(n.to_string(), Node::Dev(Device::Fd(n), t));
+            }
+            entries.insert("fd".into(), Node::Dir(fd));
+            for (n, name) in ["stdin", "stdout", "stderr"].iter().enumerate() {
+                entries.insert((*name).into(), Node::Link(format!("/dev/fd/{n}"), t));
+            }
         }
         let etc_files: [(&str, &[u8]); 3] = [
             ("passwd", b"root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n"),

@@ -1,7 +1,10 @@
 //! The in-memory filesystem of a pod: a fresh root tree per pod, plus volumes that outlive it.
 //!
-//! Paths are resolved lexically (there are no symbolic links), so `..` simply drops the previous
-//! component. A mount replaces the subtree at its path with the volume's own tree, which is shared
+//! Paths are resolved component by component as the kernel does: a symbolic link met on the
+//! way is replaced by its target (relative to the link's directory), `..` goes up from where
+//! the links led, and more than [`MAX_LINKS`] links in one lookup is ELOOP. The calls that act
+//! on a link itself (`lstat`, `readlink`, `unlink`, `rename`, creating one) do not follow the
+//! last component. A mount replaces the subtree at its path with the volume's own tree, which is shared
 //! (behind an `Arc`) by every [`PodFs`] that mounts the same [`Volume`]: a new pod with the same
 //! volume sees what the old one wrote there, and nothing else.
 //!
@@ -20,6 +23,7 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 
 pub(crate) use image::Image;
+use path::join_parts;
 pub(crate) use path::{components, join, normalize};
 pub use storage::StorageBudget;
 use storage::Usage;
@@ -59,10 +63,19 @@ pub enum FsError {
     /// EBUSY: a mount point cannot be removed or moved.
     #[error("Device or resource busy")]
     Busy,
-    /// EINVAL: e.g. moving a directory into itself.
+    /// EINVAL: e.g. moving a directory into itself, or `readlink` of something else.
     #[error("Invalid argument")]
     InvalidArgument,
+    /// EPERM: e.g. a hard link to a directory.
+    #[error("Operation not permitted")]
+    NotPermitted,
+    /// ELOOP: more than [`MAX_LINKS`] symbolic links in one lookup.
+    #[error("Too many levels of symbolic links")]
+    Loop,
 }
+
+/// Most symbolic links one lookup follows (Linux's `MAXSYMLINKS`).
+pub(crate) const MAX_LINKS: usize = 40;
 
 /// The storage of one PersistentVolumeClaim. Cloning shares it; it lives as long as any clone.
 #[derive(Debug, Clone)]
@@ -153,8 +166,82 @@ impl PodFs {
         self.usage.set_limit(bytes)
     }
 
-    /// Finds the tree that holds an absolute path.
+    /// Finds the tree that holds an absolute path, following every symbolic link on the way.
     fn locate(&self, path: &str) -> Result<Located, FsError> {
+        self.locate_raw(&self.resolve(path, true)?)
+    }
+
+    /// [`PodFs::locate`] without following a link in the last component.
+    fn locate_nofollow(&self, path: &str) -> Result<Located, FsError> {
+        self.locate_raw(&self.resolve(path, false)?)
+    }
+
+    /// The target of the symbolic link at a link-free absolute path; `None` when something
+    /// else (or nothing) is there.
+    fn link_at(&self, path: &str) -> Option<String> {
+        let loc = self.locate_raw(path).ok()?;
+        let tree = lock(&loc.tree);
+        match walk(&tree, &loc.rel).ok()? {
+            Node::Link(target, _) => Some(target.clone()),
+            _ => None,
+        }
+    }
+
+    /// The path with every symbolic link replaced by its target (the last component's only
+    /// when `follow_last`, or when the path ends in `/`), `.` and `..` applied as the walk
+    /// goes: a normalised absolute path with no link in it but maybe the last component.
+    pub(crate) fn resolve(&self, path: &str, follow_last: bool) -> Result<String, FsError> {
+        if path.len() > path::MAX_PATH_LEN {
+            return Err(FsError::NameTooLong);
+        }
+        let follow_last = follow_last || (path.ends_with('/') && path.len() > 1);
+        // Components still to walk, in reverse (the next one last).
+        let mut todo: Vec<String> = path
+            .split('/')
+            .filter(|c| !c.is_empty() && *c != ".")
+            .rev()
+            .map(str::to_string)
+            .collect();
+        let mut done: Vec<String> = Vec::new();
+        let mut links = 0;
+        while let Some(part) = todo.pop() {
+            if part == ".." {
+                done.pop();
+                continue;
+            }
+            done.push(part);
+            if done.len() > path::MAX_DEPTH {
+                return Err(FsError::NameTooLong);
+            }
+            if todo.is_empty() && !follow_last {
+                break;
+            }
+            let Some(target) = self.link_at(&join_parts(&done)) else {
+                continue;
+            };
+            links += 1;
+            if links > MAX_LINKS {
+                return Err(FsError::Loop);
+            }
+            done.pop();
+            if target.starts_with('/') {
+                done.clear();
+            }
+            todo.extend(
+                target
+                    .split('/')
+                    .filter(|c| !c.is_empty() && *c != ".")
+                    .rev()
+                    .map(str::to_string),
+            );
+        }
+        let out = join_parts(&done);
+        components(&out)?;
+        Ok(out)
+    }
+
+    /// Finds the tree that holds a link-free absolute path.
+    fn locate_raw(&self, path: &str) -> Result<Located, FsError> {
         let parts = components(path)?;
         for (mount, volume) in self.mounts.iter() {
             if parts.len() >= mount.len() && parts[..mount.len()] == mount[..] {
@@ -176,7 +263,7 @@ impl PodFs {
 
     /// Whether a mount point lies strictly below the absolute path.
     fn has_mount_below(&self, path: &str) -> Result<bool, FsError> {
-        let parts = components(path)?;
+        let parts = components(&self.resolve(path, false)?)?;
         Ok(self
             .mounts
             .iter()
@@ -200,8 +287,9 @@ impl PodFs {
 
     /// The entries of a directory, sorted by name.
     pub(crate) fn read_dir(&self, path: &str) -> Result<Vec<DirEntry>, FsError> {
-        let loc = self.locate(path)?;
-        let parts = components(path)?;
+        let resolved = self.resolve(path, true)?;
+        let loc = self.locate_raw(&resolved)?;
+        let parts = components(&resolved)?;
         let entries: Vec<DirEntry> = {
             let tree = lock(&loc.tree);
             let dir = walk_dir(&tree, &loc.rel)?;
@@ -244,7 +332,8 @@ impl PodFs {
             Node::File(f) => Ok(Bytes::copy_from_slice(&f.data)),
             Node::Dir(_) => Err(FsError::IsADirectory),
             Node::Dev(Device::Null, _) => Ok(Bytes::new()),
-            Node::Dev(Device::Zero, _) => Err(FsError::InvalidArgument),
+            Node::Dev(..) => Err(FsError::InvalidArgument),
+            Node::Link(..) => Err(FsError::NotFound),
         }
     }
 
@@ -264,14 +353,14 @@ impl PodFs {
                 ))
             }
             Node::Dir(_) => Err(FsError::IsADirectory),
-            Node::Dev(..) => Ok(Bytes::new()),
+            Node::Dev(..) | Node::Link(..) => Ok(Bytes::new()),
         }
     }
 
     /// Checks a path can be read and says what it is (a file to read in chunks, or a device).
     pub(crate) fn open_read(&self, path: &str) -> Result<ReadTarget, FsError> {
-        let norm = normalize(path)?;
-        let loc = self.locate(&norm)?;
+        let norm = self.resolve(path, true)?;
+        let loc = self.locate_raw(&norm)?;
         let tree = lock(&loc.tree);
         if loc.rel.is_empty() {
             return Err(FsError::IsADirectory);
@@ -280,14 +369,15 @@ impl PodFs {
             Node::File(_) => Ok(ReadTarget::File(norm)),
             Node::Dir(_) => Err(FsError::IsADirectory),
             Node::Dev(d, _) => Ok(ReadTarget::Device(*d)),
+            Node::Link(..) => Err(FsError::NotFound),
         }
     }
 
     /// Opens a path for writing, creating the file (mode 0644) if needed and emptying it when
     /// `truncate` is set.
     pub(crate) fn open_write(&self, path: &str, truncate: bool) -> Result<WriteTarget, FsError> {
-        let norm = normalize(path)?;
-        let loc = self.locate(&norm)?;
+        let norm = self.resolve(path, true)?;
+        let loc = self.locate_raw(&norm)?;
         let mut tree = lock(&loc.tree);
         let Some((last, parents)) = loc.rel.split_last() else {
             return Err(FsError::IsADirectory);
@@ -312,6 +402,7 @@ impl PodFs {
             }
             Some(Node::Dir(_)) => Err(FsError::IsADirectory),
             Some(Node::Dev(d, _)) => Ok(WriteTarget::Device(*d)),
+            Some(Node::Link(..)) => Err(FsError::Loop),
             None => {
                 dir.entries_mut().insert(
                     last.clone(),
@@ -338,6 +429,7 @@ impl PodFs {
             Node::File(_) => {}
             Node::Dev(..) => return Ok(()),
             Node::Dir(_) => return Err(FsError::IsADirectory),
+            Node::Link(..) => return Err(FsError::NotFound),
         }
         let dir = walk_dir_mut(&mut tree, parents)?;
         match dir.entries_mut().get_mut(last) {
@@ -352,7 +444,7 @@ impl PodFs {
             }
             Some(Node::Dir(_)) => Err(FsError::IsADirectory),
             Some(Node::Dev(..)) => Ok(()),
-            None => Err(FsError::NotFound),
+            Some(Node::Link(..)) | None => Err(FsError::NotFound),
         }
     }
 
@@ -369,7 +461,7 @@ impl PodFs {
 
     /// Creates one directory; its parent must exist.
     pub(crate) fn mkdir(&self, path: &str, mode: u32) -> Result<(), FsError> {
-        let loc = self.locate(path)?;
+        let loc = self.locate_nofollow(path.trim_end_matches('/'))?;
         let mut tree = lock(&loc.tree);
         let Some((last, parents)) = loc.rel.split_last() else {
             return Err(FsError::Exists);
@@ -407,7 +499,7 @@ impl PodFs {
     /// Removes a file, or a directory when `recursive` is set or it is empty (`dir_ok`).
     /// A mount point keeps existing (its content goes when `recursive`): EBUSY.
     pub(crate) fn remove(&self, path: &str, recursive: bool, dir_ok: bool) -> Result<(), FsError> {
-        let loc = self.locate(path)?;
+        let loc = self.locate_nofollow(path)?;
         if loc.is_mount_root {
             let mut tree = lock(&loc.tree);
             if recursive {
@@ -454,7 +546,7 @@ impl PodFs {
         self.update(path, |node| match node {
             Node::File(f) => f.mode = mode & 0o7777,
             Node::Dir(d) => d.mode = mode & 0o7777,
-            Node::Dev(..) => {}
+            Node::Dev(..) | Node::Link(..) => {}
         })
     }
 
@@ -466,7 +558,7 @@ impl PodFs {
         self.update(path, |node| match node {
             Node::File(f) => f.mtime = mtime,
             Node::Dir(d) => d.mtime = mtime,
-            Node::Dev(_, t) => *t = mtime,
+            Node::Dev(_, t) | Node::Link(_, t) => *t = mtime,
         })
     }
 
@@ -490,6 +582,56 @@ impl PodFs {
         Ok(())
     }
 
+    /// Metadata of the node at a path, a symbolic link itself rather than its target
+    /// (`lstat`).
+    pub(crate) fn symlink_metadata(&self, path: &str) -> Result<Metadata, FsError> {
+        let loc = self.locate_nofollow(path)?;
+        let tree = lock(&loc.tree);
+        if loc.rel.is_empty() {
+            return Ok(Node::Dir(tree.clone()).metadata());
+        }
+        walk(&tree, &loc.rel).map(Node::metadata)
+    }
+
+    /// The target of a symbolic link, as written (`readlink`); EINVAL for anything else.
+    pub(crate) fn read_link(&self, path: &str) -> Result<String, FsError> {
+        let loc = self.locate_nofollow(path)?;
+        let tree = lock(&loc.tree);
+        if loc.rel.is_empty() {
+            return Err(FsError::InvalidArgument);
+        }
+        match walk(&tree, &loc.rel)? {
+            Node::Link(target, _) => Ok(target.clone()),
+            _ => Err(FsError::InvalidArgument),
+        }
+    }
+
+    /// Creates a symbolic link at `path` holding `target` (which need not exist); EEXIST if
+    /// anything is there, a dangling link included.
+    pub(crate) fn symlink(&self, target: &str, path: &str) -> Result<(), FsError> {
+        if target.is_empty() {
+            return Err(FsError::NotFound);
+        }
+        if target.len() > path::MAX_PATH_LEN {
+            return Err(FsError::NameTooLong);
+        }
+        let loc = self.locate_nofollow(path)?;
+        let mut tree = lock(&loc.tree);
+        let Some((last, parents)) = loc.rel.split_last() else {
+            return Err(FsError::Exists);
+        };
+        if walk_dir(&tree, parents)?.entries().contains_key(last) {
+            return Err(FsError::Exists);
+        }
+        loc.usage.grow(target.len())?;
+        let dir = walk_dir_mut(&mut tree, parents)?;
+        let t = now();
+        dir.entries_mut()
+            .insert(last.clone(), Node::Link(target.to_string(), t));
+        dir.mtime = t;
+        Ok(())
+    }
+
     /// Copies a file or (with `recursive`) a directory tree to a new path.
     pub(crate) fn copy(&self, from: &str, to: &str, recursive: bool) -> Result<(), FsError> {
         let node = self.take_or_clone(from, false)?;
@@ -501,15 +643,15 @@ impl PodFs {
 
     /// Moves a node to a new path (also across mounts).
     pub(crate) fn rename(&self, from: &str, to: &str) -> Result<(), FsError> {
-        let nf = normalize(from)?;
-        let nt = normalize(to)?;
+        let nf = self.resolve(from, false)?;
+        let nt = self.resolve(to, false)?;
         if nt == nf {
             return Ok(());
         }
         if nt.starts_with(&format!("{nf}/")) {
             return Err(FsError::InvalidArgument);
         }
-        if self.locate(&nf)?.is_mount_root || self.has_mount_below(&nf)? {
+        if self.locate_raw(&nf)?.is_mount_root || self.has_mount_below(&nf)? {
             return Err(FsError::Busy);
         }
         // Check the destination's parent before taking the source out.
@@ -538,7 +680,11 @@ impl PodFs {
 
     /// Clones (or, with `take`, removes) the node at a path.
     fn take_or_clone(&self, path: &str, take: bool) -> Result<Node, FsError> {
-        let loc = self.locate(path)?;
+        let loc = if take {
+            self.locate_nofollow(path)?
+        } else {
+            self.locate(path)?
+        };
         let mut tree = lock(&loc.tree);
         let Some((last, parents)) = loc.rel.split_last() else {
             if take {
@@ -559,7 +705,7 @@ impl PodFs {
 
     /// Stores a node at a path, replacing a file but not a directory.
     fn put(&self, path: &str, node: Node) -> Result<(), FsError> {
-        let loc = self.locate(path)?;
+        let loc = self.locate_nofollow(path)?;
         if loc.is_mount_root {
             return Err(FsError::Busy);
         }

@@ -1,5 +1,5 @@
-//! Paths, resolved lexically (there are no symbolic links, so `..` drops the previous
-//! component), and the limits that keep every walk bounded.
+//! Paths: lexical normalisation (for paths already free of symbolic links, or where a
+//! caller wants the text only), and the limits that keep every walk bounded.
 
 use super::FsError;
 
@@ -57,4 +57,17 @@ pub(crate) fn normalize(path: &str) -> Result<String, FsError> {
         out.push_str(&p);
     }
     Ok(out)
+}
+
+/// The absolute path of some components (`/` for none).
+pub(crate) fn join_parts(parts: &[String]) -> String {
+    if parts.is_empty() {
+        return "/".to_string();
+    }
+    let mut out = String::new();
+    for p in parts {
+        out.push('/');
+        out.push_str(p);
+    }
+    out
 }

@@ -184,3 +184,42 @@ fn ephemeral_bytes_are_the_image_plus_what_that_pod_changed() {
     assert_eq!(b.ephemeral_bytes(), fresh);
     assert_eq!(budget.used(), 2 * fresh + 96);
 }
+
+#[test]
+fn symlinks_resolve_relative_to_their_directory_across_mounts_and_stop_at_a_loop() {
+    let fs = PodFs::new(vec![("/data".into(), Volume::new())]);
+    fs.mkdir_all("/data/real", 0o755).expect("a directory");
+    fs.write("/data/real/f", b"x").expect("a file");
+    fs.symlink("../data/real", "/tmp/to-real")
+        .expect("a relative link");
+    assert_eq!(fs.read("/tmp/to-real/f").as_deref(), Ok(&b"x"[..]));
+    assert_eq!(
+        fs.resolve("/tmp/to-real/f", true).as_deref(),
+        Ok("/data/real/f")
+    );
+    assert_eq!(fs.resolve("/tmp/to-real/..", true).as_deref(), Ok("/data"));
+    assert_eq!(
+        fs.resolve("/tmp/to-real", false).as_deref(),
+        Ok("/tmp/to-real")
+    );
+    assert_eq!(
+        fs.resolve("/tmp/to-real/", false).as_deref(),
+        Ok("/data/real")
+    );
+    assert_eq!(
+        fs.symlink_metadata("/tmp/to-real").map(|m| m.kind),
+        Ok(NodeKind::Symlink)
+    );
+    assert_eq!(fs.read_link("/tmp/to-real").as_deref(), Ok("../data/real"));
+    assert_eq!(fs.read_link("/data/real/f"), Err(FsError::InvalidArgument));
+    fs.symlink("/loop-b", "/loop-a").expect("a link");
+    fs.symlink("/loop-a", "/loop-b").expect("a link");
+    assert_eq!(fs.read("/loop-a"), Err(FsError::Loop));
+    assert_eq!(fs.symlink("/x", "/loop-a"), Err(FsError::Exists));
+    fs.rename("/tmp/to-real", "/tmp/moved")
+        .expect("a link moves");
+    assert_eq!(fs.read("/tmp/moved/f").as_deref(), Ok(&b"x"[..]));
+    fs.remove("/tmp/moved", false, false)
+        .expect("the link goes");
+    assert_eq!(fs.read("/data/real/f").as_deref(), Ok(&b"x"[..]));
+}

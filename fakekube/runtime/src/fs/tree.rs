@@ -1,4 +1,4 @@
-//! The nodes of a tree (files, directories, devices), what `stat` learns about them, and walking
+//! The nodes of a tree (files, directories, devices, symbolic links), what `stat` learns about them, and walking
 //! a tree by path components.
 
 use std::collections::BTreeMap;
@@ -16,6 +16,9 @@ pub(crate) enum NodeKind {
     Directory,
     /// A character device (`/dev/null`, `/dev/zero`).
     CharDevice,
+    /// A symbolic link (seen only by the calls that do not follow one: `lstat`, `readlink`,
+    /// listings).
+    Symlink,
 }
 
 impl NodeKind {
@@ -25,6 +28,7 @@ impl NodeKind {
             NodeKind::Regular => 0o100000,
             NodeKind::Directory => 0o040000,
             NodeKind::CharDevice => 0o020000,
+            NodeKind::Symlink => 0o120000,
         }
     }
 
@@ -35,6 +39,7 @@ impl NodeKind {
             NodeKind::Regular => "regular file",
             NodeKind::Directory => "directory",
             NodeKind::CharDevice => "character special file",
+            NodeKind::Symlink => "symbolic link",
         }
     }
 }
@@ -71,6 +76,13 @@ pub(crate) enum Device {
     Null,
     /// `/dev/zero`: reads never end, writes vanish.
     Zero,
+    /// `/dev/random` and `/dev/urandom`: reads give random bytes, writes vanish.
+    Random,
+    /// `/dev/full`: reads give zeros, writes fail with ENOSPC.
+    Full,
+    /// `/dev/fd/N` (and `/dev/stdin`, `/dev/stdout`, `/dev/stderr`, links to them): the
+    /// opening process's standard stream N.
+    Fd(u8),
 }
 
 /// One node of a tree.
@@ -82,6 +94,8 @@ pub(super) enum Node {
     Dir(Dir),
     /// A character device.
     Dev(Device, i64),
+    /// A symbolic link: its target as written, and its modification time.
+    Link(String, i64),
 }
 
 /// A regular file's data.
@@ -140,6 +154,7 @@ impl Node {
             Node::File(f) => f.data.len(),
             Node::Dir(d) => d.entries().values().map(Node::size).sum(),
             Node::Dev(..) => 0,
+            Node::Link(target, _) => target.len(),
         }
     }
 
@@ -162,6 +177,12 @@ impl Node {
                 kind: NodeKind::CharDevice,
                 size: 0,
                 mode: 0o666,
+                mtime: *mtime,
+            },
+            Node::Link(target, mtime) => Metadata {
+                kind: NodeKind::Symlink,
+                size: target.len() as u64,
+                mode: 0o777,
                 mtime: *mtime,
             },
         }

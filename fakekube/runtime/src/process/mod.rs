@@ -227,6 +227,15 @@ impl Process {
             .map(|(_, v)| v.as_str())
     }
 
+    /// Its standard streams (for opening `/dev/stdin`, `/dev/fd/N`).
+    pub(crate) fn stdio(&self) -> crate::io::Stdio {
+        crate::io::Stdio {
+            stdin: self.stdin.clone(),
+            stdout: self.stdout.clone(),
+            stderr: self.stderr.clone(),
+        }
+    }
+
     /// A path made absolute against the working directory.
     pub fn path(&self, p: &str) -> String {
         fs::join(&self.cwd, p)

@@ -138,7 +138,7 @@ pub(crate) fn open_input(proc: &Process, name: &str) -> Result<Input, FsError> {
     if name == "-" {
         Ok(proc.stdin.clone())
     } else {
-        Input::open(&proc.fs, &proc.path(name))
+        Input::open(&proc.fs, &proc.path(name), &proc.stdio())
     }
 }
 

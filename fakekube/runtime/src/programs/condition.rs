@@ -162,7 +162,12 @@ impl TestParser<'_> {
             "-g" => meta().is_some_and(|m| m.mode & 0o2000 != 0),
             "-k" => meta().is_some_and(|m| m.mode & 0o1000 != 0),
             "-O" | "-G" => meta().is_some(),
-            "-L" | "-h" | "-p" | "-S" | "-b" | "-t" => false,
+            "-L" | "-h" => self
+                .proc
+                .fs
+                .symlink_metadata(&self.proc.path(operand))
+                .is_ok_and(|m| m.kind == NodeKind::Symlink),
+            "-p" | "-S" | "-b" | "-t" => false,
             _ => return Err(format!("{op}: unary operator expected")),
         })
     }

@@ -357,7 +357,7 @@ pub(crate) async fn tee(proc: Process) -> i32 {
     let mut status = 0;
     let mut outs: Vec<Output> = Vec::new();
     for f in &p.operands {
-        match Output::open(&proc.fs, &proc.path(f), p.has('a')) {
+        match Output::open(&proc.fs, &proc.path(f), p.has('a'), &proc.stdio()) {
             Ok(o) => outs.push(o),
             Err(e) => {
                 proc.err(&format!("{f}: {e}")).await;

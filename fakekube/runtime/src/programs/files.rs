@@ -1,5 +1,5 @@
 //! Programs that create, remove, copy and move files and directories, or change their mode
-//! and times: `mkdir`, `rmdir`, `rm`, `touch`, `chmod`, `cp`, `mv`.
+//! and times: `mkdir`, `rmdir`, `rm`, `touch`, `chmod`, `cp`, `mv`, `truncate`, `install`.
 
 use super::cli::{getopt, usage};
 use crate::fs::{self as vfs, FsError, NodeKind};
@@ -343,6 +343,170 @@ async fn copy_or_move(proc: Process, operands: Vec<String>, recursive: Option<bo
             };
             proc.err(&format!("{verb} '{src}' to '{dst}': {e}")).await;
             status = 1;
+        }
+    }
+    status
+}
+
+/// A `truncate -s` size: `[+-]N[KMG]`; the new size from the current one.
+fn truncate_size(spec: &str, current: u64) -> Option<u64> {
+    let (sign, rest) = match spec.chars().next()? {
+        c @ ('+' | '-') => (Some(c), &spec[1..]),
+        _ => (None, spec),
+    };
+    let (digits, mult) = match rest.chars().last()? {
+        'K' | 'k' => (&rest[..rest.len() - 1], 1024),
+        'M' | 'm' => (&rest[..rest.len() - 1], 1024 * 1024),
+        'G' | 'g' => (&rest[..rest.len() - 1], 1024 * 1024 * 1024),
+        _ => (rest, 1),
+    };
+    let n = digits.parse::<u64>().ok()?.checked_mul(mult)?;
+    Some(match sign {
+        Some('+') => current.saturating_add(n),
+        Some(_) => current.saturating_sub(n),
+        None => n,
+    })
+}
+
+/// `truncate [-c] -s [+-]SIZE FILE…`: each file cut or zero-extended to SIZE (created unless
+/// `-c`).
+pub(crate) async fn truncate(proc: Process) -> i32 {
+    let p = match getopt(proc.args(), "cs:", "s", &[], &[]) {
+        Ok(p) => p,
+        Err(e) => return usage(&proc, &e, 1).await,
+    };
+    let Some(spec) = p.value('s') else {
+        return usage(&proc, "you must specify '-s'", 1).await;
+    };
+    if p.operands.is_empty() {
+        return usage(&proc, "missing file operand", 1).await;
+    }
+    let mut status = 0;
+    for f in &p.operands {
+        let path = proc.path(f);
+        if p.has('c') && !proc.fs.exists(&path) {
+            continue;
+        }
+        let data = proc.fs.read(&path).map(|b| b.to_vec()).unwrap_or_default();
+        let Some(size) = truncate_size(spec, data.len() as u64) else {
+            proc.err(&format!("invalid number '{spec}'")).await;
+            return 1;
+        };
+        let Ok(size) = usize::try_from(size) else {
+            proc.err(&format!("cannot open '{f}' for writing: File too large"))
+                .await;
+            status = 1;
+            continue;
+        };
+        if size > vfs::MAX_FILE_SIZE {
+            proc.err(&format!(
+                "cannot open '{f}' for writing: No space left on device"
+            ))
+            .await;
+            status = 1;
+            continue;
+        }
+        let mut data = data;
+        data.resize(size, 0);
+        if let Err(e) = proc.fs.write(&path, &data) {
+            proc.err(&format!("cannot open '{f}' for writing: {e}"))
+                .await;
+            status = 1;
+        }
+    }
+    status
+}
+
+/// `install [-cdDsp] [-m MODE] [-o USER] [-g GROUP] [-t DIR] SOURCE… DEST`: copies files
+/// and sets their mode (0755 unless `-m`); `-d` makes directories, `-D` the leading
+/// directories of DEST. Owners are accepted and ignored (everything is root's).
+pub(crate) async fn install(proc: Process) -> i32 {
+    let p = match getopt(proc.args(), "cdDspvm:o:g:t:", "mogt", &[], &[]) {
+        Ok(p) => p,
+        Err(e) => return usage(&proc, &e, 1).await,
+    };
+    let mode = match p.value('m') {
+        Some(m) => match parse_octal(m).or_else(|| apply_symbolic(0o755, m)) {
+            Some(m) => m,
+            None => {
+                proc.err(&format!("invalid mode '{m}'")).await;
+                return 1;
+            }
+        },
+        None => 0o755,
+    };
+    let mut ops = p.operands.clone();
+    if p.has('d') {
+        let mut status = 0;
+        for d in &ops {
+            let path = proc.path(d);
+            match proc.fs.mkdir_all(&path, mode) {
+                Ok(()) => {
+                    let _ = proc.fs.chmod(&path, mode);
+                }
+                Err(e) => {
+                    proc.err(&format!("can't create directory '{d}': {e}"))
+                        .await;
+                    status = 1;
+                }
+            }
+        }
+        return status;
+    }
+    let dest = match p.value('t') {
+        Some(t) => t.to_string(),
+        None => match ops.pop() {
+            Some(d) => d,
+            None => return usage(&proc, "missing file operand", 1).await,
+        },
+    };
+    if ops.is_empty() {
+        return usage(
+            &proc,
+            &format!("missing destination file operand after '{dest}'"),
+            1,
+        )
+        .await;
+    }
+    let dest_abs = proc.path(&dest);
+    if p.has('D')
+        && let Some((parent, _)) = dest_abs.rsplit_once('/')
+        && !parent.is_empty()
+        && let Err(e) = proc.fs.mkdir_all(parent, 0o755)
+    {
+        proc.err(&format!("can't create directory '{parent}': {e}"))
+            .await;
+        return 1;
+    }
+    let into_dir = ops.len() > 1
+        || p.has('t')
+        || matches!(proc.fs.metadata(&dest_abs), Ok(m) if m.kind == NodeKind::Directory);
+    let mut status = 0;
+    for src in &ops {
+        let from = proc.path(src);
+        let data = match proc.fs.read(&from) {
+            Ok(d) => d,
+            Err(e) => {
+                proc.err(&format!("can't stat '{src}': {e}")).await;
+                status = 1;
+                continue;
+            }
+        };
+        let to = if into_dir {
+            let base = src.trim_end_matches('/');
+            vfs::join(&dest_abs, base.rsplit('/').next().unwrap_or(base))
+        } else {
+            dest_abs.clone()
+        };
+        let _ = proc.fs.remove(&to, false, false);
+        match proc.fs.write(&to, &data) {
+            Ok(()) => {
+                let _ = proc.fs.chmod(&to, mode);
+            }
+            Err(e) => {
+                proc.err(&format!("can't create '{to}': {e}")).await;
+                status = 1;
+            }
         }
     }
     status

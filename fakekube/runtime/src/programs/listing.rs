@@ -28,7 +28,13 @@ pub(crate) async fn ls(proc: Process) -> i32 {
     let mut files: Vec<(String, Metadata)> = Vec::new();
     let mut dirs: Vec<(String, Metadata)> = Vec::new();
     for o in &operands {
-        match proc.fs.metadata(&proc.path(o)) {
+        // `ls -l LINK` and `ls -d LINK` show the link; `ls LINK` lists what it points to.
+        let meta = if long || dir_itself {
+            proc.fs.symlink_metadata(&proc.path(o))
+        } else {
+            proc.fs.metadata(&proc.path(o))
+        };
+        match meta {
             Ok(m) if m.kind == NodeKind::Directory && !dir_itself => dirs.push((o.clone(), m)),
             Ok(m) => files.push((o.clone(), m)),
             Err(e) => {
@@ -38,7 +44,8 @@ pub(crate) async fn ls(proc: Process) -> i32 {
         }
     }
     let mut out = String::new();
-    let render = |entries: &[(String, Metadata)], out: &mut String| {
+    // `base`: the directory the entries are in (`None`: operands, relative to the cwd).
+    let render = |entries: &[(String, Metadata)], base: Option<&str>, out: &mut String| {
         let width = entries
             .iter()
             .map(|(_, m)| m.size.to_string().len())
@@ -54,8 +61,17 @@ pub(crate) async fn ls(proc: Process) -> i32 {
             };
             if long {
                 let links = if m.kind == NodeKind::Directory { 2 } else { 1 };
+                let target = if m.kind == NodeKind::Symlink {
+                    let path = base.map_or_else(|| proc.path(name), |b| vfs::join(b, name));
+                    proc.fs
+                        .read_link(&path)
+                        .map(|t| format!(" -> {t}"))
+                        .unwrap_or_default()
+                } else {
+                    String::new()
+                };
                 out.push_str(&format!(
-                    "{} {links} root root {:>width$} {} {name}{suffix}\n",
+                    "{} {links} root root {:>width$} {} {name}{suffix}{target}\n",
                     mode_string(m),
                     m.size,
                     ls_time(m.mtime)
@@ -68,7 +84,7 @@ pub(crate) async fn ls(proc: Process) -> i32 {
     if reverse {
         files.reverse();
     }
-    render(&files, &mut out);
+    render(&files, None, &mut out);
     let headers = operands.len() > 1 || p.has('R');
     let mut queue: VecDeque<(String, Metadata)> = dirs.into();
     let mut first = files.is_empty();
@@ -102,7 +118,7 @@ pub(crate) async fn ls(proc: Process) -> i32 {
             let blocks: u64 = entries.iter().map(|(_, m)| m.size.div_ceil(4096) * 4).sum();
             out.push_str(&format!("total {blocks}\n"));
         }
-        render(&entries, &mut out);
+        render(&entries, Some(&abs), &mut out);
         if p.has('R') {
             for (name, m) in entries.iter().rev() {
                 if m.kind == NodeKind::Directory && name != "." && name != ".." {
@@ -134,6 +150,7 @@ fn mode_string(m: &Metadata) -> String {
         NodeKind::Directory => 'd',
         NodeKind::CharDevice => 'c',
         NodeKind::Regular => '-',
+        NodeKind::Symlink => 'l',
     });
     let bits = m.mode;
     for (shift, special, lower, upper) in [
@@ -185,7 +202,8 @@ fn full_time(secs: i64) -> String {
 }
 
 /// Expands one GNU `stat` format for a file.
-fn stat_format(fmt: &str, name: &str, m: &Metadata) -> String {
+/// `link`: the target, when the file is a symbolic link (for `%N`).
+fn stat_format(fmt: &str, name: &str, m: &Metadata, link: Option<&str>) -> String {
     let mut out = String::new();
     let mut chars = fmt.chars();
     while let Some(c) = chars.next() {
@@ -216,7 +234,10 @@ fn stat_format(fmt: &str, name: &str, m: &Metadata) -> String {
             'i' => out.push('0'),
             'm' => out.push('/'),
             'n' => out.push_str(name),
-            'N' => out.push_str(&format!("'{name}'")),
+            'N' => match link {
+                Some(t) => out.push_str(&format!("'{name}' -> '{t}'")),
+                None => out.push_str(&format!("'{name}'")),
+            },
             'o' => out.push_str("4096"),
             's' => out.push_str(&m.size.to_string()),
             't' | 'T' => out.push('0'),
@@ -234,8 +255,12 @@ fn stat_format(fmt: &str, name: &str, m: &Metadata) -> String {
 }
 
 /// GNU `stat`'s default multi-line report.
-fn default_stat(name: &str, m: &Metadata) -> String {
+fn default_stat(name: &str, m: &Metadata, link: Option<&str>) -> String {
     let blocks = m.size.div_ceil(512);
+    let name = match link {
+        Some(t) => format!("{name} -> {t}"),
+        None => name.to_string(),
+    };
     let links = if m.kind == NodeKind::Directory { 2 } else { 1 };
     let t = full_time(m.mtime);
     format!(
@@ -291,7 +316,14 @@ pub(crate) async fn stat(proc: Process) -> i32 {
     });
     let mut status = 0;
     for f in &p.operands {
-        let m = match proc.fs.metadata(&proc.path(f)) {
+        // A link itself, as GNU stat reports it, unless -L.
+        let path = proc.path(f);
+        let m = if p.has('L') {
+            proc.fs.metadata(&path)
+        } else {
+            proc.fs.symlink_metadata(&path)
+        };
+        let m = match m {
             Ok(m) => m,
             Err(e) => {
                 proc.err(&format!("cannot stat '{f}': {e}")).await;
@@ -299,9 +331,12 @@ pub(crate) async fn stat(proc: Process) -> i32 {
                 continue;
             }
         };
+        let link = (m.kind == NodeKind::Symlink)
+            .then(|| proc.fs.read_link(&path).ok())
+            .flatten();
         let text = match &format {
-            Some(fmt) => stat_format(fmt, f, &m),
-            None => default_stat(f, &m),
+            Some(fmt) => stat_format(fmt, f, &m, link.as_deref()),
+            None => default_stat(f, &m, link.as_deref()),
         };
         if let Err(code) = emit(&proc, text).await {
             return code;
@@ -323,7 +358,7 @@ mod tests {
             mtime: 1_700_000_000,
         };
         assert_eq!(
-            stat_format("%s %Y %f %F %n %a", "/tmp/f", &m),
+            stat_format("%s %Y %f %F %n %a", "/tmp/f", &m, None),
             "5 1700000000 81a4 regular file /tmp/f 644"
         );
         let d = Metadata {
@@ -333,7 +368,7 @@ mod tests {
             mtime: 0,
         };
         assert_eq!(
-            stat_format("%f %F %A", "d", &d),
+            stat_format("%f %F %A", "d", &d, None),
             "41ed directory drwxr-xr-x"
         );
         let e = Metadata {
@@ -343,7 +378,7 @@ mod tests {
             mtime: 0,
         };
         assert_eq!(
-            stat_format("%F %y", "e", &e),
+            stat_format("%F %y", "e", &e, None),
             "regular empty file 1970-01-01 00:00:00.000000000 +0000"
         );
     }

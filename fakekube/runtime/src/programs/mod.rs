@@ -6,40 +6,61 @@
 //!
 //! - [`content`]: `cat`, `head`, `tail`, `wc`, `tee`;
 //! - [`listing`]: `ls`, `stat`;
-//! - [`files`]: `mkdir`, `rmdir`, `rm`, `touch`, `chmod`, `cp`, `mv`;
+//! - [`files`]: `mkdir`, `rmdir`, `rm`, `touch`, `chmod`, `cp`, `mv`, `truncate`, `install`;
+//! - [`links`]: `ln`, `readlink`, `realpath`; [`temp`]: `mktemp`;
 //! - [`print`]: `echo`, `printf`;
 //! - [`sequence`]: `yes`, `seq`;
-//! - [`paths`]: `dirname`, `basename`;
+//! - [`paths`]: `dirname`, `basename`, `which`;
 //! - [`condition`]: `test`, `[`;
 //! - [`env`]: `env`, `printenv`, `pwd`;
-//! - [`timing`]: `sleep`, `timeout`;
-//! - [`system`]: `uname`, `id`, `whoami`, `hostname`, `date`, `uptime`, `du`, `df`;
-//! - [`text`]: `sort`, `uniq`, `tr`, `cut`; [`sed`]: `sed`;
-//! - [`archive`]: `gzip`, `gunzip`, `zcat`, `tar`, `base64`, `sha256sum`;
+//! - [`timing`]: `sleep`, `timeout`, `usleep`, `watch`;
+//! - [`system`]: `uname`, `id`, `whoami`, `hostname`, `date`, `uptime`, `du`, `df`, `nproc`,
+//!   `sync`;
+//! - [`text`]: `sort`, `uniq`, `tr`, `cut`; [`sed`]: `sed`; [`grep`]: `grep`, `egrep`, `fgrep`;
+//!   [`awk`]: `awk`;
+//! - [`archive`]: `gzip`, `gunzip`, `zcat`, `base64`; [`tar`]: `tar`; [`digest`]: `md5sum`,
+//!   `sha1sum`, `sha256sum`;
+//! - [`dd`]: `dd`; [`od`]: `od`; [`inspect`]: `cmp`, `strings`, `hexdump`, `xxd`; [`diff`]:
+//!   `diff`;
+//! - [`lines`]: `tac`, `rev`, `nl`, `fold`, `paste`, `comm`, `split`; [`expr`]: `expr`;
 //! - [`search`]: `find`, `xargs`;
 //! - [`processes`]: `ps`, `kill`;
 //! - [`terminal`]: `tty`, `stty`;
 //! - [`net`]: `nc`, `httpd`, over the pod's [`PodNetwork`](crate::PodNetwork);
 //! - `true` and `false`, in the table itself; `sh`, in [`crate::shell`].
 //!
-//! [`cli`] holds what they share: GNU-style options, usage errors, writing to stdout. Messages
+//! [`cli`] holds what they share: GNU-style options, usage errors, writing to stdout;
+//! [`posix_regex`] the POSIX regular expressions of `sed`, `grep` and `awk`. Messages
 //! and exit codes follow GNU coreutils where the tools differ from BusyBox.
 
 mod archive;
+mod awk;
 mod cli;
 mod condition;
 mod content;
+mod dd;
+mod diff;
+mod digest;
 mod env;
+mod expr;
 mod files;
+mod grep;
+mod inspect;
+mod lines;
+mod links;
 mod listing;
 mod net;
+mod od;
 mod paths;
+mod posix_regex;
 mod print;
 mod processes;
 mod search;
 mod sed;
 mod sequence;
 mod system;
+mod tar;
+mod temp;
 mod terminal;
 mod text;
 mod timing;
@@ -67,6 +88,14 @@ pub(crate) static TABLE: &[Program] = &[
     Program::new("chmod", |p| Box::pin(files::chmod(p))),
     Program::new("cp", |p| Box::pin(files::cp(p))),
     Program::new("mv", |p| Box::pin(files::mv(p))),
+    Program::new("truncate", |p| Box::pin(files::truncate(p))),
+    Program::new("install", |p| Box::pin(files::install(p))),
+    // links
+    Program::new("ln", |p| Box::pin(links::ln(p))),
+    Program::new("readlink", |p| Box::pin(links::readlink(p))),
+    Program::new("realpath", |p| Box::pin(links::realpath(p))),
+    // temp
+    Program::new("mktemp", |p| Box::pin(temp::mktemp(p))),
     // print
     Program::new("echo", |p| Box::pin(print::echo(p))),
     Program::new("printf", |p| Box::pin(print::printf(p))),
@@ -76,6 +105,7 @@ pub(crate) static TABLE: &[Program] = &[
     // paths
     Program::new("dirname", |p| Box::pin(paths::dirname(p))),
     Program::new("basename", |p| Box::pin(paths::basename(p))),
+    Program::new("which", |p| Box::pin(paths::which(p))),
     // condition
     Program::new("test", |p| Box::pin(condition::test(p))),
     Program::new("[", |p| Box::pin(condition::test(p))),
@@ -88,6 +118,8 @@ pub(crate) static TABLE: &[Program] = &[
     // timing
     Program::new("sleep", |p| Box::pin(timing::sleep(p))),
     Program::new("timeout", |p| Box::pin(timing::timeout(p))),
+    Program::new("usleep", |p| Box::pin(timing::usleep(p))),
+    Program::new("watch", |p| Box::pin(timing::watch(p))),
     // system
     Program::new("uname", |p| Box::pin(system::uname(p))),
     Program::new("id", |p| Box::pin(system::id(p))),
@@ -97,19 +129,46 @@ pub(crate) static TABLE: &[Program] = &[
     Program::new("uptime", |p| Box::pin(system::uptime(p))),
     Program::new("du", |p| Box::pin(system::du(p))),
     Program::new("df", |p| Box::pin(system::df(p))),
+    Program::new("nproc", |p| Box::pin(system::nproc(p))),
+    Program::new("sync", |p| Box::pin(system::sync(p))),
     // text
     Program::new("sort", |p| Box::pin(text::sort(p))),
     Program::new("uniq", |p| Box::pin(text::uniq(p))),
     Program::new("tr", |p| Box::pin(text::tr(p))),
     Program::new("cut", |p| Box::pin(text::cut(p))),
+    // lines
+    Program::new("tac", |p| Box::pin(lines::tac(p))),
+    Program::new("rev", |p| Box::pin(lines::rev(p))),
+    Program::new("nl", |p| Box::pin(lines::nl(p))),
+    Program::new("fold", |p| Box::pin(lines::fold(p))),
+    Program::new("paste", |p| Box::pin(lines::paste(p))),
+    Program::new("comm", |p| Box::pin(lines::comm(p))),
+    Program::new("split", |p| Box::pin(lines::split(p))),
+    // expr
+    Program::new("expr", |p| Box::pin(expr::expr(p))),
     Program::new("sed", |p| Box::pin(sed::sed(p))),
+    Program::new("awk", |p| Box::pin(awk::awk(p))),
+    Program::new("grep", |p| Box::pin(grep::grep(p))),
+    Program::new("egrep", |p| Box::pin(grep::grep(p))),
+    Program::new("fgrep", |p| Box::pin(grep::grep(p))),
     // archive
     Program::new("gzip", |p| Box::pin(archive::gzip(p))),
     Program::new("gunzip", |p| Box::pin(archive::gzip(p))),
     Program::new("zcat", |p| Box::pin(archive::gzip(p))),
-    Program::new("tar", |p| Box::pin(archive::tar(p))),
+    Program::new("tar", |p| Box::pin(tar::tar(p))),
     Program::new("base64", |p| Box::pin(archive::base64(p))),
-    Program::new("sha256sum", |p| Box::pin(archive::sha256sum(p))),
+    Program::new("sha256sum", |p| Box::pin(digest::sum(p))),
+    Program::new("sha1sum", |p| Box::pin(digest::sum(p))),
+    Program::new("md5sum", |p| Box::pin(digest::sum(p))),
+    // dd, od
+    Program::new("dd", |p| Box::pin(dd::dd(p))),
+    Program::new("od", |p| Box::pin(od::od(p))),
+    // inspect
+    Program::new("diff", |p| Box::pin(diff::diff(p))),
+    Program::new("cmp", |p| Box::pin(inspect::cmp(p))),
+    Program::new("strings", |p| Box::pin(inspect::strings(p))),
+    Program::new("hexdump", |p| Box::pin(inspect::hexdump(p))),
+    Program::new("xxd", |p| Box::pin(inspect::xxd(p))),
     // search
     Program::new("find", |p| Box::pin(search::find(p))),
     Program::new("xargs", |p| Box::pin(search::xargs(p))),

@@ -1,6 +1,7 @@
-//! Programs that take paths apart: `dirname` and `basename`.
+//! Programs that take paths apart or find them: `dirname`, `basename`, `which`.
 
 use super::cli::{emit, getopt, usage};
+use crate::fs::{NodeKind, join};
 use crate::process::Process;
 
 /// GNU `dirname` of one path.
@@ -90,6 +91,60 @@ pub(crate) async fn basename(proc: Process) -> i32 {
         .collect();
     match emit(&proc, out).await {
         Ok(()) => 0,
+        Err(code) => code,
+    }
+}
+
+/// The search path `which` uses when `PATH` is unset (BusyBox's default root path).
+const WHICH_DEFAULT_PATH: &str = "/sbin:/usr/sbin:/bin:/usr/bin";
+
+/// `which [-a] COMMAND…`: the first executable regular file named COMMAND in each `PATH`
+/// directory (every one with `-a`); a COMMAND with a `/` is checked as it is. Nothing is
+/// printed for a command not found, and the exit code is 1.
+pub(crate) async fn which(proc: Process) -> i32 {
+    let p = match getopt(proc.args(), "a", "", &[], &[]) {
+        Ok(p) => p,
+        Err(e) => return usage(&proc, &e, 1).await,
+    };
+    if p.operands.is_empty() {
+        return usage(&proc, "missing operand", 1).await;
+    }
+    let path_var = proc.var("PATH").unwrap_or(WHICH_DEFAULT_PATH).to_string();
+    let executable = |path: &str| {
+        proc.fs
+            .metadata(&proc.path(path))
+            .is_ok_and(|m| m.kind == NodeKind::Regular && m.is_executable())
+    };
+    let mut status = 0;
+    let mut out = String::new();
+    for name in &p.operands {
+        let mut found = false;
+        if name.contains('/') {
+            if executable(name) {
+                out.push_str(name);
+                out.push('\n');
+                found = true;
+            }
+        } else {
+            for dir in path_var.split(':') {
+                let dir = if dir.is_empty() { "." } else { dir };
+                let candidate = join(dir, name);
+                if executable(&candidate) {
+                    out.push_str(&candidate);
+                    out.push('\n');
+                    found = true;
+                    if !p.has('a') {
+                        break;
+                    }
+                }
+            }
+        }
+        if !found {
+            status = 1;
+        }
+    }
+    match emit(&proc, out).await {
+        Ok(()) => status,
         Err(code) => code,
     }
 }

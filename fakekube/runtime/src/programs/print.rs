@@ -5,7 +5,7 @@ use crate::process::Process;
 use crate::shell::arith::parse_number;
 
 /// Largest field width or precision `printf` honours.
-const MAX_WIDTH: usize = 1 << 20;
+pub(super) const MAX_WIDTH: usize = 1 << 20;
 
 /// Interprets `echo -e` / `printf %b` escapes; the flag is set when `\c` ends all output.
 fn backslash_escapes(s: &str, out: &mut Vec<u8>) -> bool {
@@ -126,27 +126,27 @@ pub(crate) async fn echo(proc: Process) -> i32 {
     }
 }
 
-/// A parsed `printf` conversion specification.
+/// A parsed `printf` conversion specification (awk's `printf` shares it).
 #[derive(Debug, Default, Clone)]
-struct Spec {
+pub(super) struct Spec {
     /// `-`.
-    left: bool,
+    pub(super) left: bool,
     /// `0`.
-    zero: bool,
+    pub(super) zero: bool,
     /// `+`.
-    plus: bool,
+    pub(super) plus: bool,
     /// ` `.
-    space: bool,
+    pub(super) space: bool,
     /// `#`.
-    alt: bool,
+    pub(super) alt: bool,
     /// Field width.
-    width: Option<usize>,
+    pub(super) width: Option<usize>,
     /// Precision.
-    precision: Option<usize>,
+    pub(super) precision: Option<usize>,
 }
 
 /// Pads a converted value to the spec's width.
-fn pad(spec: &Spec, body: String, numeric: bool) -> String {
+pub(super) fn pad(spec: &Spec, body: String, numeric: bool) -> String {
     let width = spec.width.unwrap_or(0).min(MAX_WIDTH);
     let len = body.chars().count();
     if len >= width {
@@ -174,7 +174,7 @@ fn pad(spec: &Spec, body: String, numeric: bool) -> String {
 }
 
 /// C-style `%e` formatting.
-fn format_exp(v: f64, precision: usize, upper: bool) -> String {
+pub(super) fn format_exp(v: f64, precision: usize, upper: bool) -> String {
     let s = format!("{v:.precision$e}");
     let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
@@ -183,17 +183,38 @@ fn format_exp(v: f64, precision: usize, upper: bool) -> String {
     if upper { out.to_uppercase() } else { out }
 }
 
-/// C-style `%g` formatting.
-fn format_general(v: f64, precision: usize, alt: bool, upper: bool) -> String {
+/// C-style `%g` formatting: `%e` when the exponent (after rounding to `precision`
+/// significant digits) is below -4 or at least the precision, `%f` otherwise; trailing zeros
+/// dropped unless `alt`.
+pub(super) fn format_general(v: f64, precision: usize, alt: bool, upper: bool) -> String {
     let p = precision.max(1);
-    if v == 0.0 || !v.is_finite() {
-        return if v.is_finite() {
-            "0".into()
+    if !v.is_finite() {
+        let s = if v.is_nan() {
+            "nan"
+        } else if v > 0.0 {
+            "inf"
         } else {
-            format!("{v}")
+            "-inf"
+        };
+        return if upper {
+            s.to_uppercase()
+        } else {
+            s.to_string()
         };
     }
-    let exp = v.abs().log10().floor() as i64;
+    if v == 0.0 {
+        return if alt {
+            format!("{:.*}", p - 1, 0.0)
+        } else {
+            "0".into()
+        };
+    }
+    // The exponent %e would show, rounding included (9.9999995 is 1.00000e+01).
+    let e_form = format!("{v:.prec$e}", prec = p - 1);
+    let exp: i64 = e_form
+        .split_once('e')
+        .and_then(|(_, e)| e.parse().ok())
+        .unwrap_or(0);
     let strip = |s: String| {
         if alt || !s.contains('.') {
             return s;
@@ -490,6 +511,15 @@ mod tests {
         assert_eq!(pf("%b", &["x\\ty"]), "x\ty");
         assert_eq!(pf("%%|%.3s|%g", &["abcdef", "0.0001"]), "%|abc|0.0001");
         assert_eq!(pf("\\101\\x42", &[]), "AB");
+    }
+
+    #[test]
+    fn printf_g_rounds_before_choosing_between_e_and_f() {
+        assert_eq!(pf("%g", &["9.9999995"]), "10");
+        assert_eq!(pf("%g", &["999999.5"]), "1e+06");
+        assert_eq!(pf("%g", &["123456789"]), "1.23457e+08");
+        assert_eq!(pf("%g", &["0.00001"]), "1e-05");
+        assert_eq!(pf("%g", &["100"]), "100");
     }
 
     #[test]

@@ -189,12 +189,13 @@ impl Visit<'_> {
                     p.matches(&chars)
                 }
                 Expr::Type(t) => {
-                    let kind = self.proc.fs.metadata(abs).map(|m| m.kind);
+                    let kind = self.proc.fs.symlink_metadata(abs).map(|m| m.kind);
                     matches!(
                         (t, kind),
                         ('f', Ok(NodeKind::Regular))
                             | ('d', Ok(NodeKind::Directory))
                             | ('c', Ok(NodeKind::CharDevice))
+                            | ('l', Ok(NodeKind::Symlink))
                     )
                 }
                 Expr::Empty => match self.proc.fs.metadata(abs) {
@@ -318,7 +319,7 @@ pub(crate) async fn find(proc: Process) -> i32 {
     };
     for start in &starts {
         let abs = proc.path(start);
-        if !proc.fs.exists(&abs) {
+        if proc.fs.symlink_metadata(&abs).is_err() {
             proc.err(&format!("{start}: No such file or directory"))
                 .await;
             visit.status = 1;
@@ -326,7 +327,13 @@ pub(crate) async fn find(proc: Process) -> i32 {
         }
         let mut stack: Vec<(String, String, usize, bool)> = vec![(start.clone(), abs, 0, false)];
         while let Some((shown, abs, depth, expanded)) = stack.pop() {
-            let is_dir = matches!(proc.fs.metadata(&abs), Ok(m) if m.kind == NodeKind::Directory);
+            // Links below the starting points are not followed (find's default, -P).
+            let meta = if depth == 0 {
+                proc.fs.metadata(&abs)
+            } else {
+                proc.fs.symlink_metadata(&abs)
+            };
+            let is_dir = matches!(meta, Ok(m) if m.kind == NodeKind::Directory);
             if is_dir && !expanded && depth < max_depth {
                 if depth_first {
                     stack.push((shown.clone(), abs.clone(), depth, true));

@@ -1,5 +1,5 @@
 //! Programs that describe the system and the user: `uname`, `id`, `whoami`, `hostname`,
-//! `date`, `uptime`, `du`, `df`.
+//! `date`, `uptime`, `du`, `df`, `nproc`, and `sync`.
 
 use time::OffsetDateTime;
 
@@ -301,7 +301,7 @@ fn disk_usage(proc: &Process, path: &str, each: &mut dyn FnMut(&str, u64, bool))
             each(path, used, false);
             used
         }
-        NodeKind::CharDevice => 0,
+        NodeKind::CharDevice | NodeKind::Symlink => 0,
     }
 }
 
@@ -425,4 +425,18 @@ pub(crate) async fn df(proc: Process) -> i32 {
         pct
     );
     finish(&proc, text).await
+}
+
+/// `nproc`: the CPUs a container sees, fixed at 1 (a pod's runtime has no CPU count of its
+/// own to report).
+pub(crate) async fn nproc(proc: Process) -> i32 {
+    if let Some(a) = proc.args().first() {
+        return super::cli::usage(&proc, &format!("invalid option -- '{a}'"), 1).await;
+    }
+    super::cli::finish(&proc, "1\n").await
+}
+
+/// `sync`: the filesystem is in memory, nothing to write back.
+pub(crate) async fn sync(_proc: Process) -> i32 {
+    0
 }

@@ -1,4 +1,5 @@
-//! Programs that wait: `sleep`, and `timeout`, which runs a program until a deadline.
+//! Programs that wait: `sleep`, `usleep`, `timeout`, which runs a program until a deadline,
+//! and `watch`, which runs one again and again.
 
 use std::time::Duration;
 
@@ -53,6 +54,80 @@ pub(crate) async fn sleep(proc: Process) -> i32 {
     tokio::select! {
         _ = tokio::time::sleep(total) => 0,
         _ = proc.cancel.cancelled() => 143,
+    }
+}
+
+/// `usleep MICROSECONDS`; cancellable.
+pub(crate) async fn usleep(proc: Process) -> i32 {
+    let Some(us) = proc.args().first().and_then(|a| a.parse::<u64>().ok()) else {
+        return usage(&proc, "missing or invalid operand", 1).await;
+    };
+    tokio::select! {
+        _ = tokio::time::sleep(Duration::from_micros(us)) => 0,
+        _ = proc.cancel.cancelled() => 143,
+    }
+}
+
+/// `watch [-t] [-n SECONDS] COMMAND…`, as BusyBox's: clears the screen, prints `Every Ns:
+/// COMMAND` with the time at the right of an 80-column line (not with `-t`), a blank line,
+/// then runs the command through `sh -c`; again every N seconds (2) until killed.
+pub(crate) async fn watch(proc: Process) -> i32 {
+    let args = proc.args();
+    let mut i = 0;
+    let (mut title, mut period) = (true, Duration::from_secs(2));
+    while let Some(a) = args.get(i) {
+        if a == "-t" {
+            title = false;
+        } else if a == "-n" || a.starts_with("-n") {
+            let v = if a == "-n" {
+                i += 1;
+                args.get(i).cloned().unwrap_or_default()
+            } else {
+                a[2..].to_string()
+            };
+            match parse_duration(&v) {
+                Some(d) if !d.is_zero() => period = d,
+                _ => return usage(&proc, &format!("invalid number '{v}'"), 1).await,
+            }
+        } else if a.starts_with('-') && a.len() > 1 && a != "-d" {
+            return usage(&proc, &format!("invalid option -- '{}'", &a[1..2]), 1).await;
+        } else if a != "-d" {
+            break;
+        }
+        i += 1;
+    }
+    let cmd = args[i.min(args.len())..].join(" ");
+    if cmd.is_empty() {
+        return usage(&proc, "missing command", 1).await;
+    }
+    const WIDTH: usize = 80;
+    loop {
+        let mut screen = String::from("\x1b[H\x1b[J");
+        if title {
+            let head = format!("Every {:.1}s: {cmd:<WIDTH$}", period.as_secs_f64());
+            let head: String = head.chars().take(WIDTH - 20).collect();
+            let now = time::OffsetDateTime::from_unix_timestamp(crate::fs::now())
+                .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+            screen.push_str(&format!(
+                "{head}{:04}-{:02}-{:02} {:02}:{:02}:{:02}\n\n",
+                now.year(),
+                u8::from(now.month()),
+                now.day(),
+                now.hour(),
+                now.minute(),
+                now.second()
+            ));
+        }
+        if let Err(code) = super::cli::emit(&proc, screen).await {
+            return code;
+        }
+        proc.child(vec!["sh".into(), "-c".into(), cmd.clone()])
+            .spawn_as("watch: ")
+            .await;
+        tokio::select! {
+            _ = tokio::time::sleep(period) => {}
+            _ = proc.cancel.cancelled() => return 143,
+        }
     }
 }
 

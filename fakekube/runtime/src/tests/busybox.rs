@@ -140,3 +140,9 @@ async fn date_uptime_du_and_df_describe_the_system() {
         "{r:?}"
     );
 }
+
+#[tokio::test]
+async fn an_empty_single_quoted_word_is_an_argument_of_its_own() {
+    check("printf '[%s]' '' x ''; echo", "[][x][]\n").await;
+    check("set -- '' ''; echo $#", "2\n").await;
+}

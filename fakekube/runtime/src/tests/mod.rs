@@ -11,9 +11,16 @@ use tokio_util::sync::CancellationToken;
 use super::io::CHUNK;
 use super::*;
 
+mod awk;
 mod busybox;
+mod devices;
+mod grep;
 mod limits;
+mod links;
+mod more;
+mod raw_bytes;
 mod signals;
+mod tar;
 mod terminal;
 
 /// Most output a test keeps per stream (the rest is read and dropped).

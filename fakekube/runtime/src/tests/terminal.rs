@@ -212,3 +212,15 @@ async fn ctrl_c_drops_input_typed_ahead_and_not_yet_read() {
     t.press("exit\r").await;
     assert_eq!(t.status().await, ExitStatus::Code(0));
 }
+
+#[tokio::test]
+async fn awk_on_a_terminal_shows_each_line_before_it_reads_the_next() {
+    let mut t = Tty::start(&["awk", "{ print \"got \" $1 }"]);
+    t.press("one\r").await;
+    t.expect("one\r\ngot one\r\n").await;
+    t.press("two\r").await;
+    t.expect("two\r\ngot two\r\n").await;
+    t.press("\x04").await;
+    assert_eq!(t.status().await, ExitStatus::Code(0));
+    drop(t.keys.take());
+}

@@ -106,7 +106,11 @@ impl Shell {
                             f.push(s, !quoted, false);
                         }
                     }
-                    Part::Quoted(s) => f.push(s, false, false),
+                    Part::Quoted(s) => {
+                        // `''` is a field of its own even though it holds nothing.
+                        f.mark();
+                        f.push(s, false, false);
+                    }
                     Part::Double(inner) => {
                         if !matches!(inner.as_slice(), [Part::Param(p)] if p.name == "@" && p.op == ParamOp::Plain)
                         {

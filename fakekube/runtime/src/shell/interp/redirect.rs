@@ -52,22 +52,21 @@ impl Shell {
                         .open_write(&path, false)
                         .map_err(|e| format!("cannot create {target}: {e}"))?;
                 }
-                let input = Input::open(&self.fs, &path)
+                let input = Input::open(&self.fs, &path, io)
                     .map_err(|e| format!("cannot open {target}: {e}"))?;
                 if r.fd == 0 {
                     io.stdin = input;
                 }
             }
             RedirOp::Write | RedirOp::Append => {
-                let out =
-                    Output::open(&self.fs, &path, r.op == RedirOp::Append).map_err(
-                        |e| match e {
-                            FsError::NotFound => {
-                                format!("cannot create {target}: Directory nonexistent")
-                            }
-                            e => format!("cannot create {target}: {e}"),
-                        },
-                    )?;
+                let out = Output::open(&self.fs, &path, r.op == RedirOp::Append, io).map_err(
+                    |e| match e {
+                        FsError::NotFound => {
+                            format!("cannot create {target}: Directory nonexistent")
+                        }
+                        e => format!("cannot create {target}: {e}"),
+                    },
+                )?;
                 set_out(io, r.fd, out);
             }
             RedirOp::DupOut | RedirOp::DupIn => {
