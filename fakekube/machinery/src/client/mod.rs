@@ -23,8 +23,8 @@ use std::fmt;
 use std::sync::Arc;
 use tokio::sync::watch;
 
-/// The kinds a node's components read and write, each a core (or `coordination.k8s.io`)
-/// resource of the stable version.
+/// The kinds a node's components read and write, each a core (or `coordination.k8s.io`,
+/// `discovery.k8s.io`) resource of the stable version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Kind {
     /// `pods` (its `status` and `binding` parts too).
@@ -43,11 +43,15 @@ pub enum Kind {
     ConfigMap,
     /// core `events`.
     Event,
+    /// `services` (the cluster network: names and ClusterIPs).
+    Service,
+    /// `endpointslices` of `discovery.k8s.io` (the cluster network: a Service's endpoints).
+    EndpointSlice,
 }
 
 impl Kind {
     /// Every kind, in a fixed order.
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 10] = [
         Kind::Pod,
         Kind::Node,
         Kind::Lease,
@@ -56,12 +60,15 @@ impl Kind {
         Kind::Secret,
         Kind::ConfigMap,
         Kind::Event,
+        Kind::Service,
+        Kind::EndpointSlice,
     ];
 
     /// Its API group (empty for core).
     pub fn group(self) -> &'static str {
         match self {
             Kind::Lease => "coordination.k8s.io",
+            Kind::EndpointSlice => "discovery.k8s.io",
             _ => "",
         }
     }
@@ -82,6 +89,8 @@ impl Kind {
             Kind::Secret => "secrets",
             Kind::ConfigMap => "configmaps",
             Kind::Event => "events",
+            Kind::Service => "services",
+            Kind::EndpointSlice => "endpointslices",
         }
     }
 
@@ -96,6 +105,8 @@ impl Kind {
             Kind::Secret => "Secret",
             Kind::ConfigMap => "ConfigMap",
             Kind::Event => "Event",
+            Kind::Service => "Service",
+            Kind::EndpointSlice => "EndpointSlice",
         }
     }
 
@@ -108,6 +119,7 @@ impl Kind {
     pub fn api_version(self) -> &'static str {
         match self {
             Kind::Lease => "coordination.k8s.io/v1",
+            Kind::EndpointSlice => "discovery.k8s.io/v1",
             _ => "v1",
         }
     }
