@@ -165,8 +165,8 @@ async fn handle(config: &Config, req: Request<Incoming>) -> Response<Body> {
     if !proxied.contains(&method) {
         return detail(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed");
     }
-    if let Err(resp) = authorize(config, req.headers()) {
-        return resp;
+    if let Err(message) = authorize(config, req.headers()) {
+        return detail(StatusCode::UNAUTHORIZED, message);
     }
     let target = match Target::of(req.headers(), &config.cluster_domain) {
         Ok(t) => t,
@@ -176,27 +176,23 @@ async fn handle(config: &Config, req: Request<Incoming>) -> Response<Body> {
     proxy(config, req, &target, limit).await
 }
 
-/// Checks `Authorization: Bearer TOKEN` when the router has a token; the 401 otherwise.
-fn authorize(config: &Config, headers: &HeaderMap) -> Result<(), Response<Body>> {
+/// Checks `Authorization: Bearer TOKEN` when the router has a token; the 401's message
+/// otherwise.
+fn authorize(config: &Config, headers: &HeaderMap) -> Result<(), &'static str> {
     let Some(token) = &config.token else {
         return Ok(());
     };
-    let missing = || {
-        detail(
-            StatusCode::UNAUTHORIZED,
-            "Missing or invalid Authorization header.",
-        )
-    };
+    const MISSING: &str = "Missing or invalid Authorization header.";
     let value = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .ok_or_else(missing)?;
+        .ok_or(MISSING)?;
     let parts: Vec<&str> = value.split_whitespace().collect();
     let [scheme, given] = parts.as_slice() else {
-        return Err(missing());
+        return Err(MISSING);
     };
     if !scheme.eq_ignore_ascii_case("bearer") {
-        return Err(missing());
+        return Err(MISSING);
     }
     // Compared in constant time, as secrets.compare_digest does.
     let same = given.len() == token.len()
@@ -205,11 +201,7 @@ fn authorize(config: &Config, headers: &HeaderMap) -> Result<(), Response<Body>>
             .zip(token.bytes())
             .fold(0u8, |acc, (a, b)| acc | (a ^ b))
             == 0;
-    if same {
-        Ok(())
-    } else {
-        Err(detail(StatusCode::UNAUTHORIZED, "Invalid token."))
-    }
+    if same { Ok(()) } else { Err("Invalid token.") }
 }
 
 /// The proxy timeout of one request: `X-Sandbox-Timeout` when it is a positive number, capped
@@ -477,6 +469,45 @@ mod tests {
         let kept = end_to_end(&h, &["content-length"]);
         assert_eq!(kept.len(), 1);
         assert!(kept.contains_key("content-type"));
+    }
+
+    #[test]
+    fn with_a_token_only_its_bearer_passes() {
+        let proc = crate::process::Process::new(
+            vec![],
+            vec![],
+            "/".into(),
+            crate::fs::PodFs::new(vec![]),
+            crate::process::Programs::new(),
+            crate::io::Stdio {
+                stdin: crate::io::Input::empty(),
+                stdout: crate::io::Output::null(),
+                stderr: crate::io::Output::null(),
+            },
+            Default::default(),
+        );
+        let config = Config {
+            token: Some("s3cret".into()),
+            timeout: 180.0,
+            cluster_domain: "cluster.local".into(),
+            proc,
+        };
+        assert_eq!(
+            authorize(&config, &headers(&[])),
+            Err("Missing or invalid Authorization header.")
+        );
+        assert_eq!(
+            authorize(&config, &headers(&[("authorization", "Basic s3cret")])),
+            Err("Missing or invalid Authorization header.")
+        );
+        assert_eq!(
+            authorize(&config, &headers(&[("authorization", "Bearer nope")])),
+            Err("Invalid token.")
+        );
+        assert_eq!(
+            authorize(&config, &headers(&[("authorization", "bearer s3cret")])),
+            Ok(())
+        );
     }
 
     #[test]
