@@ -1,9 +1,10 @@
 //! fakekube's hermetic container runtime: what runs behind `pods/exec` and a pod's main
 //! process, entirely in memory. Each container gets its own filesystem ([`PodFs`]) and runs
 //! programs from a registry ([`Programs`]): BusyBox-like tools (`cat`, `ls`, `stat`, `printf`,
-//! `timeout`, `nc`, `httpd`, ...) and `sh`, a small POSIX shell. Each pod has a network of its
-//! own ([`PodNetwork`]: ports its processes listen on and connect to). Nothing touches the host:
-//! no files, no processes, no sockets.
+//! `timeout`, `nc`, `httpd`, `wget`, ...), `sh`, a small POSIX shell, and the servers of the
+//! agent-sandbox images (`python-runtime-sandbox`, `sandbox-router`). Each pod has a network of
+//! its own ([`PodNetwork`]: ports its processes listen on and connect to, and the [`Cluster`]
+//! its runner puts it in). Nothing touches the host: no files, no processes, no sockets.
 //!
 //! ```
 //! use fakekube_runtime::{ExecIo, ExecSpec, ExitStatus, ProcessTable, Programs, exec};
