@@ -8,6 +8,8 @@
 //! What they share is here: serving HTTP/1.1 on a port of the pod until the process is killed,
 //! with uvicorn's log lines; JSON replies as FastAPI writes them.
 
+#[cfg(test)]
+mod end_to_end;
 pub(crate) mod multipart;
 pub(crate) mod router;
 pub(crate) mod runtime;
