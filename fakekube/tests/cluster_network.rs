@@ -200,3 +200,30 @@ async fn the_sandbox_router_image_forwards_to_a_sandbox_runtime_through_its_serv
     );
     kube.shutdown().await;
 }
+
+#[tokio::test]
+async fn an_image_given_a_program_runs_it_when_its_container_gives_no_command() {
+    let (kube, c) = start().await;
+    kube.images()
+        .set_program("registry.example/team/runtime", "python-runtime-sandbox");
+    let runtime = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": { "name": "rt", "labels": { "app": "rt" } },
+        "spec": { "containers": [{ "name": "c", "image": "registry.example/team/runtime:v7" }] },
+    });
+    create(&c, PODS, &runtime).await;
+    let svc = json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": { "name": "rt" },
+        "spec": { "selector": { "app": "rt" }, "ports": [{ "port": 8888 }] },
+    });
+    create(&c, SERVICES, &svc).await;
+    let script = until_reached("http://rt:8888/", "wget -qO- http://rt:8888/");
+    create(&c, PODS, &pod("client", "client", &script, "Never")).await;
+    let log = finished_log(&kube, "client").await;
+    assert_eq!(
+        log,
+        "{\"status\":\"ok\",\"message\":\"Sandbox Runtime is active.\"}"
+    );
+    kube.shutdown().await;
+}
