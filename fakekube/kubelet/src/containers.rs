@@ -307,7 +307,7 @@ impl Kubelet {
             .filter(|w| !w.is_empty())
             .unwrap_or("/")
             .to_string();
-        let argv = env::argv(&c.spec, &env);
+        let argv = env::image_argv(&c.spec, &env, self.images.program(&c.image).as_deref());
         let wants_stdin = c.spec.get("stdin").and_then(Value::as_bool) == Some(true);
         let pod_ip = run.ip.clone().unwrap_or_default();
         let probes: Vec<Probe> = {

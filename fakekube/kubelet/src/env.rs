@@ -233,6 +233,16 @@ pub const DEFAULT_COMMAND: [&str; 3] = ["sh", "-c", "trap 'exit 0' TERM; sleep i
 /// servers most images start do (a stop does not wait out the grace period); `args` alone
 /// replace that default (the fake images have no entrypoint).
 pub fn argv(container: &Value, env: &[(String, String)]) -> Vec<String> {
+    image_argv(container, env, None)
+}
+
+/// The main process's argv as [`argv`] makes it, with `program` (the image's, see
+/// [`crate::images::Images::program`]) in place of the keep-alive default when given.
+pub fn image_argv(
+    container: &Value,
+    env: &[(String, String)],
+    program: Option<&str>,
+) -> Vec<String> {
     let defined = |n: &str| {
         env.iter()
             .rev()
@@ -254,7 +264,10 @@ pub fn argv(container: &Value, env: &[(String, String)]) -> Vec<String> {
     let mut argv = list("command");
     argv.extend(list("args"));
     if argv.is_empty() {
-        argv = DEFAULT_COMMAND.iter().map(|s| s.to_string()).collect();
+        argv = match program {
+            Some(p) => vec![p.to_string()],
+            None => DEFAULT_COMMAND.iter().map(|s| s.to_string()).collect(),
+        };
     }
     argv
 }

@@ -1,6 +1,13 @@
 //! The fake image registry: every image exists and starts unless a test marked it missing or
 //! crashing. Names are compared as a container runtime resolves them, so `busybox`,
 //! `busybox:latest` and `docker.io/library/busybox:latest` are one image.
+//!
+//! An image is a program of the runtime: a container that gives no `command` or `args` runs
+//! its image's program. The agent-sandbox images run theirs whatever registry and tag they
+//! come from (a repository named `sandbox-router` runs `sandbox-router`, one named
+//! `python-runtime-sandbox` runs `python-runtime-sandbox`); [`Images::set_program`] (the
+//! `--image-program IMAGE=PROGRAM` flag) maps any other image; every other image runs the
+//! keep-alive default ([`crate::env::DEFAULT_COMMAND`]).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -25,13 +32,24 @@ pub struct Images {
     marks: Mutex<HashMap<String, Mark>>,
     /// Bumped on every change, so the kubelet retries waiting pulls.
     changed: watch::Sender<u64>,
+    /// Programs set for images: by normalised reference, or by repository (any tag) when set
+    /// without a tag or digest.
+    programs: Mutex<HashMap<String, String>>,
 }
+
+/// The images that run a program of their own wherever they come from: the repository's
+/// last path component and the program.
+pub const BUILTIN_PROGRAMS: [(&str, &str); 2] = [
+    ("sandbox-router", "sandbox-router"),
+    ("python-runtime-sandbox", "python-runtime-sandbox"),
+];
 
 impl Default for Images {
     fn default() -> Self {
         Images {
             marks: Mutex::new(HashMap::new()),
             changed: watch::channel(0).0,
+            programs: Mutex::new(HashMap::new()),
         }
     }
 }
@@ -70,6 +88,32 @@ impl Images {
         marks.get(&normalize(image)).copied()
     }
 
+    /// Makes containers of `image` without `command` or `args` run `program` (with no
+    /// arguments): every tag of the repository when `image` names none, else that tag.
+    pub fn set_program(&self, image: &str, program: &str) {
+        let mut programs = self.programs.lock().unwrap_or_else(|p| p.into_inner());
+        programs.insert(program_key(image), program.to_string());
+    }
+
+    /// The program an image runs when its container gives no command: one set for it (by
+    /// reference, then by repository), else the agent-sandbox images' own, else `None` (the
+    /// keep-alive default).
+    pub fn program(&self, image: &str) -> Option<String> {
+        let full = normalize(image);
+        let repo = repository(&full);
+        {
+            let programs = self.programs.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(p) = programs.get(&full).or_else(|| programs.get(&repo)) {
+                return Some(p.clone());
+            }
+        }
+        let last = repo.rsplit('/').next().unwrap_or_default();
+        BUILTIN_PROGRAMS
+            .iter()
+            .find(|(name, _)| *name == last)
+            .map(|(_, program)| program.to_string())
+    }
+
     /// A receiver that sees every change of the marks.
     pub fn subscribe(&self) -> watch::Receiver<u64> {
         self.changed.subscribe()
@@ -103,6 +147,27 @@ pub fn normalize(image: &str) -> String {
         Some(d) => format!("{full}@{d}"),
         None if last.contains(':') => full,
         None => format!("{full}:latest"),
+    }
+}
+
+/// The key [`Images::set_program`] files an image under: its normalised reference, or its
+/// repository when it was given without a tag or digest.
+fn program_key(image: &str) -> String {
+    let last = image.rsplit('/').next().unwrap_or_default();
+    let full = normalize(image);
+    if last.contains(':') || image.contains('@') {
+        full
+    } else {
+        repository(&full)
+    }
+}
+
+/// A normalised reference without its tag or digest.
+fn repository(full: &str) -> String {
+    let name = full.split('@').next().unwrap_or_default();
+    match name.rsplit_once(':') {
+        Some((repo, tag)) if !tag.contains('/') => repo.to_string(),
+        _ => name.to_string(),
     }
 }
 
@@ -185,6 +250,45 @@ mod tests {
         rx.borrow_and_update();
         images.mark_crashing("x");
         assert!(rx.has_changed().unwrap_or(false));
+    }
+
+    #[test]
+    fn agent_sandbox_images_run_their_programs_from_any_registry_and_tag() {
+        let images = Images::default();
+        assert_eq!(
+            images
+                .program("kind.local/sandbox-router:latest")
+                .as_deref(),
+            Some("sandbox-router")
+        );
+        assert_eq!(
+            images
+                .program("us-central1-docker.pkg.dev/k8s-staging-images/agent-sandbox/python-runtime-sandbox:latest-main")
+                .as_deref(),
+            Some("python-runtime-sandbox")
+        );
+        assert_eq!(images.program("busybox"), None);
+    }
+
+    #[test]
+    fn a_program_set_for_an_image_applies_to_its_tag_or_to_every_tag() {
+        let images = Images::default();
+        images.set_program("registry.example/my/router", "sandbox-router");
+        images.set_program("web:2", "httpd");
+        assert_eq!(
+            images.program("registry.example/my/router:v3").as_deref(),
+            Some("sandbox-router")
+        );
+        assert_eq!(
+            images.program("docker.io/library/web:2").as_deref(),
+            Some("httpd")
+        );
+        assert_eq!(images.program("web:3"), None);
+        images.set_program("kind.local/sandbox-router:x", "true");
+        assert_eq!(
+            images.program("kind.local/sandbox-router:x").as_deref(),
+            Some("true")
+        );
     }
 
     #[test]

@@ -71,7 +71,8 @@ use http::StatusCode;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::AtomicUsize;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::Duration;
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
@@ -202,6 +203,10 @@ pub struct Kubelet {
     pub(crate) recorder: Recorder,
     /// The scheduler's Events (`Scheduled`, `FailedScheduling`).
     pub(crate) scheduler: Emitter,
+    /// Connections made to Services so far: whose turn the next one is (round robin).
+    pub(crate) connections: AtomicUsize,
+    /// The kubelet itself, once spawned: what its pods' cluster networks reach it by.
+    pub(crate) me: OnceLock<Weak<Kubelet>>,
 }
 
 /// Bytes all pods' filesystems may hold together unless the server is told otherwise.
@@ -222,6 +227,8 @@ impl Kubelet {
             pulled: Mutex::default(),
             recorder,
             scheduler: Emitter::new("default-scheduler", "fakekube-control-plane"),
+            connections: AtomicUsize::new(0),
+            me: OnceLock::new(),
         }
     }
 

@@ -14,7 +14,8 @@
 //!   writes it: pkg/kubelet/status), [`probe`] (liveness, readiness and startup probes:
 //!   pkg/kubelet/prober), [`termination`] (graceful stops and termination messages), [`env`]
 //!   (container environment: pkg/kubelet/kubelet_pods.go), [`images`] ([`Images`]: pulls,
-//!   back-offs, missing images), [`limits`] (resource limits on the runtime), [`output`]
+//!   back-offs, missing images, the programs images run), [`cluster`] (the cluster network
+//!   the pods reach Services and other pods by: cluster DNS and kube-proxy, in process), [`limits`] (resource limits on the runtime), [`output`]
 //!   (container logs kept per run), [`command`] ([`CommandCall`]: programs registered as
 //!   commands) and [`registration`] (the Node and its Lease: pkg/kubelet's node status and
 //!   nodelease controller).
@@ -35,6 +36,7 @@
 //!
 //! `python3 ci/module-cycles.py fakekube/kubelet/src` finds any cycle between these modules.
 
+pub mod cluster;
 pub mod command;
 pub mod containers;
 pub mod env;

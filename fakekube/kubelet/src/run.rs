@@ -3,6 +3,7 @@
 //! restarting containers is [`crate::containers`]; stopping them, [`crate::termination`].
 
 use crate::client::{Change, ChangeType, Client, Delete, Kind, Part};
+use crate::cluster::PodCluster;
 use crate::events::EventType;
 use crate::kubelet::{Kubelet, Role, State};
 use crate::meta::{meta_str, str_at};
@@ -99,6 +100,7 @@ fn claim_names(pod: &Value) -> Vec<String> {
 impl Kubelet {
     /// Starts the kubelet's task; it runs until `shutdown`, and every pod's processes end then.
     pub fn spawn(self: &Arc<Self>, shutdown: CancellationToken) -> JoinHandle<()> {
+        let _ = self.me.set(Arc::downgrade(self));
         let k = self.clone();
         tokio::spawn(async move { k.run(shutdown).await })
     }
@@ -314,6 +316,10 @@ impl Kubelet {
                 pass.shutdown.child_token(),
                 &clock.now_rfc3339(),
             );
+            if let Some(me) = self.me.get() {
+                run.network
+                    .set_cluster(Arc::new(PodCluster::new(me.clone(), &ns)));
+            }
             st.names.insert((ns, name), uid.clone());
             st.pods.insert(uid.clone(), run);
         }

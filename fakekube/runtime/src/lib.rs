@@ -1,9 +1,10 @@
 //! fakekube's hermetic container runtime: what runs behind `pods/exec` and a pod's main
 //! process, entirely in memory. Each container gets its own filesystem ([`PodFs`]) and runs
 //! programs from a registry ([`Programs`]): BusyBox-like tools (`cat`, `ls`, `stat`, `printf`,
-//! `timeout`, `nc`, `httpd`, ...) and `sh`, a small POSIX shell. Each pod has a network of its
-//! own ([`PodNetwork`]: ports its processes listen on and connect to). Nothing touches the host:
-//! no files, no processes, no sockets.
+//! `timeout`, `nc`, `httpd`, `wget`, ...), `sh`, a small POSIX shell, and the servers of the
+//! agent-sandbox images (`python-runtime-sandbox`, `sandbox-router`). Each pod has a network of
+//! its own ([`PodNetwork`]: ports its processes listen on and connect to, and the [`Cluster`]
+//! its runner puts it in). Nothing touches the host: no files, no processes, no sockets.
 //!
 //! ```
 //! use fakekube_runtime::{ExecIo, ExecSpec, ExitStatus, ProcessTable, Programs, exec};
@@ -60,7 +61,8 @@
 //!   `^D`) and output translation;
 //! - `io`: bounded, chunked standard streams: [`Input`], [`Output`], [`Stdio`];
 //! - [`net`]: a pod's network, in memory: [`PodNetwork`] (listening ports shared by the pod's
-//!   containers and execs), [`Listener`], [`Connection`], [`NetError`];
+//!   containers and execs), [`Listener`], [`Connection`], [`NetError`], and the [`Cluster`]
+//!   beyond it that the kubelet provides (Service names and addresses, other pods);
 //! - `process`: what a program gets ([`Process`]), the registry ([`Programs`]) holding the
 //!   program table and run-time registrations, `execvp`'s resolution of a name or path
 //!   (`PATH`, `/bin` entries, `#!` scripts), and the container's process table
@@ -131,9 +133,10 @@
 //! - Memory is counted where it can grow large (processes, variables, command
 //!   substitutions), not measured: programs that buffer their input (`sort`, `tac`) are
 //!   bounded by their own caps only.
-//! - A pod's network is one loopback: TCP only (no UDP, no DNS), no addresses but the pod's
-//!   own (`nc 10.0.0.1 80` is unreachable), no socket options; `httpd` has no CGI,
-//!   configuration file or authentication.
+//! - A pod's network is one loopback plus what its [`Cluster`] reaches: TCP only (no UDP, no
+//!   DNS server, names resolved in process), no socket options; without a cluster other
+//!   addresses are unreachable (`nc 10.0.0.1 80`); `httpd` has no CGI, configuration file or
+//!   authentication; `wget` has no TLS.
 
 mod exec;
 mod fs;
@@ -153,7 +156,7 @@ mod tty;
 pub use exec::{ExecIo, ExecSpec, ExitStatus, exec, exec_session};
 pub use fs::{FsError, PodFs, StorageBudget, Volume};
 pub use io::{CHUNK, Input, Output, Stdio, WriteError};
-pub use net::{Connection, Listener, NetError, PodNetwork};
+pub use net::{Cluster, Connection, Listener, NetError, PodNetwork};
 pub use process::{
     DEFAULT_PATH, DEFAULT_PROCESS_LIMIT, DEFAULT_STEP_LIMIT, Limits, PROCESS_MEMORY, Process,
     ProcessInfo, ProcessTable, Programs, STEP_LIMIT_STATUS, Signal, SignalError, Verdict,

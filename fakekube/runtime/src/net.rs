@@ -12,9 +12,17 @@
 //! A [`Connection`] is one end of a duplex byte stream ([`AsyncRead`] + [`AsyncWrite`]), with
 //! TCP's half-close: `shutdown` ends what the peer reads and leaves the other direction open.
 //! Dropping an end is closing the socket: the peer reads end of file and its writes fail.
+//!
+//! Beyond the pod lies the cluster, which this crate does not know: whoever runs the pod (the
+//! kubelet) gives its network a [`Cluster`] with [`PodNetwork::set_cluster`], and
+//! [`PodNetwork::lookup`] and [`PodNetwork::connect_to`] ask it for every name and address that
+//! is not the pod's own. Without one, other hosts are unreachable. Either way nothing leaves
+//! the process: a cluster connects to another pod's listener as this module does.
 
 use std::collections::HashMap;
+use std::fmt;
 use std::io;
+use std::net::IpAddr;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
@@ -40,6 +48,26 @@ pub enum NetError {
     /// EADDRINUSE: the port is taken (or, for port 0, no ephemeral port is free).
     #[error("Address already in use")]
     AddressInUse,
+    /// ENETUNREACH: the address is not the pod's own and no cluster lies beyond it.
+    #[error("Network is unreachable")]
+    NetworkUnreachable,
+    /// EHOSTUNREACH: no pod or Service of the cluster has the address.
+    #[error("No route to host")]
+    HostUnreachable,
+}
+
+/// The cluster around a pod, as its programs reach it: names resolved as the cluster's DNS
+/// resolves them for this pod (its namespace searched first) and connections to other pods'
+/// listeners, through Services or by pod address. Implemented by the kubelet, which knows the
+/// cluster; this crate knows none.
+pub trait Cluster: Send + Sync + fmt::Debug {
+    /// The addresses `name` resolves to, best first; empty when the name is unknown (the
+    /// pod's own names are resolved before the cluster is asked).
+    fn lookup(&self, name: &str) -> Vec<IpAddr>;
+
+    /// A connection to `ip:port` somewhere in the cluster: a Service's ClusterIP reaches one of
+    /// its ready endpoints, a pod's address that pod.
+    fn connect(&self, ip: IpAddr, port: u16) -> Result<Connection, NetError>;
 }
 
 /// One listening port in the table.
@@ -52,7 +80,7 @@ struct Entry {
 }
 
 /// The ports of one pod.
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct Table {
     /// Listening ports.
     listeners: HashMap<u16, Entry>,
@@ -62,6 +90,17 @@ struct Table {
     next_ephemeral: u16,
     /// The ephemeral port the next outgoing connection reports as its own.
     next_source: u16,
+    /// The cluster beyond the pod, once its runner gave one.
+    cluster: Option<Arc<dyn Cluster>>,
+}
+
+impl fmt::Debug for Table {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Table")
+            .field("listeners", &self.listeners.keys().collect::<Vec<_>>())
+            .field("cluster", &self.cluster.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 /// A pod's network namespace: its listening ports. Cheap to clone; clones share the ports.
@@ -125,6 +164,35 @@ impl PodNetwork {
             local_port: source,
             peer_port: port,
         })
+    }
+
+    /// Puts the pod in `cluster`: names and addresses other than the pod's own are resolved
+    /// and reached through it from now on (every clone of this network).
+    pub fn set_cluster(&self, cluster: Arc<dyn Cluster>) {
+        self.lock().cluster = Some(cluster);
+    }
+
+    /// The cluster the pod is in, if any.
+    fn cluster(&self) -> Option<Arc<dyn Cluster>> {
+        self.lock().cluster.clone()
+    }
+
+    /// The addresses a name that is not the pod's own resolves to in its cluster (empty
+    /// without a cluster or for an unknown name).
+    pub fn lookup(&self, name: &str) -> Vec<IpAddr> {
+        self.cluster().map(|c| c.lookup(name)).unwrap_or_default()
+    }
+
+    /// Connects to `ip:port`: the pod itself for a loopback or unspecified address, else the
+    /// cluster ([`NetError::NetworkUnreachable`] without one).
+    pub fn connect_to(&self, ip: IpAddr, port: u16) -> Result<Connection, NetError> {
+        if ip.is_loopback() || ip.is_unspecified() {
+            return self.connect(port);
+        }
+        match self.cluster() {
+            Some(cluster) => cluster.connect(ip, port),
+            None => Err(NetError::NetworkUnreachable),
+        }
     }
 
     /// The ports listened on now, in order (what `netstat -ltn` would list).

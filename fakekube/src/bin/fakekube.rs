@@ -97,6 +97,10 @@ struct Args {
     /// Make containers of this image crash at start (CrashLoopBackOff); repeatable.
     #[arg(long = "crashing-image", value_name = "IMAGE")]
     crashing_images: Vec<String>,
+    /// Containers of IMAGE (every tag without one) without a command run the runtime's PROGRAM
+    /// (`sandbox-router`, `python-runtime-sandbox`, `httpd`, ...); repeatable.
+    #[arg(long = "image-program", value_name = "IMAGE=PROGRAM", value_parser = image_program)]
+    image_programs: Vec<(String, String)>,
     /// Create the RBAC Role in ROLE.yaml (and its namespace), a service account `role-token`
     /// bound to it, and accept SECRET as that service account's token; repeatable. Sugar for
     /// applying those objects and reading a token Secret, as ci/kind-up.sh does on kind.
@@ -223,6 +227,16 @@ async fn main() -> ExitCode {
     }
 }
 
+/// `IMAGE=PROGRAM` of `--image-program`.
+fn image_program(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((image, program)) if !image.is_empty() && !program.is_empty() => {
+            Ok((image.to_string(), program.to_string()))
+        }
+        _ => Err(format!("expected IMAGE=PROGRAM, got '{text}'")),
+    }
+}
+
 /// Runs the kubelet of a node until SIGINT or SIGTERM.
 async fn kubelet(args: KubeletArgs, signals: Signals) -> ExitCode {
     let name = args.node_name.clone();
@@ -346,6 +360,9 @@ async fn serve(args: Args) -> ExitCode {
     }
     for image in &args.crashing_images {
         kube.images().mark_crashing(image);
+    }
+    for (image, program) in &args.image_programs {
+        kube.images().set_program(image, program);
     }
     let mut files = Vec::new();
     if let Some(path) = &args.kubeconfig {

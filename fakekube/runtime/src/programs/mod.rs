@@ -26,7 +26,9 @@
 //! - [`search`]: `find`, `xargs`;
 //! - [`processes`]: `ps`, `kill`;
 //! - [`terminal`]: `tty`, `stty`;
-//! - [`net`]: `nc`, `httpd`, over the pod's [`PodNetwork`](crate::PodNetwork);
+//! - [`net`]: `nc`, `httpd`, `wget`, over the pod's [`PodNetwork`](crate::PodNetwork);
+//! - [`sandbox`]: `python-runtime-sandbox` and `sandbox-router`, the agent-sandbox images'
+//!   servers (the kubelet runs them for those images);
 //! - `true` and `false`, in the table itself; `sh`, in [`crate::shell`].
 //!
 //! [`cli`] holds what they share: GNU-style options, usage errors, writing to stdout;
@@ -55,6 +57,7 @@ mod paths;
 mod posix_regex;
 mod print;
 mod processes;
+mod sandbox;
 mod search;
 mod sed;
 mod sequence;
@@ -181,6 +184,14 @@ pub(crate) static TABLE: &[Program] = &[
     // net
     Program::new("nc", |p| Box::pin(net::nc::nc(p))),
     Program::new("httpd", |p| Box::pin(net::httpd::httpd(p))),
+    Program::new("wget", |p| Box::pin(net::wget::wget(p))),
+    // the agent-sandbox images
+    Program::new("python-runtime-sandbox", |p| {
+        Box::pin(sandbox::runtime::python_runtime_sandbox(p))
+    }),
+    Program::new("sandbox-router", |p| {
+        Box::pin(sandbox::router::sandbox_router(p))
+    }),
 ];
 
 // Defined here, beside the table, so that the registry (crate::process) never names a program:

@@ -1,5 +1,8 @@
-//! `nc` and `httpd` run through [`crate::exec`], several execs sharing one pod network.
+//! `nc`, `httpd` and `wget` run through [`crate::exec`], several execs sharing one pod
+//! network, and reaching another pod through a [`Cluster`].
 
+use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -8,6 +11,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::net::{Cluster, Connection, NetError};
 use crate::{ExecIo, ExecSpec, ExitStatus, PodFs, PodNetwork, Programs, exec};
 
 /// A pod: its filesystem, programs and network.
@@ -251,4 +255,128 @@ async fn httpd_without_f_serves_in_the_background_and_i_serves_stdin() {
     );
     let r = pod.run("httpd -d 'a%20b+c'; httpd -e 'a<b'", b"").await;
     assert_eq!(r.stdout, "a b ca&#60;b");
+}
+
+/// A cluster of one other pod: the Service name `web` (ClusterIP 10.96.0.1) and the pod's
+/// address 10.244.0.2 both lead to its network.
+#[derive(Debug)]
+struct OnePod {
+    other: PodNetwork,
+}
+
+/// The Service's ClusterIP and the pod's address in [`OnePod`].
+const SERVICE_IP: [u8; 4] = [10, 96, 0, 1];
+const POD_IP: [u8; 4] = [10, 244, 0, 2];
+
+impl Cluster for OnePod {
+    fn lookup(&self, name: &str) -> Vec<IpAddr> {
+        if name == "web" {
+            vec![IpAddr::from(SERVICE_IP)]
+        } else {
+            Vec::new()
+        }
+    }
+
+    fn connect(&self, ip: IpAddr, port: u16) -> Result<Connection, NetError> {
+        if ip == IpAddr::from(SERVICE_IP) || ip == IpAddr::from(POD_IP) {
+            self.other.connect(port)
+        } else {
+            Err(NetError::HostUnreachable)
+        }
+    }
+}
+
+/// A pod serving `/www` with `httpd` on 8080, its index page saying `hello`.
+async fn web_pod(cancel: &CancellationToken) -> Pod {
+    let pod = Pod::new();
+    assert!(pod.fs.mkdir_all("/www", 0o755).is_ok());
+    assert!(pod.fs.write("/www/index.html", b"hello\n").is_ok());
+    drop(pod.start("httpd -f -p 8080 -h /www", b"", cancel.clone()));
+    pod.listening(8080).await;
+    pod
+}
+
+#[tokio::test]
+async fn wget_saves_to_a_file_or_stdout_with_busybox_messages() {
+    let cancel = CancellationToken::new();
+    let pod = web_pod(&cancel).await;
+    let r = pod
+        .run("cd /tmp && wget http://127.0.0.1:8080/index.html", b"")
+        .await;
+    assert_eq!(r.status, ExitStatus::Code(0), "{r:?}");
+    assert_eq!(
+        r.stderr,
+        "Connecting to 127.0.0.1 (127.0.0.1:8080)\nsaving to 'index.html'\n'index.html' saved\n"
+    );
+    assert_eq!(
+        pod.fs.read("/tmp/index.html").as_deref(),
+        Ok(&b"hello\n"[..])
+    );
+    let r = pod.run("wget -qO- http://localhost:8080/", b"").await;
+    assert_eq!((r.stdout.as_str(), r.stderr.as_str()), ("hello\n", ""));
+    let r = pod
+        .run(
+            "wget -q -S -O /tmp/out --header 'X-A: b' http://web-0:8080/",
+            b"",
+        )
+        .await;
+    assert!(r.stderr.starts_with("  HTTP/1.1 200 OK\n"), "{r:?}");
+    assert!(r.stderr.contains("  Content-Length: 6\n"), "{r:?}");
+    assert_eq!(pod.fs.read("/tmp/out").as_deref(), Ok(&b"hello\n"[..]));
+    cancel.cancel();
+}
+
+#[tokio::test]
+async fn wget_fails_with_busybox_words_and_status_1() {
+    let cancel = CancellationToken::new();
+    let pod = web_pod(&cancel).await;
+    let cases = [
+        (
+            "wget -qO- http://127.0.0.1:8080/missing",
+            "wget: server returned error: HTTP/1.1 404 Not Found\n",
+        ),
+        (
+            "wget -qO- http://127.0.0.1:9/",
+            "wget: can't connect to remote host (127.0.0.1): Connection refused\n",
+        ),
+        ("wget -qO- http://nowhere/", "wget: bad address 'nowhere'\n"),
+        (
+            "wget -qO- http://10.0.0.1/",
+            "wget: can't connect to remote host (10.0.0.1): Network is unreachable\n",
+        ),
+        (
+            "wget -qO- https://127.0.0.1/",
+            "wget: not an http or ftp url: https://127.0.0.1/\n",
+        ),
+    ];
+    for (script, message) in cases {
+        let r = pod.run(script, b"").await;
+        assert_eq!(r.status, ExitStatus::Code(1), "{script}: {r:?}");
+        assert_eq!(r.stderr, message, "{script}");
+    }
+    cancel.cancel();
+}
+
+#[tokio::test]
+async fn wget_and_nc_reach_another_pod_through_the_cluster_by_name_and_address() {
+    let cancel = CancellationToken::new();
+    let web = web_pod(&cancel).await;
+    let client = Pod::new();
+    client.network.set_cluster(Arc::new(OnePod {
+        other: web.network.clone(),
+    }));
+    let r = client.run("wget -qO- http://web:8080/", b"").await;
+    assert_eq!((r.stdout.as_str(), r.stderr.as_str()), ("hello\n", ""));
+    let r = client.run("wget -qO- http://10.244.0.2:8080/", b"").await;
+    assert_eq!(r.stdout, "hello\n", "{r:?}");
+    let r = client
+        .run("printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc web 8080", b"")
+        .await;
+    assert!(r.stdout.ends_with("\r\n\r\nhello\n"), "{r:?}");
+    let r = client.run("wget -qO- http://10.244.9.9:8080/", b"").await;
+    assert_eq!(
+        r.stderr,
+        "wget: can't connect to remote host (10.244.9.9): No route to host\n"
+    );
+    cancel.cancel();
 }

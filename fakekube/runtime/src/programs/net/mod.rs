@@ -1,10 +1,12 @@
-//! Programs that use the pod's network: `nc` ([`nc`]) and `httpd` ([`httpd`]), as BusyBox has
-//! them. What they share is here: which names and addresses are the pod itself (the only
-//! reachable host: nothing leaves the pod), service names of ports, and pumps between a
-//! connection and standard streams (`nc -e`, `httpd -i`).
+//! Programs that use the pod's network: `nc` ([`nc`]), `httpd` ([`httpd`]) and `wget`
+//! ([`wget`]), as BusyBox has them. What they share is here: which names and addresses are the
+//! pod itself and which the cluster's (resolved and reached through the pod network's
+//! [`Cluster`](crate::net::Cluster), if it has one; nothing ever leaves the process), service
+//! names of ports, and pumps between a connection and standard streams (`nc -e`, `httpd -i`).
 
 pub(crate) mod httpd;
 pub(crate) mod nc;
+pub(crate) mod wget;
 
 #[cfg(test)]
 mod end_to_end;
@@ -23,13 +25,28 @@ use crate::process::Process;
 pub(crate) enum Host {
     /// The pod itself (loopback, its own name, the any-address), with the address to print.
     Local(String),
-    /// Another address: unreachable, since a pod's network holds the pod alone.
+    /// Another address, reached through the pod network's cluster (unreachable without one).
     Remote(String),
 }
 
-/// Resolves a host as `nc` would: a numeric address, `localhost`, or the pod's own name
-/// (`$HOSTNAME`, which `/etc/hosts` maps to the pod); `None` for a name that does not resolve
-/// (there is no DNS in the pod).
+/// Connects to `port` of `host`: the pod's own listener, or the cluster's for another address.
+pub(crate) fn connect_host(
+    proc: &Process,
+    host: &Host,
+    port: u16,
+) -> Result<crate::net::Connection, crate::net::NetError> {
+    match host {
+        Host::Local(_) => proc.network.connect(port),
+        Host::Remote(dotted) => match dotted.parse::<IpAddr>() {
+            Ok(ip) => proc.network.connect_to(ip, port),
+            Err(_) => Err(crate::net::NetError::HostUnreachable),
+        },
+    }
+}
+
+/// Resolves a host as `nc` would: a numeric address, `localhost`, the pod's own name
+/// (`$HOSTNAME`, which `/etc/hosts` maps to the pod), or a name the cluster's DNS knows (a
+/// Service's); `None` for a name that does not resolve.
 pub(crate) fn resolve(proc: &Process, name: &str) -> Option<Host> {
     if let Ok(ip) = name.parse::<IpAddr>() {
         let local = ip.is_loopback() || ip.is_unspecified();
@@ -47,7 +64,10 @@ pub(crate) fn resolve(proc: &Process, name: &str) -> Option<Host> {
     {
         return Some(Host::Local("127.0.0.1".into()));
     }
-    None
+    proc.network
+        .lookup(name)
+        .first()
+        .map(|ip| Host::Remote(ip.to_string()))
 }
 
 /// A port as BusyBox's `bb_lookup_port` reads it: a decimal number up to 65535, or a service

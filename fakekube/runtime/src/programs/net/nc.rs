@@ -13,7 +13,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::{Host, lookup_port, resolve, stdio_over};
+use super::{Host, connect_host, lookup_port, resolve, stdio_over};
 use crate::io::{CHUNK, WriteError};
 use crate::net::{Connection, NetError};
 use crate::process::Process;
@@ -184,18 +184,13 @@ async fn connect(proc: &Process, o: &Options) -> i32 {
         return 1;
     };
     let port = o.operands.get(1).and_then(|p| lookup_port(p)).unwrap_or(0);
-    let dotted = match resolve(proc, name) {
-        Some(Host::Local(a) | Host::Remote(a)) => a,
-        None => {
-            proc.err(&format!("bad address '{name}'")).await;
-            return 1;
-        }
+    let Some(host) = resolve(proc, name) else {
+        proc.err(&format!("bad address '{name}'")).await;
+        return 1;
     };
+    let (Host::Local(dotted) | Host::Remote(dotted)) = &host;
     let them = format!("{dotted}:{port}");
-    let result = match resolve(proc, name) {
-        Some(Host::Local(_)) => proc.network.connect(port).map_err(|e| e.to_string()),
-        _ => Err("Network is unreachable".to_string()),
-    };
+    let result = connect_host(proc, &host, port).map_err(|e| e.to_string());
     let conn = match result {
         Ok(c) => c,
         Err(e) => {
