@@ -57,8 +57,9 @@
 //!   server has authorized them).
 //! - `kubelet_api`: the kubelet API's `Authorize` over the API server's authenticators and
 //!   RBAC, as a kubelet delegates to the API server.
-//! - `control_plane`: the bootstrap RBAC policy the API server creates at start, and the token
-//!   controller's signer (the API server's service-account key).
+//! - `control_plane`: the bootstrap RBAC policy the API server creates at start, the token
+//!   controller's signer (the API server's service-account key), and kind's default
+//!   StorageClass.
 //! - For tests only: `kubelet_tests` (the kubelet driven over the store: pods from Pending to
 //!   Running, images, init containers, probes, graceful stops, logs) and `fuzzing` (the
 //!   cargo-fuzz targets' entry points of every crate, behind the `fuzzing` feature; not an
@@ -532,6 +533,7 @@ impl Builder {
                 }
             }
         }
+        control_plane::install_default_storage_class(&store);
         if self.agent_sandbox_crds {
             install_agent_sandbox_crds(&store)?;
         }

@@ -298,6 +298,18 @@ pub(crate) static BUILT_IN: &[BuiltIn] = &[
         )
     },
     BuiltIn {
+        group: "storage.k8s.io",
+        ..core(
+            "StorageClass",
+            "storageclasses",
+            "storageclass",
+            false,
+            &["sc"],
+            StatusMode::Plain,
+            false,
+        )
+    },
+    BuiltIn {
         group: "networking.k8s.io",
         short_names: &["netpol"],
         ..core(

@@ -553,6 +553,48 @@ impl Store {
         gone
     }
 
+    /// The DefaultStorageClass admission plugin: a claim that names no class (a missing
+    /// `spec.storageClassName`, not an empty one) gets the default StorageClass, the newest
+    /// when several are marked default.
+    fn default_storage_class(&self, pvc: &mut Value) {
+        let Some(spec) = pvc.get_mut("spec").and_then(Value::as_object_mut) else {
+            return;
+        };
+        if spec.contains_key("storageClassName") {
+            return;
+        }
+        let Some(classes) = self.registry.find("storage.k8s.io", "v1", "storageclasses") else {
+            return;
+        };
+        let is_default = |c: &Value| {
+            [
+                "storageclass.kubernetes.io/is-default-class",
+                "storageclass.beta.kubernetes.io/is-default-class",
+            ]
+            .iter()
+            .any(|a| {
+                c.pointer("/metadata/annotations")
+                    .and_then(|m| m.get(*a))
+                    .and_then(Value::as_str)
+                    == Some("true")
+            })
+        };
+        let newest = self
+            .list_all(&classes, None)
+            .into_iter()
+            .filter(|c| is_default(c))
+            .max_by(|a, b| {
+                let created =
+                    |c: &Value| meta_str(c, "creationTimestamp").unwrap_or("").to_string();
+                created(a)
+                    .cmp(&created(b))
+                    .then_with(|| meta_str(b, "name").cmp(&meta_str(a, "name")))
+            });
+        if let Some(class) = newest.as_deref().and_then(|c| meta_str(c, "name")) {
+            spec.insert("storageClassName".into(), Value::String(class.to_string()));
+        }
+    }
+
     /// Creates an object in `ns` (empty for cluster-scoped kinds).
     pub fn create(
         &self,
@@ -571,6 +613,9 @@ impl Store {
         // Admission, the costly part, runs without the lock; the commit stores the object if
         // its name is still free and its namespace still there.
         let mut obj = obj;
+        if rt.group.is_empty() && rt.plural == "persistentvolumeclaims" {
+            self.default_storage_class(&mut obj);
+        }
         let (name, registry) = {
             let inner = self.lock()?;
             (
