@@ -6,12 +6,13 @@
 #   bash ci/fuzz.sh [--seconds N] [TARGET...]     (default: every target, 120 s each)
 #   bash ci/fuzz.sh --list
 #
-# TARGET is a name (`selectors`) or CRATE/NAME (`fakekube/selectors`, `runtime/shell_run`,
-# `adapter/kubeconfig`). The targets live in fakekube/fuzz, fakekube/runtime/fuzz and
-# adapter/fuzz; each starts from its committed seeds (fuzz/seeds/NAME) and regressions
-# (fuzz/regressions/NAME) and grows a working corpus under the target directory. A crash
-# leaves its input in <target dir>/fuzz/artifacts/NAME/ and fails the run: minimise it, fix
-# the bug, and commit the input under fuzz/regressions/NAME/ so cargo test replays it.
+# TARGET is a name (`selectors`) or CRATE/NAME (`fakekube/selectors`, `programs/shell_run`,
+# `adapter/kubeconfig`). The targets live in fakekube/fuzz, fakekube/runtime/fuzz,
+# fakekube/programs/fuzz and adapter/fuzz; each starts from its committed seeds
+# (fuzz/seeds/NAME) and regressions (fuzz/regressions/NAME) and grows a working corpus under
+# the target directory. A crash leaves its input in <target dir>/fuzz/artifacts/NAME/ and
+# fails the run: minimise it, fix the bug, and commit the input under fuzz/regressions/NAME/
+# so cargo test replays it.
 #
 # Needs cargo-fuzz (`cargo install cargo-fuzz`) and a nightly toolchain for its sanitizer
 # flags; without nightly it uses the stable one with RUSTC_BOOTSTRAP=1.
@@ -32,11 +33,12 @@ while [ $# -gt 0 ]; do
     esac
 done
 
-crates=(fakekube/fuzz fakekube/runtime/fuzz adapter/fuzz)
+crates=(fakekube/fuzz fakekube/runtime/fuzz fakekube/programs/fuzz adapter/fuzz)
 short() {
     case "$1" in
         fakekube/fuzz) echo fakekube ;;
         fakekube/runtime/fuzz) echo runtime ;;
+        fakekube/programs/fuzz) echo programs ;;
         adapter/fuzz) echo adapter ;;
     esac
 }

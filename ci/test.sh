@@ -23,8 +23,9 @@ cargo clippy --workspace --all-targets --features live/live --locked -- -D warni
 
 echo "== import cycles between modules (ci/module-cycles.py)"
 python3 ci/module-cycles.py contract/src adapter/src fakekube/src fakekube/machinery/src \
-    fakekube/apiserver/src fakekube/schema/src fakekube/kubelet/src fakekube/controllers/src fakekube/runtime/src fakekube/cassette/src conformance/src conformance/runner/src \
-    conformance/protocol/src live/src
+    fakekube/apiserver/src fakekube/schema/src fakekube/kubelet/src fakekube/controllers/src \
+    fakekube/runtime/src fakekube/programs/src fakekube/cassette/src conformance/src \
+    conformance/runner/src conformance/protocol/src live/src
 
 echo "== Python venvs for the exec tests (ci/python-venv.sh)"
 bash ci/python-venv.sh

@@ -45,7 +45,8 @@
 //! | [`fakekube_apiserver`] | k8s.io/apiserver, kube-apiserver | serving, authentication, RBAC, admission, the registry and the store, watches, CRDs, discovery, OpenAPI |
 //! | [`fakekube_controllers`] | agent-sandbox's controller, kube-controller-manager | the agent-sandbox, workload, endpoints and cluster controllers, clients of the API |
 //! | [`fakekube_kubelet`] | the kubelet | pods, probes, the node and its lease, the kubelet's API, exec/attach/port-forward/log streams |
-//! | [`fakekube_runtime`] | a container runtime | in-memory filesystems, a POSIX shell, BusyBox-like programs |
+//! | [`fakekube_runtime`] | a container runtime (containerd, runc) and the kernel a container sees | in-memory filesystems, processes and signals, streams and terminals, the pod network, a POSIX shell |
+//! | `fakekube_programs` | the images' userland | BusyBox-like programs and the agent-sandbox images' servers, the table `/bin` is filled from |
 //!
 //! Here, in layers (`python3 ci/module-cycles.py fakekube/src`):
 //!

@@ -160,7 +160,7 @@ fn file_error(path: String, e: FsError) -> CommandError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use fakekube_runtime::{Input, Output, PodFs, Programs, Stdio};
+    use fakekube_runtime::{Input, Output, PodFs, Stdio};
     use tokio::sync::mpsc;
     use tokio_util::sync::CancellationToken;
 
@@ -176,7 +176,7 @@ mod tests {
             vec![("K".into(), "1".into()), ("K".into(), "2".into())],
             "/tmp".into(),
             PodFs::new(vec![]),
-            Programs::new(),
+            fakekube_programs::registry(),
             stdio,
             CancellationToken::new(),
         );

@@ -215,7 +215,7 @@ pub const DEFAULT_STORAGE_BUDGET: u64 = 512 << 20;
 impl Kubelet {
     /// A kubelet on `api`; [`Kubelet::spawn`] starts it.
     pub fn new(api: Arc<dyn Client>, config: Config) -> Self {
-        let commands = Programs::new();
+        let commands = fakekube_programs::registry();
         commands.set_storage_budget(fakekube_runtime::StorageBudget::new(config.storage_budget));
         let recorder = Recorder::new("kubelet", &config.node_name);
         Kubelet {

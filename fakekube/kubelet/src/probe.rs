@@ -532,7 +532,7 @@ mod tests {
     #[tokio::test]
     async fn tcp_and_http_probes_reach_listeners_of_the_pod() {
         let network = PodNetwork::new();
-        let programs = Programs::new();
+        let programs = fakekube_programs::registry();
         let target = Target {
             network: network.clone(),
             pod_ip: "10.244.0.2".into(),

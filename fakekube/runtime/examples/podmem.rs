@@ -1,5 +1,5 @@
 //! Heap bytes per running pod in the runtime, as the kubelet starts the scale bench's pods: a
-//! container filesystem from [`Programs::pod_fs`], then its main process (the adapter's
+//! container filesystem from [`Programs::pod_fs`](fakekube_runtime::Programs::pod_fs), then its main process (the adapter's
 //! keep-alive `sh` loop with a background `sleep`), then one exec of `sh -c 'echo $HOSTNAME'`
 //! run to its end. dhat's counting global allocator measures what each step leaves allocated,
 //! averaged over N pods kept alive together.
@@ -9,7 +9,7 @@
 //! "t-end" blocks are what they hold, by allocation site (build with debug info to read the
 //! sites, e.g. without `--release`; dhat's viewer or any JSON tool reads the file).
 
-use fakekube_runtime::{ExecIo, ExecSpec, ExitStatus, PodFs, ProcessTable, Programs, exec};
+use fakekube_runtime::{ExecIo, ExecSpec, ExitStatus, PodFs, ProcessTable, exec};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -94,7 +94,7 @@ fn main() {
         dhat::Profiler::builder().testing().build()
     };
     rt.block_on(async move {
-        let programs = Programs::new();
+        let programs = fakekube_programs::registry();
         // The first filesystem builds what every later one may share; not a per-pod cost.
         drop(programs.pod_fs(vec![]));
         let start = live();

@@ -16,9 +16,9 @@ use super::tty::Terminal;
 /// Largest chunk any writer sends at once.
 pub const CHUNK: usize = 32 * 1024;
 /// Chunks a pipe between two commands holds before the writer waits (at most 128 KiB).
-pub(crate) const PIPE_CHUNKS: usize = 4;
+pub const PIPE_CHUNKS: usize = 4;
 /// Most bytes a command substitution keeps; the rest of its output is discarded.
-pub(crate) const CAPTURE_LIMIT: usize = 16 * 1024 * 1024;
+pub const CAPTURE_LIMIT: usize = 16 * 1024 * 1024;
 
 /// Why a write failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -91,12 +91,12 @@ impl Input {
 
     /// A terminal's input: chunks from its line discipline, an empty one meaning end of input
     /// for one read.
-    pub(crate) fn terminal(rx: mpsc::Receiver<(u64, Bytes)>, term: Terminal) -> Self {
+    pub fn terminal(rx: mpsc::Receiver<(u64, Bytes)>, term: Terminal) -> Self {
         Self::from_source(Source::Terminal(rx, term))
     }
 
     /// The terminal this input reads, if it is one (`isatty(0)`).
-    pub(crate) async fn tty(&self) -> Option<Terminal> {
+    pub async fn tty(&self) -> Option<Terminal> {
         match &self.0.lock().await.source {
             Source::Terminal(_, term) => Some(term.clone()),
             _ => None,
@@ -113,7 +113,7 @@ impl Input {
 
     /// Opens a path for reading (`< path`, `cat path`); `/dev/stdin` and `/dev/fd/0` are
     /// `fds`'s stdin (reading stdout or stderr gives nothing).
-    pub(crate) fn open(fs: &PodFs, path: &str, fds: &Stdio) -> Result<Self, FsError> {
+    pub fn open(fs: &PodFs, path: &str, fds: &Stdio) -> Result<Self, FsError> {
         Ok(match fs.open_read(path)? {
             ReadTarget::File(path) => Self::from_source(Source::File {
                 fs: fs.clone(),
@@ -163,7 +163,7 @@ impl Input {
     }
 
     /// Hands bytes back so the next read returns them first (a command read more than it used).
-    pub(crate) async fn unread(&self, data: Bytes) {
+    pub async fn unread(&self, data: Bytes) {
         if data.is_empty() {
             return;
         }
@@ -180,7 +180,7 @@ impl Input {
 
     /// One line, newline included when present; `None` at end of input. Lines longer than `max`
     /// are cut there.
-    pub(crate) async fn read_line(&self, max: usize) -> Option<Vec<u8>> {
+    pub async fn read_line(&self, max: usize) -> Option<Vec<u8>> {
         let mut line = Vec::new();
         loop {
             let Some(chunk) = self.read().await else {
@@ -225,11 +225,11 @@ static ZEROS: [u8; CHUNK] = [0; CHUNK];
 
 /// Bytes collected by a command substitution.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Capture(Arc<Mutex<Vec<u8>>>);
+pub struct Capture(Arc<Mutex<Vec<u8>>>);
 
 impl Capture {
     /// Takes what was collected.
-    pub(crate) fn take(&self) -> Vec<u8> {
+    pub fn take(&self) -> Vec<u8> {
         std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()))
     }
 }
@@ -274,12 +274,12 @@ impl Output {
     }
 
     /// An output to a terminal, whose channel carries what the terminal shows.
-    pub(crate) fn terminal(tx: mpsc::Sender<Bytes>, term: Terminal) -> Self {
+    pub fn terminal(tx: mpsc::Sender<Bytes>, term: Terminal) -> Self {
         Output(Sink::Terminal(tx, term))
     }
 
     /// The terminal this output writes to, if it is one (`isatty(1)`).
-    pub(crate) fn tty(&self) -> Option<&Terminal> {
+    pub fn tty(&self) -> Option<&Terminal> {
         match &self.0 {
             Sink::Terminal(_, term) => Some(term),
             _ => None,
@@ -288,7 +288,7 @@ impl Output {
 
     /// Opens a path for writing (`> path` truncates, `>> path` appends); `/dev/stdout`,
     /// `/dev/stderr` and `/dev/fd/1`, `/dev/fd/2` are `fds`'s streams.
-    pub(crate) fn open(fs: &PodFs, path: &str, append: bool, fds: &Stdio) -> Result<Self, FsError> {
+    pub fn open(fs: &PodFs, path: &str, append: bool, fds: &Stdio) -> Result<Self, FsError> {
         Ok(match fs.open_write(path, !append)? {
             WriteTarget::File(path) => Output(Sink::File {
                 fs: fs.clone(),
@@ -302,7 +302,7 @@ impl Output {
     }
 
     /// A collector for command substitution, and the handle to read it back.
-    pub(crate) fn capture() -> (Self, Capture) {
+    pub fn capture() -> (Self, Capture) {
         let c = Capture::default();
         (Output(Sink::Capture(c.clone())), c)
     }
@@ -355,7 +355,7 @@ pub struct Stdio {
 }
 
 /// A bounded pipe: what is written to the [`Output`] is read from the [`Input`].
-pub(crate) fn pipe() -> (Output, Input) {
+pub fn pipe() -> (Output, Input) {
     let (tx, rx) = mpsc::channel(PIPE_CHUNKS);
     (Output::channel(tx), Input::channel(rx))
 }

@@ -1,36 +1,17 @@
 //! fakekube's hermetic container runtime: what runs behind `pods/exec` and a pod's main
-//! process, entirely in memory. Each container gets its own filesystem ([`PodFs`]) and runs
-//! programs from a registry ([`Programs`]): BusyBox-like tools (`cat`, `ls`, `stat`, `printf`,
-//! `timeout`, `nc`, `httpd`, `wget`, ...), `sh`, a small POSIX shell, and the servers of the
-//! agent-sandbox images (`python-runtime-sandbox`, `sandbox-router`). Each pod has a network of
-//! its own ([`PodNetwork`]: ports its processes listen on and connect to, and the [`Cluster`]
-//! its runner puts it in). Nothing touches the host: no files, no processes, no sockets.
+//! process, entirely in memory. Upstream, this stands for the container runtime (containerd
+//! and runc) and the kernel a container sees: each container gets its own filesystem
+//! ([`PodFs`]), processes with signals and limits ([`ProcessTable`]), bounded standard streams
+//! and terminals, and runs programs from a registry ([`Programs`]); `sh`, a small POSIX shell,
+//! is part of the runtime. Each pod has a network of its own ([`PodNetwork`]: ports its
+//! processes listen on and connect to, and the [`Cluster`] its runner puts it in). Nothing
+//! touches the host: no files, no processes, no sockets.
 //!
-//! ```
-//! use fakekube_runtime::{ExecIo, ExecSpec, ExitStatus, ProcessTable, Programs, exec};
-//! use tokio::sync::mpsc;
-//!
-//! # fn main() -> std::io::Result<()> {
-//! # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
-//! let programs = Programs::new();
-//! let spec = ExecSpec {
-//!     argv: vec!["sh".into(), "-c".into(), "echo hello | wc -c".into()],
-//!     env: vec![],
-//!     cwd: "/".into(),
-//!     fs: programs.pod_fs(vec![]),
-//!     programs,
-//!     processes: ProcessTable::new(),
-//!     cancel: Default::default(),
-//!     network: Default::default(),
-//! };
-//! let (stdout, mut out) = mpsc::channel(8);
-//! let (stderr, _err) = mpsc::channel(8);
-//! let status = exec(spec, ExecIo { stdin: None, stdout, stderr, tty: None }).await;
-//! assert_eq!(status, ExitStatus::Code(0));
-//! assert_eq!(out.recv().await.as_deref(), Some(&b"6\n"[..]));
-//! # });
-//! # Ok(()) }
-//! ```
+//! The programs an image holds (BusyBox's tools, the agent-sandbox images' servers) are not
+//! here: the `fakekube-programs` crate writes them against this crate's [`Process`] and gives
+//! the table every container starts with. A registry is made from a table
+//! ([`Programs::with_table`]), and tests can [`register`](Programs::register) their own
+//! programs to script any behaviour.
 //!
 //! Each container's [`PodFs`] is its own root tree (the usual image directories, `/dev/null`,
 //! `/dev/zero`, a `/bin` entry per program) with each claim's [`Volume`] mounted at its path.
@@ -42,8 +23,7 @@
 //! [`exec`] runs an argv the way a container runtime does: `argv[0]` is looked up through `PATH`
 //! (or taken as a path) and started directly; a name that cannot be started is a
 //! [`ExitStatus::CannotStart`] with containerd's wording, not an exit code. In `sh` a missing
-//! command gives 127 and `sh: NAME: not found`, a non-executable one 126. Tests can
-//! [`register`](Programs::register) their own programs to script any behaviour.
+//! command gives 127 and `sh: NAME: not found`, a non-executable one 126.
 //!
 //! # Words
 //!
@@ -56,25 +36,22 @@
 //! Each module depends only on those listed before it (`ci/module-cycles.py` checks that no
 //! import cycle forms):
 //!
-//! - `fs`: the in-memory filesystem: [`PodFs`], [`Volume`], [`FsError`];
-//! - `tty`: terminals ([`WindowSize`]): modes, the line discipline (echo, line editing, `^C`,
+//! - [`fs`]: the in-memory filesystem: [`PodFs`], [`Volume`], [`FsError`];
+//! - [`tty`]: terminals ([`WindowSize`]): modes, the line discipline (echo, line editing, `^C`,
 //!   `^D`) and output translation;
-//! - `io`: bounded, chunked standard streams: [`Input`], [`Output`], [`Stdio`];
+//! - [`io`]: bounded, chunked standard streams: [`Input`], [`Output`], [`Stdio`];
 //! - [`net`]: a pod's network, in memory: [`PodNetwork`] (listening ports shared by the pod's
 //!   containers and execs), [`Listener`], [`Connection`], [`NetError`], and the [`Cluster`]
 //!   beyond it that the kubelet provides (Service names and addresses, other pods);
-//! - `process`: what a program gets ([`Process`]), the registry ([`Programs`]) holding the
+//! - [`process`]: what a program gets ([`Process`]), the registry ([`Programs`]) holding a
 //!   program table and run-time registrations, `execvp`'s resolution of a name or path
 //!   (`PATH`, `/bin` entries, `#!` scripts), and the container's process table
 //!   ([`ProcessTable`]) with its [`Signal`]s;
-//! - `shell`: `sh`: parser, interpreter (control flow, commands, expansion, redirections,
+//! - [`shell`]: `sh`: parser, interpreter (control flow, commands, expansion, redirections,
 //!   builtins), patterns and arithmetic;
-//! - `random`: the random numbers of `/dev/urandom`, `mktemp` and awk;
-//! - `programs`: the program table (name → handler), from which `/bin` is filled, and the
-//!   programs grouped by family;
+//! - [`random`]: the random numbers of `/dev/urandom`, `mktemp` and awk;
 //! - `exec`: [`exec`], [`ExecSpec`], [`ExecIo`], [`ExitStatus`]: starting a program as a
 //!   container runtime does;
-//! - [`manual`]: the table of every program and builtin with the options it takes;
 //! - `fuzzing` (the `fuzzing` feature, for `fuzz/` only; not an API): the shell's parser and
 //!   interpreter as fuzz targets.
 //!
@@ -126,8 +103,6 @@
 //!   as their tokens are children of its own); `SIGSTOP`/`SIGCONT` do not exist.
 //! - The shell has no aliases, `getopts` or `$'…'` quoting; `local` is not scoped; a trapped
 //!   signal waits for the foreground program to end, as in dash, except in `wait`.
-//! - Programs take the options the adapter and common scripts use, not every GNU or BusyBox
-//!   option ([`manual`] lists them); `sed` has no back references inside patterns.
 //! - Terminals: one name (`/dev/pts/0`), modes limited to echo, canonical mode, `^C`, ICRNL
 //!   and ONLCR; `stty rows`/`cols` do not resize (the client's resize messages do).
 //! - Memory is counted where it can grow large (processes, variables, command
@@ -135,22 +110,19 @@
 //!   bounded by their own caps only.
 //! - A pod's network is one loopback plus what its [`Cluster`] reaches: TCP only (no UDP, no
 //!   DNS server, names resolved in process), no socket options; without a cluster other
-//!   addresses are unreachable (`nc 10.0.0.1 80`); `httpd` has no CGI, configuration file or
-//!   authentication; `wget` has no TLS.
+//!   addresses are unreachable (`nc 10.0.0.1 80`).
 
 mod exec;
-mod fs;
+pub mod fs;
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
-mod io;
-pub mod manual;
+pub mod io;
 pub mod net;
-mod process;
-mod programs;
-mod random;
-mod shell;
-mod tty;
+pub mod process;
+pub mod random;
+pub mod shell;
+pub mod tty;
 
 // The public interface is:
 pub use exec::{ExecIo, ExecSpec, ExitStatus, exec, exec_session};
@@ -162,6 +134,3 @@ pub use process::{
     ProcessInfo, ProcessTable, Programs, STEP_LIMIT_STATUS, Signal, SignalError, Verdict,
 };
 pub use tty::WindowSize;
-
-#[cfg(test)]
-mod tests;

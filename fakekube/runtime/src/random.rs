@@ -22,21 +22,21 @@ fn state() -> &'static AtomicU64 {
 }
 
 /// splitmix64's output function: a well-mixed value from a counter value.
-pub(crate) fn mix(mut z: u64) -> u64 {
+pub fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
 }
 
 /// The next random 64-bit number.
-pub(crate) fn next_u64() -> u64 {
+pub fn next_u64() -> u64 {
     mix(state()
         .fetch_add(GAMMA, Ordering::Relaxed)
         .wrapping_add(GAMMA))
 }
 
 /// `len` random bytes.
-pub(crate) fn bytes(len: usize) -> Vec<u8> {
+pub fn bytes(len: usize) -> Vec<u8> {
     let mut out = Vec::with_capacity(len + 8);
     while out.len() < len {
         out.extend_from_slice(&next_u64().to_le_bytes());

@@ -32,21 +32,21 @@ pub struct WindowSize {
 }
 
 /// What interrupts the foreground job when `^C` is typed.
-pub(crate) type Interrupt = Arc<dyn Fn() + Send + Sync>;
+pub type Interrupt = Arc<dyn Fn() + Send + Sync>;
 
 /// A terminal's modes, the subset of `termios` the runtime honours.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Modes {
+pub struct Modes {
     /// ICANON: line editing, input delivered by lines.
-    pub(crate) icanon: bool,
+    pub icanon: bool,
     /// ECHO: typed characters are echoed.
-    pub(crate) echo: bool,
+    pub echo: bool,
     /// ISIG: `^C` interrupts the foreground job.
-    pub(crate) isig: bool,
+    pub isig: bool,
     /// ICRNL: `\r` is read as `\n`.
-    pub(crate) icrnl: bool,
+    pub icrnl: bool,
     /// OPOST + ONLCR: `\n` is written as `\r\n`.
-    pub(crate) onlcr: bool,
+    pub onlcr: bool,
 }
 
 impl Default for Modes {
@@ -82,7 +82,7 @@ struct Shared {
 
 /// A terminal; clones share it.
 #[derive(Clone)]
-pub(crate) struct Terminal(Arc<Shared>);
+pub struct Terminal(Arc<Shared>);
 
 impl std::fmt::Debug for Terminal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -94,11 +94,11 @@ impl std::fmt::Debug for Terminal {
 }
 
 /// The name `tty` prints for every terminal.
-pub(crate) const TTY_NAME: &str = "/dev/pts/0";
+pub const TTY_NAME: &str = "/dev/pts/0";
 
 impl Terminal {
     /// A terminal in its default modes whose size follows `size`.
-    pub(crate) fn new(size: watch::Receiver<WindowSize>) -> Self {
+    pub fn new(size: watch::Receiver<WindowSize>) -> Self {
         Terminal(Arc::new(Shared {
             size,
             state: Mutex::new(State {
@@ -115,28 +115,28 @@ impl Terminal {
     }
 
     /// The window size.
-    pub(crate) fn size(&self) -> WindowSize {
+    pub fn size(&self) -> WindowSize {
         *self.0.size.borrow()
     }
 
     /// The modes.
-    pub(crate) fn modes(&self) -> Modes {
+    pub fn modes(&self) -> Modes {
         self.state().modes
     }
 
     /// Sets the modes.
-    pub(crate) fn set_modes(&self, modes: Modes) {
+    pub fn set_modes(&self, modes: Modes) {
         self.state().modes = modes;
     }
 
     /// Makes `job` the foreground job (the one `^C` interrupts); returns the previous one.
-    pub(crate) fn set_foreground(&self, job: Option<Interrupt>) -> Option<Interrupt> {
+    pub fn set_foreground(&self, job: Option<Interrupt>) -> Option<Interrupt> {
         std::mem::replace(&mut self.state().foreground, job)
     }
 
     /// How many times typed-ahead input was dropped (each `^C`); input delivered under an older
     /// count is stale.
-    pub(crate) fn flushes(&self) -> u64 {
+    pub fn flushes(&self) -> u64 {
         self.0.flushes.load(Ordering::SeqCst)
     }
 
@@ -150,7 +150,7 @@ impl Terminal {
     }
 
     /// What the terminal shows for `data` written by a process (ONLCR).
-    pub(crate) fn translate_output(&self, data: Bytes) -> Bytes {
+    pub fn translate_output(&self, data: Bytes) -> Bytes {
         if !self.modes().onlcr || !data.contains(&b'\n') {
             return data;
         }
@@ -167,7 +167,7 @@ impl Terminal {
 
 /// What the process reads from the terminal.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Delivery {
+pub enum Delivery {
     /// Input bytes.
     Data(Bytes),
     /// End of input for one read (`^D` on an empty line).
@@ -176,16 +176,16 @@ pub(crate) enum Delivery {
 
 /// What feeding typed bytes to the discipline gave.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub(crate) struct Fed {
+pub struct Fed {
     /// Input for the process, in order.
-    pub(crate) deliver: Vec<Delivery>,
+    pub deliver: Vec<Delivery>,
     /// What the terminal echoes, already translated for output.
-    pub(crate) echo: Vec<u8>,
+    pub echo: Vec<u8>,
 }
 
 /// The line discipline of one terminal: the line being typed, and what each typed byte does.
 #[derive(Debug)]
-pub(crate) struct Discipline {
+pub struct Discipline {
     /// The terminal.
     term: Terminal,
     /// The line typed so far (canonical mode).
@@ -207,7 +207,7 @@ const VERASE: u8 = 0x7f;
 
 impl Discipline {
     /// The discipline of `term`, with an empty line.
-    pub(crate) fn new(term: Terminal) -> Self {
+    pub fn new(term: Terminal) -> Self {
         Discipline {
             term,
             line: Vec::new(),
@@ -215,7 +215,7 @@ impl Discipline {
     }
 
     /// Takes bytes the client typed.
-    pub(crate) fn feed(&mut self, data: &[u8]) -> Fed {
+    pub fn feed(&mut self, data: &[u8]) -> Fed {
         let mut fed = Fed::default();
         let mut raw = Vec::new();
         for &typed in data {
@@ -312,7 +312,7 @@ impl Discipline {
     /// delivers cooked input on `input` (each chunk with the terminal's flush count, see
     /// [`Terminal::flushes`]; an empty chunk is `^D`) and echoes on `echo`. When `typed` ends,
     /// the input ends too (the line typed so far is delivered first).
-    pub(crate) async fn run(
+    pub async fn run(
         mut self,
         mut typed: mpsc::Receiver<Bytes>,
         input: mpsc::Sender<(u64, Bytes)>,

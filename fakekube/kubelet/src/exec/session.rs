@@ -531,7 +531,12 @@ mod tests {
         streams: Streams,
         argv: &[&str],
     ) -> (Client, JoinHandle<Report>) {
-        start_with(protocol, config(protocol, streams, argv), Programs::new()).await
+        start_with(
+            protocol,
+            config(protocol, streams, argv),
+            fakekube_programs::registry(),
+        )
+        .await
     }
 
     /// Everything the client saw until the server's Close (or the end of the connection).
@@ -820,7 +825,7 @@ mod tests {
         );
         c.drop_after_bytes = DropAfter(std::sync::Arc::new(|| Some(1000)));
         let cancel = c.cancel.clone();
-        let (mut client, server) = start_with(Protocol::V5, c, Programs::new()).await;
+        let (mut client, server) = start_with(Protocol::V5, c, fakekube_programs::registry()).await;
         let seen = read_all(&mut client).await;
         assert_eq!(seen.channel(codec::STDOUT).len(), 1000);
         assert_eq!(seen.count(codec::ERROR), 0);
@@ -834,7 +839,7 @@ mod tests {
     async fn a_client_that_goes_away_cancels_the_process() {
         let c = config(Protocol::V5, OUT_ERR, &["sleep", "100"]);
         let cancel = c.cancel.clone();
-        let (client, server) = start_with(Protocol::V5, c, Programs::new()).await;
+        let (client, server) = start_with(Protocol::V5, c, fakekube_programs::registry()).await;
         tokio::time::sleep(Duration::from_millis(50)).await;
         drop(client);
         let r = report(server).await;
@@ -890,7 +895,7 @@ mod tests {
         let mut c = config(Protocol::V5, OUT_ERR, &["echo", "x"]);
         c.early_frame_delay = Duration::from_millis(150);
         let started = tokio::time::Instant::now();
-        let (mut client, server) = start_with(Protocol::V5, c, Programs::new()).await;
+        let (mut client, server) = start_with(Protocol::V5, c, fakekube_programs::registry()).await;
         let first = client.next().await.and_then(Result::ok);
         assert!(started.elapsed() >= Duration::from_millis(150));
         assert_eq!(first, Some(WsMessage::binary(vec![1u8])));
@@ -908,8 +913,8 @@ mod tests {
             argv: c.argv.clone(),
             env: vec![],
             cwd: "/".into(),
-            fs: Programs::new().pod_fs(vec![]),
-            programs: Programs::new(),
+            fs: fakekube_programs::registry().pod_fs(vec![]),
+            programs: fakekube_programs::registry(),
             processes: Default::default(),
             cancel: c.cancel.clone(),
             network: Default::default(),

@@ -52,7 +52,7 @@ pub(crate) struct Image {
 impl Image {
     /// The standard image with executable files (mode 0755) added: absolute paths in existing
     /// directories, and their content.
-    pub(crate) fn new(executables: impl IntoIterator<Item = (String, Vec<u8>)>) -> Self {
+    pub fn new(executables: impl IntoIterator<Item = (String, Vec<u8>)>) -> Self {
         let mut root = Dir::new(0o755);
         for (path, mode) in STANDARD_DIRS {
             if let Ok(parts) = components(path)

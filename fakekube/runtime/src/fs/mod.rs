@@ -24,16 +24,16 @@ use bytes::Bytes;
 
 pub(crate) use image::Image;
 use path::join_parts;
-pub(crate) use path::{components, join, normalize};
+pub use path::{components, join, normalize};
 pub use storage::StorageBudget;
 use storage::Usage;
-pub(crate) use tree::{Device, Metadata, NodeKind, now};
+pub use tree::{Device, Metadata, NodeKind, now};
 
 use tree::{Dir, File, Node, lock, walk, walk_dir, walk_dir_mut};
 
 /// Largest file the filesystem holds; a write beyond it fails with "No space left on device",
 /// so a runaway `yes > file` cannot take the whole process down.
-pub(crate) const MAX_FILE_SIZE: usize = 256 * 1024 * 1024;
+pub const MAX_FILE_SIZE: usize = 256 * 1024 * 1024;
 
 /// A filesystem error, displayed as the C library's `strerror` text so commands can print
 /// `cat: /nope: No such file or directory` like the real tools.
@@ -75,7 +75,7 @@ pub enum FsError {
 }
 
 /// Most symbolic links one lookup follows (Linux's `MAXSYMLINKS`).
-pub(crate) const MAX_LINKS: usize = 40;
+pub const MAX_LINKS: usize = 40;
 
 /// The storage of one PersistentVolumeClaim. Cloning shares it; it lives as long as any clone.
 #[derive(Debug, Clone)]
@@ -116,16 +116,16 @@ struct Located {
 
 /// One entry of a directory listing.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct DirEntry {
+pub struct DirEntry {
     /// Entry name.
-    pub(crate) name: String,
+    pub name: String,
     /// Entry metadata.
-    pub(crate) meta: Metadata,
+    pub meta: Metadata,
 }
 
 /// How a file is opened for reading.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum ReadTarget {
+pub enum ReadTarget {
     /// A regular file at this normalised absolute path.
     File(String),
     /// A device.
@@ -134,7 +134,7 @@ pub(crate) enum ReadTarget {
 
 /// How a file is opened for writing.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum WriteTarget {
+pub enum WriteTarget {
     /// A regular file at this normalised absolute path.
     File(String),
     /// A device: writes vanish.
@@ -190,7 +190,7 @@ impl PodFs {
     /// The path with every symbolic link replaced by its target (the last component's only
     /// when `follow_last`, or when the path ends in `/`), `.` and `..` applied as the walk
     /// goes: a normalised absolute path with no link in it but maybe the last component.
-    pub(crate) fn resolve(&self, path: &str, follow_last: bool) -> Result<String, FsError> {
+    pub fn resolve(&self, path: &str, follow_last: bool) -> Result<String, FsError> {
         if path.len() > path::MAX_PATH_LEN {
             return Err(FsError::NameTooLong);
         }
@@ -271,7 +271,7 @@ impl PodFs {
     }
 
     /// Metadata of the node at an absolute path.
-    pub(crate) fn metadata(&self, path: &str) -> Result<Metadata, FsError> {
+    pub fn metadata(&self, path: &str) -> Result<Metadata, FsError> {
         let loc = self.locate(path)?;
         let tree = lock(&loc.tree);
         if loc.rel.is_empty() {
@@ -281,12 +281,12 @@ impl PodFs {
     }
 
     /// Whether anything exists at the path.
-    pub(crate) fn exists(&self, path: &str) -> bool {
+    pub fn exists(&self, path: &str) -> bool {
         self.metadata(path).is_ok()
     }
 
     /// The entries of a directory, sorted by name.
-    pub(crate) fn read_dir(&self, path: &str) -> Result<Vec<DirEntry>, FsError> {
+    pub fn read_dir(&self, path: &str) -> Result<Vec<DirEntry>, FsError> {
         let resolved = self.resolve(path, true)?;
         let loc = self.locate_raw(&resolved)?;
         let parts = components(&resolved)?;
@@ -338,7 +338,7 @@ impl PodFs {
     }
 
     /// Up to `max` bytes of a regular file from `offset`; an empty result means end of file.
-    pub(crate) fn read_at(&self, path: &str, offset: usize, max: usize) -> Result<Bytes, FsError> {
+    pub fn read_at(&self, path: &str, offset: usize, max: usize) -> Result<Bytes, FsError> {
         let loc = self.locate(path)?;
         let tree = lock(&loc.tree);
         if loc.rel.is_empty() {
@@ -358,7 +358,7 @@ impl PodFs {
     }
 
     /// Checks a path can be read and says what it is (a file to read in chunks, or a device).
-    pub(crate) fn open_read(&self, path: &str) -> Result<ReadTarget, FsError> {
+    pub fn open_read(&self, path: &str) -> Result<ReadTarget, FsError> {
         let norm = self.resolve(path, true)?;
         let loc = self.locate_raw(&norm)?;
         let tree = lock(&loc.tree);
@@ -375,7 +375,7 @@ impl PodFs {
 
     /// Opens a path for writing, creating the file (mode 0644) if needed and emptying it when
     /// `truncate` is set.
-    pub(crate) fn open_write(&self, path: &str, truncate: bool) -> Result<WriteTarget, FsError> {
+    pub fn open_write(&self, path: &str, truncate: bool) -> Result<WriteTarget, FsError> {
         let norm = self.resolve(path, true)?;
         let loc = self.locate_raw(&norm)?;
         let mut tree = lock(&loc.tree);
@@ -419,7 +419,7 @@ impl PodFs {
     }
 
     /// Appends to an existing regular file (writes to a device vanish).
-    pub(crate) fn append(&self, path: &str, data: &[u8]) -> Result<(), FsError> {
+    pub fn append(&self, path: &str, data: &[u8]) -> Result<(), FsError> {
         let loc = self.locate(path)?;
         let mut tree = lock(&loc.tree);
         let Some((last, parents)) = loc.rel.split_last() else {
@@ -460,7 +460,7 @@ impl PodFs {
     }
 
     /// Creates one directory; its parent must exist.
-    pub(crate) fn mkdir(&self, path: &str, mode: u32) -> Result<(), FsError> {
+    pub fn mkdir(&self, path: &str, mode: u32) -> Result<(), FsError> {
         let loc = self.locate_nofollow(path.trim_end_matches('/'))?;
         let mut tree = lock(&loc.tree);
         let Some((last, parents)) = loc.rel.split_last() else {
@@ -498,7 +498,7 @@ impl PodFs {
 
     /// Removes a file, or a directory when `recursive` is set or it is empty (`dir_ok`).
     /// A mount point keeps existing (its content goes when `recursive`): EBUSY.
-    pub(crate) fn remove(&self, path: &str, recursive: bool, dir_ok: bool) -> Result<(), FsError> {
+    pub fn remove(&self, path: &str, recursive: bool, dir_ok: bool) -> Result<(), FsError> {
         let loc = self.locate_nofollow(path)?;
         if loc.is_mount_root {
             let mut tree = lock(&loc.tree);
@@ -542,7 +542,7 @@ impl PodFs {
     }
 
     /// Sets permission bits.
-    pub(crate) fn chmod(&self, path: &str, mode: u32) -> Result<(), FsError> {
+    pub fn chmod(&self, path: &str, mode: u32) -> Result<(), FsError> {
         self.update(path, |node| match node {
             Node::File(f) => f.mode = mode & 0o7777,
             Node::Dir(d) => d.mode = mode & 0o7777,
@@ -551,7 +551,7 @@ impl PodFs {
     }
 
     /// Sets the modification time, creating an empty file if nothing is there (`touch`).
-    pub(crate) fn touch(&self, path: &str, mtime: i64) -> Result<(), FsError> {
+    pub fn touch(&self, path: &str, mtime: i64) -> Result<(), FsError> {
         if !self.exists(path) {
             self.open_write(path, false)?;
         }
@@ -584,7 +584,7 @@ impl PodFs {
 
     /// Metadata of the node at a path, a symbolic link itself rather than its target
     /// (`lstat`).
-    pub(crate) fn symlink_metadata(&self, path: &str) -> Result<Metadata, FsError> {
+    pub fn symlink_metadata(&self, path: &str) -> Result<Metadata, FsError> {
         let loc = self.locate_nofollow(path)?;
         let tree = lock(&loc.tree);
         if loc.rel.is_empty() {
@@ -594,7 +594,7 @@ impl PodFs {
     }
 
     /// The target of a symbolic link, as written (`readlink`); EINVAL for anything else.
-    pub(crate) fn read_link(&self, path: &str) -> Result<String, FsError> {
+    pub fn read_link(&self, path: &str) -> Result<String, FsError> {
         let loc = self.locate_nofollow(path)?;
         let tree = lock(&loc.tree);
         if loc.rel.is_empty() {
@@ -608,7 +608,7 @@ impl PodFs {
 
     /// Creates a symbolic link at `path` holding `target` (which need not exist); EEXIST if
     /// anything is there, a dangling link included.
-    pub(crate) fn symlink(&self, target: &str, path: &str) -> Result<(), FsError> {
+    pub fn symlink(&self, target: &str, path: &str) -> Result<(), FsError> {
         if target.is_empty() {
             return Err(FsError::NotFound);
         }
@@ -633,7 +633,7 @@ impl PodFs {
     }
 
     /// Copies a file or (with `recursive`) a directory tree to a new path.
-    pub(crate) fn copy(&self, from: &str, to: &str, recursive: bool) -> Result<(), FsError> {
+    pub fn copy(&self, from: &str, to: &str, recursive: bool) -> Result<(), FsError> {
         let node = self.take_or_clone(from, false)?;
         if matches!(node, Node::Dir(_)) && !recursive {
             return Err(FsError::IsADirectory);
@@ -642,7 +642,7 @@ impl PodFs {
     }
 
     /// Moves a node to a new path (also across mounts).
-    pub(crate) fn rename(&self, from: &str, to: &str) -> Result<(), FsError> {
+    pub fn rename(&self, from: &str, to: &str) -> Result<(), FsError> {
         let nf = self.resolve(from, false)?;
         let nt = self.resolve(to, false)?;
         if nt == nf {

@@ -12,7 +12,7 @@ const MAX_NAME_LEN: usize = 255;
 
 /// Splits an absolute or relative path into normal components, resolving `.` and `..` lexically.
 /// Relative paths are taken from `/`; callers join them with a working directory first.
-pub(crate) fn components(path: &str) -> Result<Vec<String>, FsError> {
+pub fn components(path: &str) -> Result<Vec<String>, FsError> {
     let mut out: Vec<String> = Vec::new();
     for part in path.split('/') {
         match part {
@@ -35,7 +35,7 @@ pub(crate) fn components(path: &str) -> Result<Vec<String>, FsError> {
 }
 
 /// Joins `path` to the working directory `cwd` unless it is already absolute.
-pub(crate) fn join(cwd: &str, path: &str) -> String {
+pub fn join(cwd: &str, path: &str) -> String {
     if path.starts_with('/') {
         path.to_string()
     } else if cwd.ends_with('/') {
@@ -46,7 +46,7 @@ pub(crate) fn join(cwd: &str, path: &str) -> String {
 }
 
 /// Lexically normalises an absolute path (`/a/./b/../c` → `/a/c`).
-pub(crate) fn normalize(path: &str) -> Result<String, FsError> {
+pub fn normalize(path: &str) -> Result<String, FsError> {
     let parts = components(path)?;
     if parts.is_empty() {
         return Ok("/".to_string());

@@ -99,7 +99,7 @@ pub(crate) struct Usage {
 
 impl Usage {
     /// A tree holding nothing yet, charged to `budget`.
-    pub(crate) fn new(budget: StorageBudget) -> Arc<Self> {
+    pub fn new(budget: StorageBudget) -> Arc<Self> {
         Arc::new(Usage {
             bytes: AtomicU64::new(0),
             budget: Mutex::new(budget),

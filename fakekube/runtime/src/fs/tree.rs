@@ -9,7 +9,7 @@ use super::FsError;
 
 /// What kind of node a path names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum NodeKind {
+pub enum NodeKind {
     /// A regular file with byte content.
     Regular,
     /// A directory.
@@ -23,7 +23,7 @@ pub(crate) enum NodeKind {
 
 impl NodeKind {
     /// The `S_IFMT` bits of this kind, as `stat` reports them in `st_mode`.
-    pub(crate) fn type_bits(self) -> u32 {
+    pub fn type_bits(self) -> u32 {
         match self {
             NodeKind::Regular => 0o100000,
             NodeKind::Directory => 0o040000,
@@ -33,7 +33,7 @@ impl NodeKind {
     }
 
     /// The GNU `stat %F` description.
-    pub(crate) fn describe(self, size: u64) -> &'static str {
+    pub fn describe(self, size: u64) -> &'static str {
         match self {
             NodeKind::Regular if size == 0 => "regular empty file",
             NodeKind::Regular => "regular file",
@@ -46,32 +46,32 @@ impl NodeKind {
 
 /// What `stat` learns about a node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Metadata {
+pub struct Metadata {
     /// Node kind.
-    pub(crate) kind: NodeKind,
+    pub kind: NodeKind,
     /// Size in bytes (directories report 4096, as ext4 does).
-    pub(crate) size: u64,
+    pub size: u64,
     /// Permission bits (`0o7777` at most).
-    pub(crate) mode: u32,
+    pub mode: u32,
     /// Last modification, in seconds since the Unix epoch.
-    pub(crate) mtime: i64,
+    pub mtime: i64,
 }
 
 impl Metadata {
     /// The full `st_mode`: type bits and permission bits.
-    pub(crate) fn raw_mode(&self) -> u32 {
+    pub fn raw_mode(&self) -> u32 {
         self.kind.type_bits() | self.mode
     }
 
     /// Whether any execute bit is set (root may run a file with any one of them).
-    pub(crate) fn is_executable(&self) -> bool {
+    pub fn is_executable(&self) -> bool {
         self.mode & 0o111 != 0
     }
 }
 
 /// A special file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Device {
+pub enum Device {
     /// `/dev/null`: reads end at once, writes vanish.
     Null,
     /// `/dev/zero`: reads never end, writes vanish.
@@ -190,7 +190,7 @@ impl Node {
 }
 
 /// Seconds since the Unix epoch, now.
-pub(crate) fn now() -> i64 {
+pub fn now() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))

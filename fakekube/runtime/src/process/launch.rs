@@ -9,7 +9,7 @@ use super::registry::{self, Programs};
 
 /// Why a program could not be started.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum SpawnError {
+pub enum SpawnError {
     /// Nothing by that name (ENOENT); exit 127 through a shell.
     #[error("not found")]
     NotFound,
@@ -26,7 +26,7 @@ pub(crate) enum SpawnError {
 
 impl SpawnError {
     /// The exit code a shell gives for this failure.
-    pub(crate) fn exit_code(self) -> i32 {
+    pub fn exit_code(self) -> i32 {
         match self {
             SpawnError::NotFound => 127,
             _ => 126,
@@ -34,7 +34,7 @@ impl SpawnError {
     }
 
     /// The `strerror`-style reason, for `env: 'x': No such file or directory`.
-    pub(crate) fn reason(self) -> String {
+    pub fn reason(self) -> String {
         match self {
             SpawnError::NotFound => FsError::NotFound.to_string(),
             other => other.to_string(),
@@ -42,7 +42,7 @@ impl SpawnError {
     }
 
     /// The message containerd gives when a container exec cannot start `argv0`.
-    pub(crate) fn containerd_message(self, argv0: &str) -> String {
+    pub fn containerd_message(self, argv0: &str) -> String {
         let detail = match self {
             SpawnError::NotFound if !argv0.contains('/') => {
                 format!("exec: \"{argv0}\": executable file not found in $PATH")
@@ -64,7 +64,7 @@ impl SpawnError {
 /// registered names first, then `PATH` (for a name without `/`), then the file itself: a `/bin`
 /// program entry, a `#!` script (run by its interpreter) or, with `shell_fallback`, any other
 /// executable file run by `sh`.
-pub(crate) fn resolve(
+pub fn resolve(
     name: &str,
     argv: Vec<String>,
     path_var: &str,
@@ -162,12 +162,22 @@ fn load(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::process::DEFAULT_PATH;
+    use crate::process::{DEFAULT_PATH, Program};
+
+    /// A table with an `sh` and a `cat` that do nothing: resolution only names them.
+    static TABLE: &[Program] = &[
+        Program::new("sh", |_| Box::pin(async { 0 })),
+        Program::new("cat", |_| Box::pin(async { 0 })),
+    ];
+
+    fn programs() -> Programs {
+        Programs::with_table(TABLE)
+    }
 
     #[test]
     fn resolve_finds_bin_programs_through_path_and_by_absolute_path() {
-        let fs = Programs::new().pod_fs(vec![]);
-        let cmds = Programs::new();
+        let fs = programs().pod_fs(vec![]);
+        let cmds = programs();
         let found = resolve(
             "cat",
             vec!["cat".into()],
@@ -185,10 +195,10 @@ mod tests {
 
     #[test]
     fn resolve_runs_a_shebang_script_through_its_interpreter() {
-        let fs = Programs::new().pod_fs(vec![]);
+        let fs = programs().pod_fs(vec![]);
         fs.write("/tmp/s", b"#!/bin/sh -e\necho hi\n").ok();
         fs.chmod("/tmp/s", 0o755).ok();
-        let cmds = Programs::new();
+        let cmds = programs();
         let argv = resolve(
             "/tmp/s",
             vec!["/tmp/s".into(), "a".into()],
@@ -208,9 +218,9 @@ mod tests {
 
     #[test]
     fn resolve_refuses_files_without_an_exec_bit_and_directories() {
-        let fs = Programs::new().pod_fs(vec![]);
+        let fs = programs().pod_fs(vec![]);
         fs.write("/tmp/s", b"echo hi\n").ok();
-        let cmds = Programs::new();
+        let cmds = programs();
         let r = resolve("/tmp/s", vec![], DEFAULT_PATH, "/", &fs, &cmds, true).map(|_| ());
         assert_eq!(r, Err(SpawnError::PermissionDenied));
         let r = resolve("/tmp", vec![], DEFAULT_PATH, "/", &fs, &cmds, true).map(|_| ());
@@ -222,8 +232,8 @@ mod tests {
 
     #[test]
     fn registered_handler_is_found_without_a_file() {
-        let fs = Programs::new().pod_fs(vec![]);
-        let cmds = Programs::new();
+        let fs = programs().pod_fs(vec![]);
+        let cmds = programs();
         cmds.register("special", |_proc| async { 7 });
         assert!(resolve("special", vec![], DEFAULT_PATH, "/", &fs, &cmds, false).is_ok());
     }

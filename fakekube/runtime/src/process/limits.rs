@@ -53,7 +53,7 @@ impl Default for Limits {
 
 /// Why a process could not be started.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum ForkError {
+pub enum ForkError {
     /// The container runs as many processes as it may (EAGAIN).
     #[error("Resource temporarily unavailable")]
     ProcessLimit,

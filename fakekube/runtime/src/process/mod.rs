@@ -12,14 +12,13 @@ mod limits;
 mod registry;
 mod table;
 
-pub(crate) use launch::{SpawnError, resolve};
+pub use launch::{SpawnError, resolve};
 pub use limits::{
     DEFAULT_PROCESS_LIMIT, DEFAULT_STEP_LIMIT, Limits, PROCESS_MEMORY, STEP_LIMIT_STATUS, Verdict,
 };
-pub(crate) use registry::Program;
+pub use registry::Program;
 pub use registry::Programs;
-#[cfg(test)]
-pub(crate) use table::Slot;
+pub use table::Slot;
 pub use table::{ProcessInfo, ProcessTable, Signal, SignalError};
 
 use std::future::Future;
@@ -34,10 +33,10 @@ use crate::io::{Input, Output, Stdio, WriteError};
 use crate::net::PodNetwork;
 
 /// A boxed, sendable future (what handlers return).
-pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// A program's implementation: gets the process, returns the exit status.
-pub(crate) type Handler = Arc<dyn Fn(Process) -> BoxFuture<'static, i32> + Send + Sync>;
+pub type Handler = Arc<dyn Fn(Process) -> BoxFuture<'static, i32> + Send + Sync>;
 
 /// The PATH a container gets when its image sets none.
 pub const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -45,10 +44,10 @@ pub const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bi
 /// Deepest nesting of shells, functions, subshells and compound commands; beyond it a command
 /// fails instead of exhausting the stack. Each level costs up to about 10 KiB of stack in a debug
 /// build, so the whole budget stays well under a 2 MiB thread stack.
-pub(crate) const MAX_NESTING: usize = 64;
+pub const MAX_NESTING: usize = 64;
 
 /// Nesting a started program adds (a nested `sh` costs several levels' worth of stack).
-pub(crate) const PROGRAM_NESTING: usize = 4;
+pub const PROGRAM_NESTING: usize = 4;
 
 /// Everything a running program sees: its arguments, environment, working directory, filesystem,
 /// streams and the token that kills it. A program's handler gets one per run (see
@@ -56,31 +55,31 @@ pub(crate) const PROGRAM_NESTING: usize = 4;
 #[derive(Clone)]
 pub struct Process {
     /// Arguments, `argv[0]` first.
-    pub(crate) argv: Vec<String>,
+    pub argv: Vec<String>,
     /// Environment, in order.
-    pub(crate) env: Vec<(String, String)>,
+    pub env: Vec<(String, String)>,
     /// Absolute working directory.
-    pub(crate) cwd: String,
+    pub cwd: String,
     /// The pod's filesystem.
-    pub(crate) fs: PodFs,
+    pub fs: PodFs,
     /// The registry, to start other programs (`env`, `timeout`, `sh`).
-    pub(crate) programs: Programs,
+    pub programs: Programs,
     /// Standard input.
-    pub(crate) stdin: Input,
+    pub stdin: Input,
     /// Standard output.
-    pub(crate) stdout: Output,
+    pub stdout: Output,
     /// Standard error.
-    pub(crate) stderr: Output,
+    pub stderr: Output,
     /// Fires when the process is killed (exec cancelled, pod deleted, `timeout` expired).
-    pub(crate) cancel: CancellationToken,
+    pub cancel: CancellationToken,
     /// The pod's network (its listening ports).
-    pub(crate) network: PodNetwork,
+    pub network: PodNetwork,
     /// How deeply this process is nested in shells and functions (see [`MAX_NESTING`]).
-    pub(crate) depth: usize,
+    pub depth: usize,
     /// Its pid in [`Process::processes`] (0 for a handler called directly, outside any table).
-    pub(crate) pid: u32,
+    pub pid: u32,
     /// The container's process table.
-    pub(crate) processes: ProcessTable,
+    pub processes: ProcessTable,
 }
 
 impl std::fmt::Debug for Process {
@@ -134,7 +133,7 @@ impl Process {
     /// Runs `handler` as a new process of the table, child of `self.pid` (its parent), and
     /// returns its exit status: what the handler returns, or `128 + n` when signal `n`
     /// terminated it (137 when its parent's end took it down).
-    pub(crate) async fn run(mut self, handler: Handler) -> i32 {
+    pub async fn run(mut self, handler: Handler) -> i32 {
         let slot = match self
             .processes
             .start(self.pid, self.argv.clone(), &self.cancel)
@@ -208,7 +207,7 @@ impl Process {
     }
 
     /// The program's name for messages: the last component of `argv[0]`.
-    pub(crate) fn name(&self) -> &str {
+    pub fn name(&self) -> &str {
         let a0 = self.argv.first().map(String::as_str).unwrap_or("");
         a0.rsplit('/').next().unwrap_or(a0)
     }
@@ -228,7 +227,7 @@ impl Process {
     }
 
     /// Its standard streams (for opening `/dev/stdin`, `/dev/fd/N`).
-    pub(crate) fn stdio(&self) -> crate::io::Stdio {
+    pub fn stdio(&self) -> crate::io::Stdio {
         crate::io::Stdio {
             stdin: self.stdin.clone(),
             stdout: self.stdout.clone(),
@@ -242,14 +241,14 @@ impl Process {
     }
 
     /// Writes to standard output.
-    pub(crate) async fn out(&self, data: impl Into<Bytes>) -> Result<(), WriteError> {
+    pub async fn out(&self, data: impl Into<Bytes>) -> Result<(), WriteError> {
         self.stdout.write(data.into()).await
     }
 
     /// Prints `NAME: message` on standard error (a failure to do so is ignored, as C tools do).
     /// Boxed, as every error path is: a write's future is some hundreds of bytes, and inline it
     /// would grow the future of each program that may fail, for as long as it runs.
-    pub(crate) fn err<'a>(&'a self, msg: &'a str) -> BoxFuture<'a, ()> {
+    pub fn err<'a>(&'a self, msg: &'a str) -> BoxFuture<'a, ()> {
         Box::pin(async move {
             let _ = self
                 .stderr
@@ -259,14 +258,14 @@ impl Process {
     }
 
     /// Writes a whole line on standard error, boxed (see [`Process::err`]).
-    pub(crate) fn err_line(&self, line: String) -> BoxFuture<'_, ()> {
+    pub fn err_line(&self, line: String) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             let _ = self.stderr.write_str(&line).await;
         })
     }
 
     /// A process for a child program with other arguments and the same everything else.
-    pub(crate) fn child(&self, argv: Vec<String>) -> Process {
+    pub fn child(&self, argv: Vec<String>) -> Process {
         Process {
             argv,
             ..self.clone()
@@ -276,7 +275,7 @@ impl Process {
     /// Starts `self.argv` as `execvp` would (PATH search, `#!` scripts, shell fallback) and waits
     /// for it. Failures print `{prefix}'NAME': REASON` (e.g. `env: 'x': No such file or
     /// directory`) and give 127 (not found) or 126.
-    pub(crate) async fn spawn_as(self, prefix: &str) -> i32 {
+    pub async fn spawn_as(self, prefix: &str) -> i32 {
         let Some(name) = self.argv.first().cloned() else {
             return 0;
         };

@@ -14,11 +14,11 @@ use crate::fs::{Image, PodFs, StorageBudget, Volume};
 use super::{BoxFuture, Handler, Process};
 
 /// A table program's handler: a plain function of the process, giving the exit status.
-pub(crate) type Run = fn(Process) -> BoxFuture<'static, i32>;
+pub type Run = fn(Process) -> BoxFuture<'static, i32>;
 
 /// One entry of the program table: its name, its handler and the directories that hold its file.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Program {
+pub struct Program {
     /// The name it is found by (`cat`, `[`).
     name: &'static str,
     /// What it runs.
@@ -29,7 +29,7 @@ pub(crate) struct Program {
 
 impl Program {
     /// A program called `name`, with an entry in `/bin`.
-    pub(crate) const fn new(name: &'static str, run: Run) -> Self {
+    pub const fn new(name: &'static str, run: Run) -> Self {
         Program {
             name,
             run,
@@ -38,14 +38,13 @@ impl Program {
     }
 
     /// The name it is found by.
-    #[cfg(test)]
-    pub(crate) fn name(&self) -> &'static str {
+    pub fn name(&self) -> &'static str {
         self.name
     }
 
     /// The same program with entries in each of `dirs` instead (`env` is in `/usr/bin` too, for
     /// `#!/usr/bin/env` scripts).
-    pub(crate) const fn in_dirs(self, dirs: &'static [&'static str]) -> Self {
+    pub const fn in_dirs(self, dirs: &'static [&'static str]) -> Self {
         Program { dirs, ..self }
     }
 }
@@ -63,7 +62,7 @@ fn entry(name: &str) -> Vec<u8> {
 }
 
 /// The program a file stands for, read from its first bytes; `None` for any other file.
-pub(crate) fn entry_name(head: &[u8]) -> Option<String> {
+pub fn entry_name(head: &[u8]) -> Option<String> {
     let rest = head.strip_prefix(ENTRY_MAGIC)?;
     let line = rest.split(|b| *b == b'\n').next().unwrap_or_default();
     Some(String::from_utf8_lossy(line).into_owned())
@@ -102,7 +101,7 @@ impl std::fmt::Debug for Programs {
 impl Programs {
     /// A registry of `table` with nothing registered ([`Programs::new`] gives the runtime's
     /// table).
-    pub(crate) fn with_table(table: &'static [Program]) -> Self {
+    pub fn with_table(table: &'static [Program]) -> Self {
         Programs {
             table,
             registered: Arc::default(),
@@ -125,7 +124,7 @@ impl Programs {
     }
 
     /// The handler registered under `name`, if any.
-    pub(crate) fn registered(&self, name: &str) -> Option<Handler> {
+    pub fn registered(&self, name: &str) -> Option<Handler> {
         self.registered
             .read()
             .ok()
@@ -133,7 +132,7 @@ impl Programs {
     }
 
     /// The handler for a program name: a registered one, else the table's.
-    pub(crate) fn find(&self, name: &str) -> Option<Handler> {
+    pub fn find(&self, name: &str) -> Option<Handler> {
         self.registered(name).or_else(|| {
             self.table
                 .iter()

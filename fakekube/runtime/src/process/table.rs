@@ -262,12 +262,12 @@ impl ProcessTable {
     }
 
     /// Whether a process of `tree` is running.
-    pub(crate) fn tree_alive(&self, tree: u32) -> bool {
+    pub fn tree_alive(&self, tree: u32) -> bool {
         self.lock().entries.values().any(|e| e.tree == tree)
     }
 
     /// Why the limits killed `tree`, if they did.
-    pub(crate) fn verdict(&self, tree: u32) -> Option<Verdict> {
+    pub fn verdict(&self, tree: u32) -> Option<Verdict> {
         self.lock()
             .verdicts
             .iter()
@@ -277,13 +277,13 @@ impl ProcessTable {
 
     /// Resolves once a process leaves the table after this call (check the state after
     /// calling it, then await).
-    pub(crate) fn left(&self) -> tokio::sync::futures::Notified<'_> {
+    pub fn left(&self) -> tokio::sync::futures::Notified<'_> {
         self.0.left.notified()
     }
 
     /// Charges `bytes` of memory to `pid`. Past the container's limit the process is killed
     /// (`SIGKILL`, counted as an OOM kill) and the charge refused.
-    pub(crate) fn charge(&self, pid: u32, bytes: u64) -> Result<(), ForkError> {
+    pub fn charge(&self, pid: u32, bytes: u64) -> Result<(), ForkError> {
         let mut table = self.lock();
         let limit = table.limits.memory.unwrap_or(u64::MAX);
         if table.memory.saturating_add(bytes) > limit {
@@ -298,7 +298,7 @@ impl ProcessTable {
     }
 
     /// Gives back `bytes` charged to `pid` (at most what it holds above its own cost).
-    pub(crate) fn uncharge(&self, pid: u32, bytes: u64) {
+    pub fn uncharge(&self, pid: u32, bytes: u64) {
         let mut table = self.lock();
         if let Some(e) = table.entries.get_mut(&pid) {
             let n = bytes.min(e.memory.saturating_sub(PROCESS_MEMORY));
@@ -347,12 +347,12 @@ impl ProcessTable {
 
     /// Sends `signal` to `pid` from a process of the container (`kill`): pid 1 ignores what
     /// it does not trap.
-    pub(crate) fn signal_from_inside(&self, pid: u32, signal: Signal) -> Result<(), SignalError> {
+    pub fn signal_from_inside(&self, pid: u32, signal: Signal) -> Result<(), SignalError> {
         self.deliver(pid, signal, true)
     }
 
     /// Whether `pid` is running.
-    pub(crate) fn exists(&self, pid: u32) -> bool {
+    pub fn exists(&self, pid: u32) -> bool {
         self.lock().entries.contains_key(&pid)
     }
 
@@ -387,7 +387,7 @@ impl ProcessTable {
     /// `parent`; it leaves the table when the returned slot is dropped. Past the process limit
     /// the fork fails and the tree it was made in is killed; past the memory limit the
     /// forking process is killed (see [`Limits`]).
-    pub(crate) fn start(
+    pub fn start(
         &self,
         ppid: u32,
         argv: Vec<String>,
@@ -445,7 +445,7 @@ impl ProcessTable {
     }
 
     /// Sets which signals `pid` traps (sent to `tx`) and ignores.
-    pub(crate) fn set_traps(
+    pub fn set_traps(
         &self,
         pid: u32,
         tx: mpsc::UnboundedSender<Signal>,
@@ -482,19 +482,19 @@ const MAX_PID: u32 = 32768;
 
 /// A process's place in the table; dropping it removes the process.
 #[derive(Debug)]
-pub(crate) struct Slot {
+pub struct Slot {
     /// The table.
     table: ProcessTable,
     /// The process's pid.
-    pub(crate) pid: u32,
+    pub pid: u32,
     /// Terminates the process (fired by a signal or by its parent's end).
-    pub(crate) token: CancellationToken,
+    pub token: CancellationToken,
 }
 
 impl Slot {
     /// The exit status of a process whose token fired: `128 + n` for the signal that
     /// terminated it, 137 (`SIGKILL`) when its parent's end took it down.
-    pub(crate) fn killed_status(&self) -> i32 {
+    pub fn killed_status(&self) -> i32 {
         128 + self
             .table
             .killed_by(self.pid)
@@ -507,7 +507,7 @@ impl Slot {
     /// The exit status of a process whose handler returned `status`: the signal's status if
     /// one terminated it meanwhile (a handler can run on to its end in the same poll that
     /// signalled it).
-    pub(crate) fn status(&self, status: i32) -> i32 {
+    pub fn status(&self, status: i32) -> i32 {
         if self.token.is_cancelled() {
             self.killed_status()
         } else {

@@ -5,7 +5,7 @@ const MAX_DEPTH: usize = 64;
 
 /// An arithmetic error (the shell prints `sh: arithmetic syntax error` and so on).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum ArithError {
+pub enum ArithError {
     /// Malformed expression.
     #[error("arithmetic syntax error")]
     Syntax,
@@ -15,7 +15,7 @@ pub(crate) enum ArithError {
 }
 
 /// Variable access for the evaluator.
-pub(crate) trait Vars {
+pub trait Vars {
     /// A variable's value, if set.
     fn get(&self, name: &str) -> Option<String>;
     /// Sets a variable (`x = 1`, `x += 2`).
@@ -41,7 +41,7 @@ const OPS: &[&str] = &[
 ];
 
 /// Parses a number the way the shell does: decimal, `0x` hex or leading-`0` octal.
-pub(crate) fn parse_number(s: &str) -> Option<i64> {
+pub fn parse_number(s: &str) -> Option<i64> {
     let s = s.trim();
     let (neg, digits) = match s.strip_prefix('-') {
         Some(rest) => (true, rest),
@@ -99,7 +99,7 @@ fn tokenize(src: &str) -> Result<Vec<Tok>, ArithError> {
 }
 
 /// Evaluates an expression; an empty one is 0.
-pub(crate) fn eval(src: &str, vars: &mut dyn Vars) -> Result<i64, ArithError> {
+pub fn eval(src: &str, vars: &mut dyn Vars) -> Result<i64, ArithError> {
     let toks = tokenize(src)?;
     if toks.is_empty() {
         return Ok(0);

@@ -8,17 +8,13 @@
 //! Known limitations: only file descriptors 0–2; `local` is not scoped; trapped signals run
 //! between commands (at once in `wait`); no job control, aliases, `getopts` or `$'…'` quoting.
 
-pub(crate) mod arith;
+pub mod arith;
 pub(crate) mod ast;
 pub(crate) mod interp;
 pub(crate) mod parser;
-pub(crate) mod pattern;
+pub mod pattern;
 
-#[cfg(test)]
-mod stream_tests;
-
-#[cfg(test)]
-pub(crate) use interp::builtin_names;
+pub use interp::builtin_names;
 use interp::{MAX_SCRIPT, Opts, Shell};
 
 use crate::process::Process;
@@ -26,7 +22,7 @@ use crate::process::Process;
 /// The `sh` program: `sh [-eux] [-o opt] -c 'script' [name [args…]]`, `sh file [args…]`, or a
 /// script on standard input (`sh`, `sh -s [args…]`, `sh -i`), run one command at a time as it
 /// is read; interactive with `-i` or when stdin and stdout are a terminal.
-pub(crate) async fn sh_main(proc: Process) -> i32 {
+pub async fn sh_main(proc: Process) -> i32 {
     let args: Vec<String> = proc.args().to_vec();
     let mut opts = Opts::default();
     let mut command_mode = false;

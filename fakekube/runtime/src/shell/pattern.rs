@@ -18,10 +18,10 @@ enum Tok {
 
 /// A compiled pattern.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Pattern(Vec<Tok>);
+pub struct Pattern(Vec<Tok>);
 
 /// Whether any active character would make the text a pattern (for pathname expansion).
-pub(crate) fn has_wildcards(chars: &[(char, bool)]) -> bool {
+pub fn has_wildcards(chars: &[(char, bool)]) -> bool {
     chars
         .iter()
         .any(|(c, active)| *active && matches!(c, '*' | '?' | '['))
@@ -29,7 +29,7 @@ pub(crate) fn has_wildcards(chars: &[(char, bool)]) -> bool {
 
 impl Pattern {
     /// Compiles characters marked active or quoted.
-    pub(crate) fn new(chars: &[(char, bool)]) -> Self {
+    pub fn new(chars: &[(char, bool)]) -> Self {
         let mut toks = Vec::new();
         let mut i = 0;
         while let Some(&(c, active)) = chars.get(i) {
@@ -68,13 +68,13 @@ impl Pattern {
 
     /// Compiles a string in which every character is active.
     #[cfg(test)]
-    pub(crate) fn from_str_active(s: &str) -> Self {
+    pub fn from_str_active(s: &str) -> Self {
         let chars: Vec<(char, bool)> = s.chars().map(|c| (c, true)).collect();
         Self::new(&chars)
     }
 
     /// Whether the whole of `text` matches.
-    pub(crate) fn matches(&self, text: &[char]) -> bool {
+    pub fn matches(&self, text: &[char]) -> bool {
         let pat = &self.0;
         let (mut p, mut t) = (0usize, 0usize);
         let mut star: Option<(usize, usize)> = None;
@@ -114,12 +114,12 @@ impl Pattern {
     }
 
     /// Whether the pattern's first element is a literal `.` (so it may match hidden names).
-    pub(crate) fn starts_with_dot(&self) -> bool {
+    pub fn starts_with_dot(&self) -> bool {
         self.0.first() == Some(&Tok::Char('.'))
     }
 
     /// `${v#pat}` / `${v##pat}`: `v` without its shortest (or longest) matching prefix.
-    pub(crate) fn remove_prefix(&self, v: &str, longest: bool) -> String {
+    pub fn remove_prefix(&self, v: &str, longest: bool) -> String {
         let chars: Vec<char> = v.chars().collect();
         let mut cut = None;
         for i in 0..=chars.len() {
@@ -137,7 +137,7 @@ impl Pattern {
     }
 
     /// `${v%pat}` / `${v%%pat}`: `v` without its shortest (or longest) matching suffix.
-    pub(crate) fn remove_suffix(&self, v: &str, longest: bool) -> String {
+    pub fn remove_suffix(&self, v: &str, longest: bool) -> String {
         let chars: Vec<char> = v.chars().collect();
         let mut cut = None;
         for i in (0..=chars.len()).rev() {

@@ -253,7 +253,7 @@ mod tests {
     use super::*;
     use crate::spdy::frame::{Frame, RstStatus};
     use crate::spdy::testing::{Client, Seen};
-    use fakekube_runtime::{ExecSpec, Programs};
+    use fakekube_runtime::ExecSpec;
     use serde_json::Value;
     use std::collections::HashMap;
     use tokio::io::DuplexStream;
@@ -293,7 +293,7 @@ mod tests {
             let streams = accept_streams(&mut conn, config.streams, protocol.has_resize(), WAIT)
                 .await
                 .ok()?;
-            let programs = Programs::new();
+            let programs = fakekube_programs::registry();
             let spec = ExecSpec {
                 argv: config.argv.clone(),
                 env: vec![],

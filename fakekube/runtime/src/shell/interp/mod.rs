@@ -44,9 +44,8 @@ pub(crate) const MAX_SCRIPT: usize = 16 * 1024 * 1024;
 /// Default field separators.
 const DEFAULT_IFS: &str = " \t\n";
 
-/// The names of every shell builtin, special or regular.
-#[cfg(test)]
-pub(crate) fn builtin_names() -> Vec<String> {
+/// The names of every shell builtin, special or regular (for the programs' manual).
+pub fn builtin_names() -> Vec<String> {
     builtins::SPECIAL_BUILTINS
         .iter()
         .chain(builtins::REGULAR_BUILTINS)
@@ -222,7 +221,7 @@ pub(crate) struct Shell {
 
 impl Shell {
     /// A shell for the process `proc`: variables from its environment (all exported).
-    pub(crate) fn new(proc: Process, arg0: String, params: Vec<String>, opts: Opts) -> Self {
+    pub fn new(proc: Process, arg0: String, params: Vec<String>, opts: Opts) -> Self {
         let mut vars = HashMap::new();
         for (k, v) in proc.env {
             vars.insert(

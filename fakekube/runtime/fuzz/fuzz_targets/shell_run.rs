@@ -1,3 +1,0 @@
-#![no_main]
-//! `fakekube_runtime::fuzzing::shell_run` under libFuzzer.
-libfuzzer_sys::fuzz_target!(|data: &[u8]| fakekube_runtime::fuzzing::shell_run(data));
