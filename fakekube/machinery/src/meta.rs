@@ -120,11 +120,18 @@ pub fn owner_uids(obj: &Value) -> Vec<String> {
 /// The object's finalizers.
 pub fn finalizers(obj: &Value) -> Vec<String> {
     obj.get("metadata")
-        .and_then(|m| m.get("finalizers"))
+        .map(|m| string_list(m, "finalizers"))
+        .unwrap_or_default()
+}
+
+/// The strings of the list field `key` of `obj` (`null`, absent or non-string items read as
+/// nothing): RBAC rules' verbs and resources, finalizers.
+pub fn string_list(obj: &Value, key: &str) -> Vec<String> {
+    obj.get(key)
         .and_then(Value::as_array)
-        .map(|f| {
-            f.iter()
-                .filter_map(|x| x.as_str().map(str::to_string))
+        .map(|l| {
+            l.iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
                 .collect()
         })
         .unwrap_or_default()

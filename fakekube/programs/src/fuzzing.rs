@@ -12,8 +12,7 @@ use fakekube_runtime::{ExecIo, ExecSpec, Limits, PodNetwork, ProcessTable, exec_
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-/// A fuzz target: its name and its entry point.
-pub type Target = (&'static str, fn(&[u8]));
+pub use fakekube_runtime::fuzzing::Target;
 
 /// The fuzz targets, by name: what `fakekube/programs/fuzz/fuzz_targets/<name>.rs` calls and
 /// what the corpus directories `fakekube/programs/fuzz/{seeds,regressions}/<name>/` are named
@@ -90,46 +89,11 @@ mod tests {
     use super::*;
     use std::path::Path;
 
-    /// Every file under `fuzz/seeds/<target>/` and `fuzz/regressions/<target>/`.
-    fn corpus(target: &str) -> Vec<(String, Vec<u8>)> {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz");
-        let mut out = Vec::new();
-        for dir in ["seeds", "regressions"] {
-            let Ok(entries) = std::fs::read_dir(root.join(dir).join(target)) else {
-                continue;
-            };
-            for e in entries.flatten() {
-                let path = e.path();
-                if path.is_file() {
-                    let bytes = std::fs::read(&path).expect("a corpus file reads");
-                    out.push((path.display().to_string(), bytes));
-                }
-            }
-        }
-        out.sort();
-        out
-    }
-
     #[test]
-    fn every_fuzz_target_survives_its_committed_seeds_and_regressions() {
-        for (name, run) in TARGETS {
-            let files = corpus(name);
-            assert!(!files.is_empty(), "fuzz/seeds/{name}/ holds no input");
-            for (path, bytes) in files {
-                let outcome = std::panic::catch_unwind(|| run(&bytes));
-                assert!(outcome.is_ok(), "{name} panicked on {path}");
-            }
-        }
-    }
-
-    #[test]
-    fn every_fuzz_target_has_a_cargo_fuzz_binary() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/fuzz_targets");
-        for (name, _) in TARGETS {
-            assert!(
-                dir.join(format!("{name}.rs")).is_file(),
-                "fuzz/fuzz_targets/{name}.rs is missing"
-            );
-        }
+    fn every_fuzz_target_has_a_binary_and_survives_its_committed_seeds_and_regressions() {
+        fakekube_runtime::fuzzing::check_targets(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz"),
+            TARGETS,
+        );
     }
 }

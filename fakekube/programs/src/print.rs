@@ -173,6 +173,48 @@ pub(super) fn pad(spec: &Spec, body: String, numeric: bool) -> String {
     }
 }
 
+/// `%d %i %o %u %x %X` of `n`, with `spec`'s precision, flags and width (a precision turns
+/// off `0` padding; negative values of the unsigned conversions wrap as C's `long` does).
+pub(super) fn integer(spec: &mut Spec, conv: char, n: i64) -> String {
+    let signed = matches!(conv, 'd' | 'i');
+    let (neg, mag) = if signed {
+        (n < 0, n.unsigned_abs())
+    } else {
+        (false, n as u64)
+    };
+    let mut digits = match conv {
+        'o' => format!("{mag:o}"),
+        'x' => format!("{mag:x}"),
+        'X' => format!("{mag:X}"),
+        _ => mag.to_string(),
+    };
+    if let Some(p) = spec.precision {
+        let p = p.min(MAX_WIDTH);
+        if digits.len() < p {
+            digits = format!("{}{digits}", "0".repeat(p - digits.len()));
+        }
+        spec.zero = false;
+    }
+    if spec.alt && mag != 0 {
+        match conv {
+            'x' => digits = format!("0x{digits}"),
+            'X' => digits = format!("0X{digits}"),
+            'o' if !digits.starts_with('0') => digits = format!("0{digits}"),
+            _ => {}
+        }
+    }
+    let sign = if neg {
+        "-"
+    } else if spec.plus && signed {
+        "+"
+    } else if spec.space && signed {
+        " "
+    } else {
+        ""
+    };
+    pad(spec, format!("{sign}{digits}"), true)
+}
+
 /// C-style `%e` formatting.
 pub(super) fn format_exp(v: f64, precision: usize, upper: bool) -> String {
     let s = format!("{v:.precision$e}");
@@ -393,42 +435,7 @@ fn run_printf(fmt: &str, args: &[String], warn: &mut Vec<String>) -> Vec<u8> {
                         warn.push(format!("'{arg}': expected a numeric value"));
                         v
                     });
-                    let (neg, mag) = if conv == 'd' || conv == 'i' {
-                        (v < 0, v.unsigned_abs())
-                    } else {
-                        (false, v as u64)
-                    };
-                    let mut digits = match conv {
-                        'x' => format!("{mag:x}"),
-                        'X' => format!("{mag:X}"),
-                        'o' => format!("{mag:o}"),
-                        _ => mag.to_string(),
-                    };
-                    if let Some(p) = spec.precision {
-                        let p = p.min(MAX_WIDTH);
-                        if digits.len() < p {
-                            digits = format!("{}{digits}", "0".repeat(p - digits.len()));
-                        }
-                        spec.zero = false;
-                    }
-                    if spec.alt && mag != 0 {
-                        match conv {
-                            'x' => digits = format!("0x{digits}"),
-                            'X' => digits = format!("0X{digits}"),
-                            'o' if !digits.starts_with('0') => digits = format!("0{digits}"),
-                            _ => {}
-                        }
-                    }
-                    let sign = if neg {
-                        "-"
-                    } else if spec.plus && (conv == 'd' || conv == 'i') {
-                        "+"
-                    } else if spec.space && (conv == 'd' || conv == 'i') {
-                        " "
-                    } else {
-                        ""
-                    };
-                    pad(&spec, format!("{sign}{digits}"), true)
+                    integer(&mut spec, conv, v)
                 }
                 'f' | 'F' | 'e' | 'E' | 'g' | 'G' => {
                     let v = float_arg(&arg).unwrap_or_else(|v| {

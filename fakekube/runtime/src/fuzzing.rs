@@ -6,6 +6,8 @@
 //!
 //! Not an API: the functions and their input layouts may change with the fuzz targets.
 
+use std::path::Path;
+
 use crate::shell::parser;
 
 /// A fuzz target: its name and its entry point.
@@ -37,51 +39,53 @@ pub fn shell_parse(data: &[u8]) {
     }
 }
 
+/// Every file under `<fuzz_dir>/seeds/<target>/` and `<fuzz_dir>/regressions/<target>/`,
+/// sorted by path.
+fn corpus(fuzz_dir: &Path, target: &str) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    for dir in ["seeds", "regressions"] {
+        let Ok(entries) = std::fs::read_dir(fuzz_dir.join(dir).join(target)) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let path = e.path();
+            if path.is_file() {
+                let bytes = std::fs::read(&path).expect("a corpus file reads");
+                out.push((path.display().to_string(), bytes));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// What a crate's tests check of its fuzz targets (`fuzz_dir` is its `fuzz/`): each has a
+/// cargo-fuzz binary in `fuzz_targets/` and committed seeds, and survives every seed and
+/// regression. Panics, as a failing test does, naming the target and the input.
+pub fn check_targets(fuzz_dir: &Path, targets: &[Target]) {
+    for (name, run) in targets {
+        assert!(
+            fuzz_dir
+                .join("fuzz_targets")
+                .join(format!("{name}.rs"))
+                .is_file(),
+            "fuzz/fuzz_targets/{name}.rs is missing"
+        );
+        let files = corpus(fuzz_dir, name);
+        assert!(!files.is_empty(), "fuzz/seeds/{name}/ holds no input");
+        for (path, bytes) in files {
+            let outcome = std::panic::catch_unwind(|| run(&bytes));
+            assert!(outcome.is_ok(), "{name} panicked on {path}");
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
-
-    /// Every file under `fuzz/seeds/<target>/` and `fuzz/regressions/<target>/`.
-    fn corpus(target: &str) -> Vec<(String, Vec<u8>)> {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz");
-        let mut out = Vec::new();
-        for dir in ["seeds", "regressions"] {
-            let Ok(entries) = std::fs::read_dir(root.join(dir).join(target)) else {
-                continue;
-            };
-            for e in entries.flatten() {
-                let path = e.path();
-                if path.is_file() {
-                    let bytes = std::fs::read(&path).expect("a corpus file reads");
-                    out.push((path.display().to_string(), bytes));
-                }
-            }
-        }
-        out.sort();
-        out
-    }
 
     #[test]
-    fn every_fuzz_target_survives_its_committed_seeds_and_regressions() {
-        for (name, run) in TARGETS {
-            let files = corpus(name);
-            assert!(!files.is_empty(), "fuzz/seeds/{name}/ holds no input");
-            for (path, bytes) in files {
-                let outcome = std::panic::catch_unwind(|| run(&bytes));
-                assert!(outcome.is_ok(), "{name} panicked on {path}");
-            }
-        }
-    }
-
-    #[test]
-    fn every_fuzz_target_has_a_cargo_fuzz_binary() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/fuzz_targets");
-        for (name, _) in TARGETS {
-            assert!(
-                dir.join(format!("{name}.rs")).is_file(),
-                "fuzz/fuzz_targets/{name}.rs is missing"
-            );
-        }
+    fn every_fuzz_target_has_a_binary_and_survives_its_committed_seeds_and_regressions() {
+        check_targets(&Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz"), TARGETS);
     }
 }

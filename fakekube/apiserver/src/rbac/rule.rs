@@ -25,17 +25,7 @@ pub(crate) struct PolicyRule {
     pub(crate) non_resource_urls: Vec<String>,
 }
 
-/// The strings of a list field (`null`, absent or non-strings read as nothing).
-pub(crate) fn strings(obj: &Value, key: &str) -> Vec<String> {
-    obj.get(key)
-        .and_then(Value::as_array)
-        .map(|l| {
-            l.iter()
-                .filter_map(|v| v.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
-}
+use fakekube_machinery::meta::string_list;
 
 fn any_is(list: &[String], wanted: &str) -> bool {
     list.iter().any(|x| x == "*" || x == wanted)
@@ -45,11 +35,11 @@ impl PolicyRule {
     /// Reads a rule from its JSON form (fields that are absent or not lists read as empty).
     pub(crate) fn from_json(rule: &Value) -> PolicyRule {
         PolicyRule {
-            verbs: strings(rule, "verbs"),
-            api_groups: strings(rule, "apiGroups"),
-            resources: strings(rule, "resources"),
-            resource_names: strings(rule, "resourceNames"),
-            non_resource_urls: strings(rule, "nonResourceURLs"),
+            verbs: string_list(rule, "verbs"),
+            api_groups: string_list(rule, "apiGroups"),
+            resources: string_list(rule, "resources"),
+            resource_names: string_list(rule, "resourceNames"),
+            non_resource_urls: string_list(rule, "nonResourceURLs"),
         }
     }
 

@@ -3,8 +3,8 @@
 //! grant paths, bindings refer to a role of a kind they may, subjects are of a known kind, and a
 //! binding's `roleRef` never changes.
 
-use super::rule::strings;
 use crate::status::Cause;
+use fakekube_machinery::meta::string_list;
 use serde_json::{Map, Value, json};
 
 /// The RBAC API group.
@@ -96,13 +96,13 @@ fn rules(o: &Map<String, Value>, namespaced: bool) -> Vec<Cause> {
     };
     for (i, rule) in list.iter().enumerate() {
         let at = |f: &str| format!("rules[{i}].{f}");
-        if strings(rule, "verbs").is_empty() {
+        if string_list(rule, "verbs").is_empty() {
             causes.push(required(
                 at("verbs"),
                 "verbs must contain at least one value",
             ));
         }
-        let urls = strings(rule, "nonResourceURLs");
+        let urls = string_list(rule, "nonResourceURLs");
         if !urls.is_empty() {
             let urls_json = json!(urls);
             if namespaced {
@@ -114,7 +114,7 @@ fn rules(o: &Map<String, Value>, namespaced: bool) -> Vec<Cause> {
             }
             if ["apiGroups", "resources", "resourceNames"]
                 .iter()
-                .any(|k| !strings(rule, k).is_empty())
+                .any(|k| !string_list(rule, k).is_empty())
             {
                 causes.push(invalid(
                     at("nonResourceURLs"),
@@ -134,7 +134,7 @@ fn rules(o: &Map<String, Value>, namespaced: bool) -> Vec<Cause> {
                 "resource rules must supply at least one api group",
             ));
         }
-        if strings(rule, "resources").is_empty() {
+        if string_list(rule, "resources").is_empty() {
             causes.push(required(
                 at("resources"),
                 "resource rules must supply at least one resource",

@@ -3,7 +3,7 @@
 //! controller computes them. Pure: [`aggregate`] takes the ClusterRoles and says which ones'
 //! `rules` must change; a controller writes them.
 
-use crate::meta::{self, meta_str};
+use crate::meta::{self, meta_str, string_list};
 use crate::selector::LabelSelector;
 use serde_json::Value;
 use std::sync::Arc;
@@ -27,16 +27,7 @@ fn rule_key(rule: &Value) -> RuleKey {
         "resourceNames",
         "nonResourceURLs",
     ]
-    .map(|field| {
-        rule.get(field)
-            .and_then(Value::as_array)
-            .map(|l| {
-                l.iter()
-                    .filter_map(|v| v.as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default()
-    })
+    .map(|field| string_list(rule, field))
 }
 
 /// The rules of a ClusterRole, as compared.

@@ -2,7 +2,7 @@
 //! width and precision (`*` takes them from the arguments), over awk values. The padding and
 //! the floating-point forms are the `printf` program's.
 
-use super::super::print::{MAX_WIDTH, Spec, format_exp, format_general, pad};
+use super::super::print::{self, MAX_WIDTH, Spec, format_exp, format_general, pad};
 
 /// What `printf` needs of an argument (awk's values implement it).
 pub(super) trait FormatArg {
@@ -165,43 +165,7 @@ fn integer(spec: &mut Spec, conv: char, v: f64) -> String {
     } else {
         v.clamp(i64::MIN as f64, i64::MAX as f64) as i64
     };
-    let signed = matches!(conv, 'd' | 'i');
-    let (neg, mag) = if signed {
-        (n < 0, n.unsigned_abs())
-    } else {
-        (false, n as u64)
-    };
-    let mut digits = match conv {
-        'o' => format!("{mag:o}"),
-        'x' => format!("{mag:x}"),
-        'X' => format!("{mag:X}"),
-        _ => mag.to_string(),
-    };
-    if let Some(p) = spec.precision {
-        let p = p.min(MAX_WIDTH);
-        if digits.len() < p {
-            digits = format!("{}{digits}", "0".repeat(p - digits.len()));
-        }
-        spec.zero = false;
-    }
-    if spec.alt && mag != 0 {
-        match conv {
-            'x' => digits = format!("0x{digits}"),
-            'X' => digits = format!("0X{digits}"),
-            'o' if !digits.starts_with('0') => digits = format!("0{digits}"),
-            _ => {}
-        }
-    }
-    let sign = if neg {
-        "-"
-    } else if spec.plus && signed {
-        "+"
-    } else if spec.space && signed {
-        " "
-    } else {
-        ""
-    };
-    pad(spec, format!("{sign}{digits}"), true)
+    print::integer(spec, conv, n)
 }
 
 #[cfg(test)]
