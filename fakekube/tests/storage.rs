@@ -92,3 +92,63 @@ async fn the_newest_of_two_default_classes_wins_and_no_default_leaves_the_class_
     assert_eq!(pvc.status, StatusCode::CREATED);
     assert!(pvc.json()["spec"].get("storageClassName").is_none());
 }
+
+#[tokio::test]
+async fn kubectl_get_storageclass_shows_the_default_class_and_the_apis_defaults() {
+    let (_kube, client) = support::start_api_server().await;
+    let fast = json!({
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": { "name": "fast" },
+        "provisioner": "example.com/fast",
+    });
+    let made = client.json(Method::POST, CLASSES, &fast).await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.json());
+    let table = client
+        .call_with(
+            Method::GET,
+            CLASSES,
+            &[("accept", "application/json;as=Table;v=v1;g=meta.k8s.io")],
+            None,
+            Vec::new(),
+        )
+        .await;
+    assert_eq!(table.status, StatusCode::OK);
+    let table = table.json();
+    let names: Vec<&str> = table["columnDefinitions"]
+        .as_array()
+        .map(|c| c.iter().filter_map(|c| c["name"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(
+        names,
+        [
+            "Name",
+            "Provisioner",
+            "ReclaimPolicy",
+            "VolumeBindingMode",
+            "AllowVolumeExpansion",
+            "Age"
+        ]
+    );
+    let rows: Vec<Value> = table["rows"]
+        .as_array()
+        .map(|r| {
+            r.iter()
+                .map(|r| json!(r["cells"].as_array().map(|c| c[..5].to_vec())))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(
+        rows,
+        [
+            json!(["fast", "example.com/fast", "Delete", "Immediate", false]),
+            json!([
+                "standard (default)",
+                "rancher.io/local-path",
+                "Delete",
+                "WaitForFirstConsumer",
+                false
+            ]),
+        ]
+    );
+}

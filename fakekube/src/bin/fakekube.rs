@@ -151,6 +151,12 @@ struct Args {
     /// ENOSPC).
     #[arg(long, default_value_t = 512 << 20)]
     pod_storage_budget: u64,
+    /// Milliseconds of the kubelet's first back-off before restarting a crashed container or
+    /// pulling a missing image again; each next one doubles, up to 30 times this. A real
+    /// kubelet waits 10000 (10 s, at most 5 minutes); fakekube's default is 10 ms so that tests
+    /// do not wait, while status messages and Events print the real durations.
+    #[arg(long, value_name = "MS", default_value_t = 10)]
+    crash_backoff_ms: u64,
     /// Serve the kubelet's own HTTPS API (exec, attach, portForward, containerLogs, pods,
     /// healthz; a node's port 10250) on this port of --address (0: a free one); its address
     /// is printed on stderr. Off by default (the node proxy reaches it either way).
@@ -280,7 +286,8 @@ async fn serve(args: Args) -> ExitCode {
         ))
         .idle_timeout(std::time::Duration::from_secs(args.idle_timeout_secs))
         .pod_process_limit(args.pod_process_limit)
-        .pod_storage_budget(args.pod_storage_budget);
+        .pod_storage_budget(args.pod_storage_budget)
+        .crash_backoff(std::time::Duration::from_millis(args.crash_backoff_ms));
     if let Some(t) = args.token {
         builder = builder.admin_token(t);
     }

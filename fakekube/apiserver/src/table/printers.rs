@@ -180,6 +180,31 @@ const PVC: &[Column] = &[
     ),
 ];
 
+const STORAGE_CLASS: &[Column] = &[
+    NAME,
+    col(
+        "Provisioner",
+        "string",
+        "The provisioner of the class's volumes.",
+    ),
+    col(
+        "ReclaimPolicy",
+        "string",
+        "What happens to a provisioned volume when its claim goes.",
+    ),
+    col(
+        "VolumeBindingMode",
+        "string",
+        "When a claim of the class is bound and provisioned.",
+    ),
+    col(
+        "AllowVolumeExpansion",
+        "string",
+        "Whether claims of the class may grow.",
+    ),
+    AGE,
+];
+
 const EVENT: &[Column] = &[
     col("Last Seen", "string", "When the event was last seen."),
     col("Type", "string", "Normal or Warning."),
@@ -393,6 +418,7 @@ enum Printer {
     Secret,
     ServiceAccount,
     Pvc,
+    StorageClass,
     Event,
     NetworkPolicy,
     Deployment,
@@ -418,6 +444,7 @@ fn printer(group: &str, kind: &str) -> Printer {
         ("", "Secret") => Printer::Secret,
         ("", "ServiceAccount") => Printer::ServiceAccount,
         ("", "PersistentVolumeClaim") => Printer::Pvc,
+        ("storage.k8s.io", "StorageClass") => Printer::StorageClass,
         ("" | "events.k8s.io", "Event") => Printer::Event,
         ("", "ConfigMap") => Printer::ConfigMap,
         ("", "Node") => Printer::Node,
@@ -445,6 +472,7 @@ pub(crate) fn columns(group: &str, kind: &str) -> &'static [Column] {
         Printer::Secret => SECRET,
         Printer::ServiceAccount => SERVICE_ACCOUNT,
         Printer::Pvc => PVC,
+        Printer::StorageClass => STORAGE_CLASS,
         Printer::Event => EVENT,
         Printer::NetworkPolicy => NETWORK_POLICY,
         Printer::Deployment => DEPLOYMENT,
@@ -496,6 +524,7 @@ pub(crate) fn row(group: &str, kind: &str, obj: &Value, now: OffsetDateTime) -> 
         ]),
         Printer::ServiceAccount => plain(vec![name, json!(len_at(obj, &["secrets"])), age]),
         Printer::Pvc => plain(pvc_cells(obj, name, age)),
+        Printer::StorageClass => plain(storage_class_cells(obj, age)),
         Printer::Event => plain(event_cells(obj, name, now)),
         Printer::NetworkPolicy => plain(vec![
             name,
@@ -919,6 +948,31 @@ fn access_modes(modes: &[Value]) -> String {
     .map(|(_, short)| *short)
     .collect::<Vec<_>>()
     .join(",")
+}
+
+/// A StorageClass's row as kubectl prints it: the default class's name marked `(default)`, and
+/// the API's defaults (`Delete`, `Immediate`, `false`) for what the object leaves out.
+fn storage_class_cells(sc: &Value, age: Value) -> Vec<Value> {
+    let annotation =
+        |key: &str| meta::str_at(sc, &["metadata", "annotations", key]) == Some("true");
+    let mut name = str_at(sc, &["metadata", "name"]).to_string();
+    if annotation("storageclass.kubernetes.io/is-default-class")
+        || annotation("storageclass.beta.kubernetes.io/is-default-class")
+    {
+        name.push_str(" (default)");
+    }
+    vec![
+        json!(name),
+        json!(str_at(sc, &["provisioner"])),
+        json!(meta::str_at(sc, &["reclaimPolicy"]).unwrap_or("Delete")),
+        json!(meta::str_at(sc, &["volumeBindingMode"]).unwrap_or("Immediate")),
+        json!(
+            sc.get("allowVolumeExpansion")
+                .and_then(Value::as_bool)
+                .unwrap_or(false)
+        ),
+        age,
+    ]
 }
 
 fn pvc_cells(pvc: &Value, name: Value, age: Value) -> Vec<Value> {
