@@ -1,5 +1,5 @@
 //! The limits a real API server and kubelet keep: media types (415), parameters (400), body
-//! size (413 on both HTTP versions), URL length (served up to 63 KiB, then 414 on both HTTP
+//! size (413 on both HTTP versions, with its Status, for curl as for hyper), URL length (served up to 63 KiB, then 414 on both HTTP
 //! versions, over HTTP/2 without losing the connection), WebSocket message size (1009 and a Status), header-read and idle timeouts,
 //! `--max-requests-inflight`, and a pod's memory, ephemeral storage and the storage budget.
 
@@ -74,6 +74,61 @@ async fn a_body_over_the_limit_gets_the_same_413_status_over_http1_and_http2() {
     assert_eq!(b.status, StatusCode::PAYLOAD_TOO_LARGE);
     assert_eq!(a.json(), b.json());
     assert_eq!(a.json()["reason"], "RequestEntityTooLarge");
+}
+
+/// curl's verdict on a 4 MiB pod sent over `version` (`--http1.1`, `--http2`): the status it
+/// read (`000` for none), its exit code and the body it kept.
+fn curl_big_pod(kube: &FakeKube, version: &str, dir: &std::path::Path) -> (String, i32, Value) {
+    let body = dir.join("pod.json");
+    let pod = json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": { "name": "big", "annotations": { "pad": "x".repeat(4 << 20) } },
+        "spec": { "containers": [{ "name": "c", "image": "busybox" }] },
+    });
+    std::fs::write(&body, serde_json::to_vec(&pod).expect("a pod serializes")).expect("writes");
+    let ca = dir.join("ca.pem");
+    std::fs::write(&ca, kube.ca_pem()).expect("writes the CA");
+    let answer = dir.join("answer.json");
+    let _ = std::fs::remove_file(&answer);
+    let out = std::process::Command::new("curl")
+        .args(["-sS", version, "--cacert"])
+        .arg(&ca)
+        .args(["-o"])
+        .arg(&answer)
+        .args(["-w", "%{http_code}", "-X", "POST"])
+        .args(["-H", "Content-Type: application/json"])
+        .args(["-H", &format!("Authorization: Bearer {}", kube.token())])
+        .arg("--data-binary")
+        .arg(format!("@{}", body.display()))
+        .arg(format!(
+            "{}/api/v1/namespaces/default/pods",
+            kube.base_url()
+        ))
+        .output()
+        .expect("curl runs (this machine kind ships it)");
+    let answer = std::fs::read(&answer)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(Value::Null);
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        out.status.code().unwrap_or(-1),
+        answer,
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curl_gets_413_and_its_status_for_a_body_over_the_limit_over_http2_as_over_http1() {
+    let kube = FakeKube::builder().start().await.expect("starts");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    for version in ["--http1.1", "--http2"] {
+        let (code, exit, answer) =
+            tokio::task::block_in_place(|| curl_big_pod(&kube, version, dir.path()));
+        assert_eq!((code.as_str(), exit), ("413", 0), "curl {version}");
+        assert_eq!(answer["reason"], "RequestEntityTooLarge", "curl {version}");
+        assert_eq!(answer["code"], 413, "curl {version}");
+    }
 }
 
 /// fakekube's longest request target (path and query): 1 KiB under the 65,534 bytes the `http`

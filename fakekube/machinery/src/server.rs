@@ -150,7 +150,18 @@ pub async fn serve(
                     if let Some(refused) = uri_too_long(req.uri()) {
                         return Ok(refused);
                     }
-                    let response = router.oneshot(req).await.map_err(|e| match e {})?;
+                    // Over HTTP/2 the request's body outlives a handler that stops reading it
+                    // (a 413): the answer's body drains it once sent (see `Held`).
+                    let (response, request_body) = if h2 {
+                        let (parts, body) = req.into_parts();
+                        let shared = SharedBody(Arc::new(Mutex::new(body)));
+                        let kept = shared.0.clone();
+                        let req = http::Request::from_parts(parts, Body::new(shared));
+                        (router.oneshot(req).await, Some(kept))
+                    } else {
+                        (router.oneshot(req).await, None)
+                    };
+                    let response = response.map_err(|e| match e {})?;
                     if response.extensions().get::<ResetConnection>().is_some() {
                         // hyper closes an HTTP/1.1 connection, or resets an HTTP/2 stream,
                         // whose service fails.
@@ -160,6 +171,7 @@ pub async fn serve(
                         Body::new(Held {
                             inner: body,
                             _guard: guard,
+                            request_body,
                         })
                     }))
                 }
@@ -289,10 +301,79 @@ impl Activity {
 #[derive(Debug)]
 struct InFlight(Activity);
 
-/// An answer's body holding its request's [`InFlight`] until it is sent or dropped.
+/// An answer's body holding its request's [`InFlight`] until it is sent or dropped, and over
+/// HTTP/2 the request's own body, which it drains once the answer is sent.
 struct Held {
     inner: Body,
     _guard: InFlight,
+    request_body: Option<Arc<Mutex<hyper::body::Incoming>>>,
+}
+
+/// The most of an unread HTTP/2 request body drained after its answer (a 413's).
+const DRAIN_BYTES: usize = 64 << 20;
+/// The longest an unread HTTP/2 request body is drained after its answer.
+const DRAIN_TIME: Duration = Duration::from_secs(10);
+
+impl Drop for Held {
+    /// An HTTP/2 request body its handler left unread (a 413's) is read to its end and dropped,
+    /// at most [`DRAIN_BYTES`] for [`DRAIN_TIME`]: a client still uploading when the answer
+    /// came (curl) then ends its stream and reads the answer. Dropped at once instead, the
+    /// stream would be reset under the upload and curl would report no status at all; past the
+    /// bound it is reset with NO_ERROR, as RFC 9113 8.1 lets a server do.
+    fn drop(&mut self) {
+        let Some(body) = self.request_body.take() else {
+            return;
+        };
+        let at_end = hyper::body::Body::is_end_stream(&SharedBody(body.clone()));
+        if at_end {
+            return;
+        }
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(drain(SharedBody(body)));
+        }
+    }
+}
+
+/// Reads `body` to its end and drops what it reads, within [`DRAIN_BYTES`] and [`DRAIN_TIME`].
+async fn drain(mut body: SharedBody) {
+    use http_body_util::BodyExt;
+    let read = async {
+        let mut left = DRAIN_BYTES;
+        while let Some(Ok(frame)) = body.frame().await {
+            let n = frame.data_ref().map_or(0, bytes::Bytes::len);
+            left = left.saturating_sub(n);
+            if left == 0 {
+                return;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(DRAIN_TIME, read).await;
+}
+
+/// A request body shared with the answer's [`Held`], so that it outlives the handler.
+struct SharedBody(Arc<Mutex<hyper::body::Incoming>>);
+
+impl hyper::body::Body for SharedBody {
+    type Data = bytes::Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        let mut body = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        Pin::new(&mut *body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        let body = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        let body = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        body.size_hint()
+    }
 }
 
 impl hyper::body::Body for Held {
