@@ -29,6 +29,8 @@
 //!   `retry`: which failed requests it sends again (client-go's rules).
 //! - `manifest`: the objects sent and the rules reading the objects back.
 //! - `exec`, `files`: the exec WebSocket protocol, and files on top of it.
+//! - `connect`: how it reaches the API server ([`ConnectOptions`], [`SetupError`]): the pool
+//!   config, a kubeconfig or the in-cluster service account.
 //! - `provider`: [`AgentSandbox`], the [`Provider`](sandbox_contract::Provider).
 //! - `clock`: [`Clock`], the time `shutdownTime` is computed from (the system's, or a fake
 //!   cluster's that tests move).
@@ -63,6 +65,7 @@
 mod client;
 mod clock;
 pub mod config;
+mod connect;
 mod credentials;
 mod exec;
 mod files;
@@ -80,13 +83,11 @@ mod retry;
 // The public interface is:
 pub use clock::Clock;
 pub use config::{AdapterConfig, ConfigError, CredentialSource, Isolation, PoolConfig, Trust};
+pub use connect::{ConnectOptions, DEFAULT_READY_TIMEOUT, SERVICE_ACCOUNT_DIR, SetupError};
 pub use credentials::{CredentialError, EnvLookup, SecretResolver};
 pub use files::MAX_READ_BYTES;
 pub use identity::ClientCertError;
 pub use kubeconfig::KubeconfigError;
 pub use manifest::{ID_LABEL, POOL_LABEL, REQUEST_LABEL_PREFIX, TEMPLATE_ANNOTATION};
 pub use preflight::{PreflightError, PreflightProblem};
-pub use provider::{
-    AgentSandbox, ConnectOptions, CreatedKind, CreatedObject, DEFAULT_READY_TIMEOUT,
-    SERVICE_ACCOUNT_DIR, SetupError,
-};
+pub use provider::{AgentSandbox, CreatedKind, CreatedObject};
