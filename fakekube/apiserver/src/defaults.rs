@@ -4,7 +4,11 @@
 //! read back, and the required fields whose absence a real server refuses. The workload kinds
 //! (apps, batch, policy, EndpointSlices, ReplicationControllers) are in `workloads`.
 
+mod classes;
+pub(crate) mod quantity;
 mod workloads;
+
+pub(crate) use classes::system_priority_classes;
 
 use crate::registry::ResourceType;
 use crate::status::Cause;
@@ -38,8 +42,13 @@ pub(crate) fn admit_core(rt: &ResourceType, obj: &mut Value, old: Option<&Value>
     ) {
         return workloads::admit(rt, obj, old);
     }
-    if !rt.group.is_empty() {
-        return Vec::new();
+    match rt.group.as_str() {
+        "node.k8s.io" if rt.kind == "RuntimeClass" => return classes::runtime_class(obj, old),
+        "scheduling.k8s.io" if rt.kind == "PriorityClass" => {
+            return classes::priority_class(obj, old);
+        }
+        "" => {}
+        _ => return Vec::new(),
     }
     match rt.kind.as_str() {
         "ReplicationController" => workloads::admit(rt, obj, old),
@@ -117,6 +126,18 @@ pub(crate) fn pod_spec(spec: &mut Map<String, Value>, at: &str, causes: &mut Vec
     set_default(spec, "dnsPolicy", json!("ClusterFirst"));
     set_default(spec, "securityContext", json!({}));
     set_default(spec, "schedulerName", json!("default-scheduler"));
+    // `serviceAccount` is the deprecated name of `serviceAccountName`: read when the latter is
+    // empty, and always written equal to it (the v1 conversion of a pod spec).
+    let account = |k: &str| {
+        spec.get(k)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+    };
+    if let Some(name) = account("serviceAccountName").or_else(|| account("serviceAccount")) {
+        spec.insert("serviceAccountName".into(), json!(name));
+        spec.insert("serviceAccount".into(), json!(name));
+    }
 }
 
 fn pod(obj: &mut Value, old: Option<&Value>) -> Vec<Cause> {
@@ -133,11 +154,9 @@ fn pod(obj: &mut Value, old: Option<&Value>) -> Vec<Cause> {
     set_default(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
     set_default(spec, "priority", json!(0));
     if !spec.contains_key("serviceAccountName") {
-        let sa = spec
-            .get("serviceAccount")
-            .cloned()
-            .unwrap_or_else(|| json!("default"));
-        spec.insert("serviceAccountName".into(), sa);
+        // Where the ServiceAccount admission did not run (a pod written straight to the store).
+        spec.insert("serviceAccountName".into(), json!("default"));
+        spec.insert("serviceAccount".into(), json!("default"));
     }
     if let Some(old) = old {
         // The pod spec is immutable but for a few fields; the fake keeps the stored one for the

@@ -31,7 +31,9 @@
 //!   follow, graceful deletion, garbage collection, pages, the Events' TTL; the in-process
 //!   [`Client`](fakekube_machinery::client::Client)), [`events`] (the Events' TTL task),
 //!   [`inspect`] (in-process reads for the server's handle: one object, waiting for a state,
-//!   the leak check), [`finalizer`] (the CRD finalizer).
+//!   the leak check), [`finalizer`] (the CRD finalizer), `admission_plugins` (the pod
+//!   admission plugins that read the cluster: ServiceAccount, Priority,
+//!   DefaultTolerationSeconds, RuntimeClass).
 //! - Registry: [`registry`] (the served kinds, built-in and CRD-defined; conversion between
 //!   versions; in-process mutating webhooks), `resources` (the static table of built-in
 //!   kinds), [`crd`] (CustomResourceDefinitions), [`conversion`] (agent-sandbox's conversion
@@ -47,6 +49,7 @@
 #![forbid(unsafe_code)]
 
 mod accept;
+mod admission_plugins;
 pub mod api;
 pub mod authn;
 pub mod authz;

@@ -310,6 +310,30 @@ pub(crate) static BUILT_IN: &[BuiltIn] = &[
         )
     },
     BuiltIn {
+        group: "node.k8s.io",
+        ..core(
+            "RuntimeClass",
+            "runtimeclasses",
+            "runtimeclass",
+            false,
+            &[],
+            StatusMode::Plain,
+            false,
+        )
+    },
+    BuiltIn {
+        group: "scheduling.k8s.io",
+        ..core(
+            "PriorityClass",
+            "priorityclasses",
+            "priorityclass",
+            false,
+            &["pc"],
+            StatusMode::Plain,
+            false,
+        )
+    },
+    BuiltIn {
         group: "networking.k8s.io",
         short_names: &["netpol"],
         ..core(

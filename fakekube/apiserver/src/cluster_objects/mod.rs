@@ -1,6 +1,8 @@
 //! The objects the API server itself keeps, whatever runs beside it: the `default/kubernetes`
 //! Service with the Endpoints and EndpointSlice that name the server's own address, the
-//! ComponentStatuses `kubectl get componentstatuses` lists, and (in [`apiservices`]) an
+//! ComponentStatuses `kubectl get componentstatuses` lists, the system PriorityClasses
+//! (`system-node-critical`, `system-cluster-critical`: the `scheduling/bootstrap-system-priority-classes`
+//! post-start hook), and (in [`apiservices`]) an
 //! APIService for every served group version, kept in step with the registry as CRDs come and
 //! go.
 //!
@@ -22,7 +24,8 @@ use std::sync::Arc;
 pub(crate) const KUBERNETES_SERVICE_IP: &str = "10.96.0.1";
 
 /// Creates what the API server keeps from its start: the `default/kubernetes` Service and its
-/// endpoints for a server listening at `addr`, the ComponentStatuses, and the APIServices of
+/// endpoints for a server listening at `addr`, the ComponentStatuses, the system
+/// PriorityClasses, and the APIServices of
 /// the kinds served now.
 pub fn install(store: &Store, addr: SocketAddr) {
     let registry = store.registry();
@@ -39,6 +42,11 @@ pub fn install(store: &Store, addr: SocketAddr) {
     if let Some(cs) = find("", "componentstatuses") {
         for name in ["scheduler", "controller-manager", "etcd-0"] {
             create(store, &cs, "", component_status(name));
+        }
+    }
+    if let Some(pc) = find("scheduling.k8s.io", "priorityclasses") {
+        for class in crate::defaults::system_priority_classes() {
+            create(store, &pc, "", class);
         }
     }
     apiservices::sync(store);

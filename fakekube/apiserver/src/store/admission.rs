@@ -84,6 +84,9 @@ pub(super) fn admit(
             return Err(ApiError::invalid(target(rt, name), field_causes(errs)));
         }
     } else {
+        if part == Part::Main && old.is_some() && rt.group.is_empty() && rt.plural == "pods" {
+            crate::admission_plugins::admit_pod_update(obj);
+        }
         let causes = crate::defaults::admit_core(rt, obj, old);
         if !causes.is_empty() {
             return Err(ApiError::invalid(target(rt, name), causes));

@@ -40,6 +40,7 @@ mod expiry;
 mod history;
 mod objects;
 mod page;
+mod plugins;
 mod references;
 mod wire;
 
@@ -618,10 +619,10 @@ impl Store {
         }
         let (name, registry) = {
             let inner = self.lock()?;
-            (
-                inner.name_new(rt, ns, &mut obj)?,
-                Arc::clone(&inner.registry),
-            )
+            let shown = crate::admission_plugins::shown_name(&obj);
+            let name = inner.name_new(rt, ns, &mut obj)?;
+            inner.admit_plugins_on_create(rt, ns, &shown, &mut obj)?;
+            (name, Arc::clone(&inner.registry))
         };
         let prepared = prepare_create(&registry, rt, obj, &opts, |obj| {
             admit(&registry, rt, &name, obj, None, Part::Main, &opts)
@@ -652,7 +653,7 @@ impl Store {
     ) -> Result<(Arc<Value>, Vec<String>), ApiError> {
         check_body(&obj)?;
         let conditional = meta_str(&obj, "resourceVersion").is_some_and(|rv| !rv.is_empty());
-        if !conditional || crds::is_crd_kind(rt) {
+        if !conditional || crds::is_crd_kind(rt) || plugins::update_reads_cluster(rt) {
             // An unconditional update applies to whatever is stored when it is made, and a
             // CRD's admission reads the other CRDs: both are made in one hold of the lock.
             let mut inner = self.lock()?;
@@ -899,7 +900,9 @@ impl Inner {
         mut obj: Value,
         opts: WriteOptions,
     ) -> Result<(Arc<Value>, Vec<String>), ApiError> {
+        let shown = crate::admission_plugins::shown_name(&obj);
         let name = self.name_new(rt, ns, &mut obj)?;
+        self.admit_plugins_on_create(rt, ns, &shown, &mut obj)?;
         let prepared = prepare_create(&self.registry, rt, obj, &opts, |obj| {
             self.admit(rt, &name, obj, None, Part::Main, &opts)
         })?;
@@ -1089,6 +1092,9 @@ impl Inner {
         let stored = self
             .get(rt, ns, name)
             .ok_or_else(|| ApiError::not_found(target(rt, name)))?;
+        if part == Part::Main {
+            self.admit_plugins_on_update(rt, &obj)?;
+        }
         let request = UpdateRequest {
             rt,
             ns,

@@ -1,0 +1,87 @@
+//! kube-apiserver's built-in admission plugins that change or refuse a pod by what else the
+//! cluster holds, in the order kube-apiserver runs them (`AllOrderedPlugins`):
+//! `ServiceAccount` ([`service_account`]), `Priority` ([`priority`]),
+//! `DefaultTolerationSeconds` ([`tolerations`]) and `RuntimeClass` ([`runtime_class`]).
+//!
+//! They run on a pod's create after the namespace is checked and before the kind's defaults
+//! and validation, as the API server's mutating admission runs before its validation. What
+//! they read of the cluster comes through [`Lookup`], which the store implements over what it
+//! holds at that moment (the API server's plugins read informers' caches, with a live read
+//! when the cache misses). A refusal is the API server's 403 with the plugin's message:
+//! `pods "NAME" is forbidden: pod rejected: RuntimeClass "kata" not found`.
+
+mod priority;
+mod runtime_class;
+mod service_account;
+mod tolerations;
+
+pub(crate) use priority::validate as validate_priority_class;
+
+use crate::status::ApiError;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// What the plugins read of the cluster: one object, or every object of a cluster-scoped
+/// kind, by group and plural (at the kind's `v1`).
+pub(crate) trait Lookup {
+    /// The object `ns/name` of `group`/`plural`, if it exists.
+    fn get(&self, group: &str, plural: &str, ns: &str, name: &str) -> Option<Arc<Value>>;
+    /// Every object of `group`/`plural`.
+    fn list(&self, group: &str, plural: &str) -> Vec<Arc<Value>>;
+}
+
+/// The API server's 403 from an admission plugin (`admission.NewForbidden`): the resource and
+/// the object's name (its `generateName` before a name is generated) and the plugin's reason.
+pub(crate) fn forbidden(resource: &str, name: &str, why: &str) -> ApiError {
+    ApiError::forbidden(
+        format!("{resource} \"{name}\" is forbidden: {why}"),
+        json!({ "name": name, "kind": resource }),
+    )
+}
+
+/// The name a refusal names: the object's name, else its `generateName`, else `Unknown`, as
+/// the API server's `extractResourceName` does before a name is generated.
+pub(crate) fn shown_name(obj: &Value) -> String {
+    let md = obj.get("metadata");
+    let field = |k: &str| {
+        md.and_then(|m| m.get(k))
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+    };
+    field("name")
+        .or_else(|| field("generateName"))
+        .unwrap_or("Unknown")
+        .to_string()
+}
+
+/// Runs the pod plugins on a pod's create in namespace `ns`; `name` is what a refusal names
+/// ([`shown_name`] of the request's object).
+pub(crate) fn admit_pod_create(
+    cluster: &dyn Lookup,
+    ns: &str,
+    name: &str,
+    pod: &mut Value,
+) -> Result<(), ApiError> {
+    if !pod.get("spec").is_some_and(Value::is_object) {
+        // Validation refuses it for its missing containers.
+        return Ok(());
+    }
+    let refuse = |why: String| forbidden("pods", name, &why);
+    service_account::admit(cluster, ns, pod).map_err(refuse)?;
+    priority::admit(cluster, pod).map_err(refuse)?;
+    tolerations::admit(pod);
+    runtime_class::admit(cluster, pod).map_err(refuse)?;
+    Ok(())
+}
+
+/// Runs the pod plugins that act on a pod's update: `DefaultTolerationSeconds`.
+pub(crate) fn admit_pod_update(pod: &mut Value) {
+    if pod.get("spec").is_some_and(Value::is_object) {
+        tolerations::admit(pod);
+    }
+}
+
+/// The pod's `spec` as a map (callers checked it is one).
+fn spec_mut(pod: &mut Value) -> Option<&mut serde_json::Map<String, Value>> {
+    pod.get_mut("spec").and_then(Value::as_object_mut)
+}

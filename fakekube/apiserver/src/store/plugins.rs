@@ -1,0 +1,69 @@
+//! The store's side of the admission plugins that read the cluster
+//! ([`crate::admission_plugins`]): what they read is what the store holds when the write is
+//! admitted, read under the store's lock.
+
+use super::{Inner, type_key};
+use crate::admission_plugins::{self, Lookup};
+use crate::registry::ResourceType;
+use crate::status::ApiError;
+use serde_json::Value;
+use std::sync::Arc;
+
+impl Lookup for Inner {
+    fn get(&self, group: &str, plural: &str, ns: &str, name: &str) -> Option<Arc<Value>> {
+        let rt = self.registry.find(group, "v1", plural)?;
+        Inner::get(self, &rt, ns, name)
+    }
+
+    fn list(&self, group: &str, plural: &str) -> Vec<Arc<Value>> {
+        let Some(rt) = self.registry.find(group, "v1", plural) else {
+            return Vec::new();
+        };
+        self.objects
+            .all(&type_key(&rt))
+            .map(|read| read.object)
+            .collect()
+    }
+}
+
+/// Whether `rt` is `plural` of `group`.
+fn is(rt: &ResourceType, group: &str, plural: &str) -> bool {
+    rt.group == group && rt.plural == plural
+}
+
+impl Inner {
+    /// The plugins on a create of `obj` into `ns`, once its namespace is known to exist;
+    /// `shown` is the name a refusal names (the request's name, or its `generateName`).
+    pub(super) fn admit_plugins_on_create(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        shown: &str,
+        obj: &mut Value,
+    ) -> Result<(), ApiError> {
+        if is(rt, "", "pods") {
+            admission_plugins::admit_pod_create(self, ns, shown, obj)?;
+        } else if is(rt, "scheduling.k8s.io", "priorityclasses") {
+            admission_plugins::validate_priority_class(self, obj, false)?;
+        }
+        Ok(())
+    }
+
+    /// The plugins on an update of an object to `obj`.
+    pub(super) fn admit_plugins_on_update(
+        &self,
+        rt: &ResourceType,
+        obj: &Value,
+    ) -> Result<(), ApiError> {
+        if is(rt, "scheduling.k8s.io", "priorityclasses") {
+            admission_plugins::validate_priority_class(self, obj, true)?;
+        }
+        Ok(())
+    }
+}
+
+/// Whether an update of `rt` must be admitted under the store's lock (its plugins read the
+/// cluster).
+pub(super) fn update_reads_cluster(rt: &ResourceType) -> bool {
+    is(rt, "scheduling.k8s.io", "priorityclasses")
+}
