@@ -514,6 +514,8 @@ impl Builder {
             tokens,
             authn::ServiceAccountTokens::new(signer, store.clone()),
         ));
+        let issuer: std::sync::Weak<dyn store::TokenIssuer> = Arc::downgrade(&authn) as _;
+        store.set_token_issuer(issuer);
         let authz = Arc::new(authz::Authorizer::new(store.clone()));
         control_plane::install_bootstrap_policy(&store);
         kube_controllers::aggregate(store.as_ref());

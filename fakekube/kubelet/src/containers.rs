@@ -15,7 +15,6 @@ use crate::output::OutputLog;
 use crate::pod::{CState, PodRun, Running, Term, go_duration, nominal_backoff_secs};
 use crate::probe::{Probe, ProbeKind, ProbeSpec};
 use crate::run::{Exit, Pass};
-use base64::Engine;
 use fakekube_runtime::{ExecIo, ExecSpec, ExitStatus, PodFs, ProcessTable, Volume};
 use serde_json::Value;
 use std::sync::Arc;
@@ -107,7 +106,8 @@ impl Kubelet {
         }
     }
 
-    /// The pod's volumes: claim storage (kept by claim uid), fresh emptyDirs, Secret files.
+    /// The pod's volumes: claim storage (kept by claim uid), fresh emptyDirs, and the files of
+    /// Secret, ConfigMap, downward API and projected volumes (`volumes`).
     pub(super) fn make_volumes(
         &self,
         run: &mut PodRun,
@@ -132,14 +132,16 @@ impl Kubelet {
                         .clone(),
                     None => Volume::new(),
                 }
-            } else if let Some(secret) = str_at(&v, &["secret", "secretName"]) {
-                let vol = Volume::new();
-                if let Some(obj) = self.api.get(Kind::Secret, &run.ns, secret) {
-                    fill_secret_volume(&vol, &obj);
-                }
-                vol
             } else {
-                Volume::new()
+                let vol = Volume::new();
+                let pod = crate::volumes::PodRef {
+                    ns: &run.ns,
+                    name: &run.name,
+                    uid: &run.uid,
+                    pod: &run.pod,
+                };
+                crate::volumes::fill(self.api.as_ref(), pod, &v, &vol);
+                vol
             };
             run.volumes.insert(name.to_string(), volume);
         }
@@ -659,20 +661,4 @@ fn termination_message(
         return (!joined.is_empty()).then_some(joined);
     }
     None
-}
-
-/// Writes a Secret's keys as files at the root of `vol`.
-fn fill_secret_volume(vol: &Volume, secret: &Value) {
-    let fs = PodFs::new(vec![("/v".to_string(), vol.clone())]);
-    let Some(data) = secret.get("data").and_then(Value::as_object) else {
-        return;
-    };
-    for (k, v) in data {
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(v.as_str().unwrap_or(""))
-            .unwrap_or_default();
-        if let Err(e) = fs.write(&format!("/v/{k}"), &bytes) {
-            tracing::debug!(key = %k, error = %e, "secret volume file");
-        }
-    }
 }

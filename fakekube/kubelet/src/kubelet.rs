@@ -48,8 +48,9 @@
 //!   The first restart waits a back-off too (a real kubelet restarts the first time at once).
 //! - No probes (a running container is ready), no init containers run (each is reported as
 //!   completed), no ephemeral containers, no resource accounting, no events.
-//! - Volumes: `persistentVolumeClaim`, `emptyDir` and `secret` (the whole Secret as files) are
-//!   served; any other volume type is an empty directory. `subPath` and `readOnly` are ignored.
+//! - Volumes: `persistentVolumeClaim`, `emptyDir`, `secret`, `configMap`, `downwardAPI` and
+//!   `projected` (with its bound `serviceAccountToken`) are served, their files written once at
+//!   the pod's start (`volumes`); any other volume type is an empty directory. `subPath` and `readOnly` are ignored.
 //!   A claim that disappears between scheduling and start is mounted as an empty volume.
 //! - `configMapKeyRef`/`configMapRef` always fail unless optional (fakekube serves no
 //!   ConfigMaps); `resourceFieldRef` variables are left out.

@@ -58,6 +58,7 @@ pub mod run;
 pub mod spdy;
 pub mod termination;
 pub mod upgrade;
+pub mod volumes;
 pub mod websocket;
 
 use fakekube_machinery::{

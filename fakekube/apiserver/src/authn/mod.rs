@@ -69,6 +69,15 @@ pub struct Authenticator {
     pub service_accounts: ServiceAccountTokens,
 }
 
+impl crate::store::TokenIssuer for Authenticator {
+    fn pod_token(
+        &self,
+        request: &crate::client::PodTokenRequest<'_>,
+    ) -> Result<String, crate::status::ApiError> {
+        self.service_accounts.pod_token(request)
+    }
+}
+
 impl Authenticator {
     /// The authenticators: `tokens` and service-account tokens checked by `service_accounts`.
     pub fn new(tokens: Tokens, service_accounts: ServiceAccountTokens) -> Self {

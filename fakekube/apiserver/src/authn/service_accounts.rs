@@ -118,6 +118,43 @@ impl ServiceAccountTokens {
         (self.signer.sign(&claims), expires)
     }
 
+    /// A token of `request`'s service account bound to its pod, as TokenRequest issues one
+    /// to a kubelet; 404 when the account or the pod (with that uid) is not there.
+    pub fn pod_token(
+        &self,
+        request: &crate::client::PodTokenRequest<'_>,
+    ) -> Result<String, crate::status::ApiError> {
+        use crate::status::{ApiError, Target};
+        let target = |resource, kind, name| Target {
+            group: "",
+            resource,
+            kind,
+            name,
+        };
+        let ns = request.namespace;
+        let account = self
+            .kind("serviceaccounts")
+            .and_then(|rt| self.store.get_opt(&rt, ns, request.account))
+            .ok_or_else(|| {
+                ApiError::not_found(target("serviceaccounts", "ServiceAccount", request.account))
+            })?;
+        let pod = self
+            .kind("pods")
+            .and_then(|rt| self.store.get_opt(&rt, ns, request.pod_name))
+            .filter(|p| meta_str(p, "uid") == Some(request.pod_uid))
+            .ok_or_else(|| ApiError::not_found(target("pods", "Pod", request.pod_name)))?;
+        let spec = TokenSpec {
+            audiences: request.audience.map(str::to_string).into_iter().collect(),
+            ttl: Duration::from_secs(request.expiration_seconds.max(600)),
+            bound: Some((
+                "Pod".into(),
+                request.pod_name.to_string(),
+                meta_str(&pod, "uid").unwrap_or("").to_string(),
+            )),
+        };
+        Ok(self.issue(&account, &spec).0)
+    }
+
     /// The legacy token the token controller writes into Secret `secret_name` for `sa`.
     pub fn issue_legacy(&self, sa: &Value, secret_name: &str) -> String {
         let ns = meta_str(sa, "namespace").unwrap_or("");

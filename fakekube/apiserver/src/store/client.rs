@@ -4,7 +4,7 @@
 //! log), its change feed is the store's change log.
 
 use super::{DeleteOptions, EventType, Store, WriteOptions};
-use crate::client::{Change, ChangeType, Client, Delete, Gone, Kind, Part};
+use crate::client::{Change, ChangeType, Client, Delete, Gone, Kind, Part, PodTokenRequest};
 use crate::clock::Clock;
 use crate::patch::PatchKind;
 use crate::registry::ResourceType;
@@ -47,7 +47,22 @@ impl Store {
     }
 }
 
+/// Issues the bound tokens a kubelet asks for (the API server's `serviceaccounts/token`).
+pub trait TokenIssuer: Send + Sync + std::fmt::Debug {
+    /// A token for `request`, or the API server's error (404 for a missing account or pod).
+    fn pod_token(&self, request: &PodTokenRequest<'_>) -> Result<String, ApiError>;
+}
+
 impl Client for Store {
+    fn pod_token(&self, request: &PodTokenRequest<'_>) -> Result<String, ApiError> {
+        let issuer = self
+            .token_issuer
+            .get()
+            .and_then(std::sync::Weak::upgrade)
+            .ok_or_else(ApiError::path_not_found)?;
+        issuer.pod_token(request)
+    }
+
     fn served(&self, kind: Kind) -> bool {
         self.served_kind(kind).is_some()
     }

@@ -51,6 +51,7 @@ use admission::{
 
 use objects::namespace_range;
 
+pub use client::TokenIssuer;
 pub(crate) use page::{Item, Page};
 pub(crate) use wire::WireCache;
 
@@ -209,6 +210,9 @@ pub struct Store {
     /// The resource types of the kinds its [`Client`](crate::client::Client) face serves,
     /// looked up once.
     client_kinds: client::Kinds,
+    /// Who issues the tokens its client face's `pod_token` asks for (the API server's
+    /// TokenRequest), once set.
+    token_issuer: std::sync::OnceLock<std::sync::Weak<dyn TokenIssuer>>,
 }
 
 #[derive(Debug)]
@@ -307,6 +311,15 @@ impl Store {
             changed,
             wire: WireCache::default(),
             client_kinds: client::Kinds::default(),
+            token_issuer: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Sets who issues the tokens the in-process kubelet asks for through the store's client
+    /// face (held weakly: the issuer reads the store).
+    pub fn set_token_issuer(&self, issuer: std::sync::Weak<dyn TokenIssuer>) {
+        if self.token_issuer.set(issuer).is_err() {
+            tracing::warn!("the store's token issuer is set already");
         }
     }
 

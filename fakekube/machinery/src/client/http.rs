@@ -12,7 +12,7 @@
 //! worker of the caller's runtime: the kubelet may hold its lock across a call while other tasks
 //! wait for that lock on every worker.
 
-use super::{Change, ChangeType, Client, Delete, Gone, Kind, Part};
+use super::{Change, ChangeType, Client, Delete, Gone, Kind, Part, PodTokenRequest};
 use crate::clock::Clock;
 use crate::meta::meta_str;
 use crate::status::ApiError;
@@ -732,6 +732,41 @@ impl Client for HttpClient {
             Some(&binding),
         )
         .map(|_| ())
+    }
+
+    fn pod_token(&self, request: &PodTokenRequest<'_>) -> Result<String, ApiError> {
+        let mut spec = json!({
+            "expirationSeconds": request.expiration_seconds,
+            "boundObjectRef": {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "name": request.pod_name,
+                "uid": request.pod_uid,
+            },
+        });
+        if let Some(audience) = request.audience {
+            spec["audiences"] = json!([audience]);
+        }
+        let body = json!({
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "spec": spec,
+        });
+        let path = format!(
+            "{}/token",
+            object_path(
+                Kind::ServiceAccount,
+                request.namespace,
+                request.account,
+                Part::Main
+            )
+        );
+        let answer = self.call(Method::POST, &path, Some("application/json"), Some(&body))?;
+        answer
+            .pointer("/status/token")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| ApiError::internal("the TokenRequest answer holds no token"))
     }
 
     fn delete(&self, kind: Kind, ns: &str, name: &str, opts: &Delete) -> Result<(), ApiError> {

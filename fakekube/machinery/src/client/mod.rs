@@ -316,6 +316,23 @@ pub struct Delete {
     pub propagation: Option<Propagation>,
 }
 
+/// What a kubelet asks a token for ([`Client::pod_token`]).
+#[derive(Debug, Clone, Copy)]
+pub struct PodTokenRequest<'a> {
+    /// The pod's namespace, the service account's.
+    pub namespace: &'a str,
+    /// The service account.
+    pub account: &'a str,
+    /// The pod the token is bound to.
+    pub pod_name: &'a str,
+    /// Its uid.
+    pub pod_uid: &'a str,
+    /// How long the token lives.
+    pub expiration_seconds: u64,
+    /// Its audience, the API server's when `None`.
+    pub audience: Option<&'a str>,
+}
+
 /// The Kubernetes API, as a node's components use it. Reads are answered at once (from the
 /// store, or from a watch-fed cache); writes are made before the call returns. Errors are the
 /// API server's `Status` as an [`ApiError`].
@@ -354,6 +371,15 @@ pub trait Client: Send + Sync + fmt::Debug {
 
     /// Binds pod `ns/name` to `node`, as the scheduler's `pods/binding` does.
     fn bind(&self, ns: &str, name: &str, node: &str) -> Result<(), ApiError>;
+
+    /// A token of service account `ns/account` bound to pod `pod_name` (uid `pod_uid`), valid
+    /// for `expiration_seconds` and the audience given (the API server's when `None`), as a
+    /// kubelet asks for one (TokenRequest, `serviceaccounts/<name>/token`) for a projected
+    /// `serviceAccountToken` volume source. A client that cannot ask says 404.
+    fn pod_token(&self, request: &PodTokenRequest<'_>) -> Result<String, ApiError> {
+        let _ = request;
+        Err(ApiError::path_not_found())
+    }
 
     /// Deletes `ns/name`.
     fn delete(&self, kind: Kind, ns: &str, name: &str, opts: &Delete) -> Result<(), ApiError>;
