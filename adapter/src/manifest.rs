@@ -554,6 +554,9 @@ pub(crate) enum Readiness {
     Ready,
     /// Not (yet) ready; the reason and message say why.
     Pending(String),
+    /// The cluster's admission refuses the Sandbox's pod (a RuntimeClass, service account or
+    /// PriorityClass that does not exist): it will not be created until the cluster changes.
+    Refused(String),
     /// Suspended (or being suspended).
     Suspended {
         /// Whether the pod is gone.
@@ -592,8 +595,22 @@ pub(crate) fn sandbox_readiness(sandbox: &SandboxView) -> Readiness {
         (_, "PodFailed" | "PodSucceeded") => {
             Readiness::Failed(format!("{}: {}", ready.reason, ready.message))
         }
+        (_, "ReconcilerError") if pod_refused(&ready.message) => {
+            Readiness::Refused(ready.message.trim_start_matches("Error seen: ").to_owned())
+        }
         _ => Readiness::Pending(format!("{}: {}", ready.reason, ready.message)),
     }
+}
+
+/// Whether a controller's error says the API server's admission refused to create the pod
+/// (`pods "NAME" is forbidden: pod rejected: RuntimeClass "kata" not found`), as opposed to a
+/// transient error or RBAC's refusal of the controller itself (`... cannot create resource`).
+fn pod_refused(message: &str) -> bool {
+    message
+        .find("pods \"")
+        .and_then(|at| message[at..].find("\" is forbidden: "))
+        .is_some()
+        && !message.contains("cannot create resource")
 }
 
 /// A claim read back.
@@ -823,7 +840,7 @@ pub(crate) fn sandbox_state(
         Readiness::Suspended { done: true } => (SandboxState::Stopped, None),
         Readiness::Suspended { done: false } => (SandboxState::Stopping, None),
         Readiness::Expired => (SandboxState::Deleting, Some("SandboxExpired".to_owned())),
-        Readiness::Failed(why) => (SandboxState::Failed, Some(why)),
+        Readiness::Failed(why) | Readiness::Refused(why) => (SandboxState::Failed, Some(why)),
         Readiness::Pending(why) => match pod.and_then(pod_problem) {
             Some(PodProblem::MissingImage(detail) | PodProblem::CrashLoop(detail)) => {
                 (SandboxState::Failed, Some(detail))

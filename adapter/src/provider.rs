@@ -878,6 +878,17 @@ impl AsyncProbe<SandboxView> for SandboxProbe<'_> {
                 self.name
             ))),
             Readiness::Suspended { .. } => Ok(Step::Wait("the sandbox is suspended".into())),
+            Readiness::Refused(why) => {
+                tracing::debug!(
+                    sandbox = self.name,
+                    "the pod is refused; removing the sandbox"
+                );
+                self.provider.remove(self.name).await?;
+                Err(Error::invalid_request(format!(
+                    "the cluster refuses the sandbox's pod ({why}); sandbox {} was removed",
+                    self.name
+                )))
+            }
             Readiness::Pending(why) => {
                 self.provider.check_pod(self.name, view.pod_name()).await?;
                 Ok(Step::Wait(why))

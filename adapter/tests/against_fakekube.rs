@@ -88,6 +88,17 @@ async fn resources_become_requests_and_limits_and_ephemeral_storage() {
 #[tokio::test]
 async fn runtime_class_ttl_env_template_and_expose_shape_the_sandbox() {
     let kube = fake().await;
+    // The cluster has what the pool names, as the API server's admission requires.
+    kube.create(json!({
+        "apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
+        "metadata": { "name": "gvisor" }, "handler": "runsc",
+    }))
+    .unwrap();
+    kube.create(json!({
+        "apiVersion": "v1", "kind": "ServiceAccount",
+        "metadata": { "name": "sandbox", "namespace": NS },
+    }))
+    .unwrap();
     let p = direct(
         &kube,
         &[

@@ -374,3 +374,47 @@ async fn a_pods_priority_comes_from_its_class_and_a_missing_class_is_refused() {
     assert_eq!(plain.json()["spec"]["priorityClassName"], "low");
     assert_eq!(plain.json()["spec"]["priority"], 5);
 }
+
+#[tokio::test]
+async fn runtime_and_priority_classes_print_kubectls_columns() {
+    let (_kube, client) = support::start_api_server().await;
+    let created = client
+        .json(Method::POST, RUNTIME_CLASSES, &kata(false))
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED);
+    for (path, columns, first_row) in [
+        (
+            RUNTIME_CLASSES,
+            vec!["Name", "Handler", "Age"],
+            json!(["kata", "kata"]),
+        ),
+        (
+            PRIORITY_CLASSES,
+            vec!["Name", "Value", "Global-Default", "Age", "PreemptionPolicy"],
+            json!(["system-cluster-critical", 2_000_000_000, false]),
+        ),
+    ] {
+        let table = client
+            .call_with(
+                Method::GET,
+                path,
+                &[("accept", "application/json;as=Table;v=v1;g=meta.k8s.io")],
+                None,
+                Vec::new(),
+            )
+            .await;
+        assert_eq!(table.status, StatusCode::OK);
+        let table = table.json();
+        let names: Vec<&str> = table["columnDefinitions"]
+            .as_array()
+            .map(|c| c.iter().filter_map(|c| c["name"].as_str()).collect())
+            .unwrap_or_default();
+        assert_eq!(names, columns);
+        let cells = &table["rows"][0]["cells"];
+        let wanted = first_row.as_array().expect("cells");
+        assert_eq!(
+            &cells.as_array().expect("cells")[..wanted.len()],
+            &wanted[..]
+        );
+    }
+}

@@ -205,6 +205,32 @@ const STORAGE_CLASS: &[Column] = &[
     AGE,
 ];
 
+const RUNTIME_CLASS: &[Column] = &[
+    NAME,
+    col(
+        "Handler",
+        "string",
+        "The CRI handler the class's pods run with.",
+    ),
+    AGE,
+];
+
+const PRIORITY_CLASS: &[Column] = &[
+    NAME,
+    col("Value", "integer", "The priority of the class's pods."),
+    col(
+        "Global-Default",
+        "boolean",
+        "Whether pods naming no class get this one.",
+    ),
+    AGE,
+    col(
+        "PreemptionPolicy",
+        "string",
+        "Whether the class's pods may preempt lower-priority ones.",
+    ),
+];
+
 const EVENT: &[Column] = &[
     col("Last Seen", "string", "When the event was last seen."),
     col("Type", "string", "Normal or Warning."),
@@ -419,6 +445,8 @@ enum Printer {
     ServiceAccount,
     Pvc,
     StorageClass,
+    RuntimeClass,
+    PriorityClass,
     Event,
     NetworkPolicy,
     Deployment,
@@ -445,6 +473,8 @@ fn printer(group: &str, kind: &str) -> Printer {
         ("", "ServiceAccount") => Printer::ServiceAccount,
         ("", "PersistentVolumeClaim") => Printer::Pvc,
         ("storage.k8s.io", "StorageClass") => Printer::StorageClass,
+        ("node.k8s.io", "RuntimeClass") => Printer::RuntimeClass,
+        ("scheduling.k8s.io", "PriorityClass") => Printer::PriorityClass,
         ("" | "events.k8s.io", "Event") => Printer::Event,
         ("", "ConfigMap") => Printer::ConfigMap,
         ("", "Node") => Printer::Node,
@@ -473,6 +503,8 @@ pub(crate) fn columns(group: &str, kind: &str) -> &'static [Column] {
         Printer::ServiceAccount => SERVICE_ACCOUNT,
         Printer::Pvc => PVC,
         Printer::StorageClass => STORAGE_CLASS,
+        Printer::RuntimeClass => RUNTIME_CLASS,
+        Printer::PriorityClass => PRIORITY_CLASS,
         Printer::Event => EVENT,
         Printer::NetworkPolicy => NETWORK_POLICY,
         Printer::Deployment => DEPLOYMENT,
@@ -525,6 +557,18 @@ pub(crate) fn row(group: &str, kind: &str, obj: &Value, now: OffsetDateTime) -> 
         Printer::ServiceAccount => plain(vec![name, json!(len_at(obj, &["secrets"])), age]),
         Printer::Pvc => plain(pvc_cells(obj, name, age)),
         Printer::StorageClass => plain(storage_class_cells(obj, age)),
+        Printer::RuntimeClass => plain(vec![name, json!(str_at(obj, &["handler"])), age]),
+        Printer::PriorityClass => plain(vec![
+            name,
+            json!(obj.get("value").and_then(Value::as_i64).unwrap_or(0)),
+            json!(
+                obj.get("globalDefault")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false)
+            ),
+            age,
+            json!(str_at(obj, &["preemptionPolicy"])),
+        ]),
         Printer::Event => plain(event_cells(obj, name, now)),
         Printer::NetworkPolicy => plain(vec![
             name,
