@@ -52,8 +52,8 @@
 //!   `projected` (with its bound `serviceAccountToken`) are served, their files written once at
 //!   the pod's start (`volumes`); any other volume type is an empty directory. `subPath` and `readOnly` are ignored.
 //!   A claim that disappears between scheduling and start is mounted as an empty volume.
-//! - `configMapKeyRef`/`configMapRef` always fail unless optional (fakekube serves no
-//!   ConfigMaps); `resourceFieldRef` variables are left out.
+//! - `configMapKeyRef`/`configMapRef` variables always fail unless optional (the kubelet does
+//!   not read ConfigMaps for variables yet); `resourceFieldRef` variables are left out.
 //! - A container that cannot start (no such program) ends with exit code 128 and reason
 //!   `StartError` and is restarted as the policy says, without a separate `RunContainerError`.
 
