@@ -376,17 +376,22 @@ async fn server_side_apply_records_managers_and_refuses_another_managers_field_u
         "the forced label moved to bob; alice keeps the spec they share"
     );
 
-    let mut edited = api.get("owned").await.expect("get");
-    edited.labels_mut().insert("team".into(), "c".into());
-    edited.metadata.managed_fields = None;
     let params = PostParams {
         field_manager: Some("editor".into()),
         ..PostParams::default()
     };
-    let replaced = api
-        .replace("owned", &params, &edited)
-        .await
-        .expect("replace");
+    // The agent-sandbox controller writes the Sandbox's status too: a replace from a stale read
+    // is a 409, and the editor reads again and retries, as a client of a cluster does.
+    let mut attempts = 0;
+    let replaced = loop {
+        let mut edited = api.get("owned").await.expect("get");
+        edited.labels_mut().insert("team".into(), "c".into());
+        edited.metadata.managed_fields = None;
+        match api.replace("owned", &params, &edited).await {
+            Err(kube::Error::Api(status)) if status.code == 409 && attempts < 10 => attempts += 1,
+            other => break other.expect("replace"),
+        }
+    };
     let editor = replaced
         .managed_fields()
         .iter()
