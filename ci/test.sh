@@ -23,7 +23,7 @@ cargo clippy --workspace --all-targets --features live/live --locked -- -D warni
 
 echo "== import cycles between modules (ci/module-cycles.py)"
 python3 ci/module-cycles.py contract/src adapter/src fakekube/src fakekube/machinery/src \
-    fakekube/apiserver/src fakekube/schema/src fakekube/kubelet/src fakekube/controllers/src \
+    fakekube/apiserver/src fakekube/printers/src fakekube/schema/src fakekube/kubelet/src fakekube/controllers/src \
     fakekube/runtime/src fakekube/programs/src fakekube/cassette/src conformance/src \
     conformance/runner/src conformance/protocol/src live/src
 

@@ -43,6 +43,7 @@
 //! | [`fakekube_machinery`] | k8s.io/apimachinery, client-go | metadata, selectors, patches, managed fields, encodings, `Status`, the [`Client`] trait and its HTTPS implementation, Event recorders, the TLS listener |
 //! | [`fakekube_schema`] | apiextensions-apiserver's `schema` | CRD structural schemas, pruning, defaulting, validation, CEL rules |
 //! | [`fakekube_apiserver`] | k8s.io/apiserver, kube-apiserver | serving, authentication, RBAC, admission, the registry and the store, watches, CRDs, discovery, OpenAPI |
+//! | `fakekube_printers` | pkg/printers, client-go's jsonpath | the built-in kinds' table columns and cells, CRD printer columns' JSONPath, ages |
 //! | [`fakekube_controllers`] | agent-sandbox's controller, kube-controller-manager | the agent-sandbox, workload, endpoints and cluster controllers, clients of the API |
 //! | [`fakekube_kubelet`] | the kubelet | pods, probes, the node and its lease, the kubelet's API, exec/attach/port-forward/log streams |
 //! | [`fakekube_runtime`] | a container runtime (containerd, runc) and the kernel a container sees | in-memory filesystems, processes and signals, streams and terminals, the pod network, a POSIX shell |

@@ -1,27 +1,21 @@
 //! `Table` responses (`Accept: application/json;as=Table;g=meta.k8s.io;v=v1`): the rows and
 //! columns `kubectl get` prints, built on the server as the API server builds them.
 //!
-//! Built-in kinds print the columns of the API server's printers (`printers`); a custom kind
-//! prints its CRD version's `additionalPrinterColumns` (`AGE` when it has none), each cell the
-//! first value its JSONPath selects (`jsonpath`), typed by the column's type. Every row
+//! Built-in kinds print the columns of the API server's printers ([`fakekube_printers`]); a
+//! custom kind prints its CRD version's `additionalPrinterColumns` (`AGE` when it has none),
+//! each cell the first value its JSONPath selects, typed by the column's type. Every row
 //! carries its object as `includeObject` asks: `Metadata` (a `PartialObjectMetadata`, the
 //! default), `Object` (the whole object) or `None`.
-//!
-//! # Layout
-//! - `printers`: the built-in kinds' columns and cells.
-//! - `jsonpath`: the JSONPath subset printer columns use.
-//! - `age`: how long ago a timestamp was (`5m20s`).
 
-mod age;
-mod jsonpath;
-mod printers;
+use fakekube_printers as printers;
+use fakekube_printers::{age, jsonpath};
 
 use crate::meta;
 use crate::negotiation::MetaVersion;
 use crate::registry::{PrinterColumn, ResourceType};
 use crate::request::Query;
 use crate::status::ApiError;
-use jsonpath::JsonPath;
+use fakekube_printers::JsonPath;
 use serde_json::{Map, Value, json};
 use time::OffsetDateTime;
 

@@ -6,7 +6,7 @@ use time::format_description::well_known::Rfc3339;
 
 /// The age of an RFC 3339 timestamp at `now`; `<unknown>` when there is none and `<invalid>`
 /// when it does not parse or lies more than a second in the future.
-pub(crate) fn since(timestamp: Option<&str>, now: OffsetDateTime) -> String {
+pub fn since(timestamp: Option<&str>, now: OffsetDateTime) -> String {
     match timestamp.filter(|t| !t.is_empty()) {
         None => "<unknown>".to_string(),
         Some(t) => match OffsetDateTime::parse(t, &Rfc3339) {
@@ -17,7 +17,7 @@ pub(crate) fn since(timestamp: Option<&str>, now: OffsetDateTime) -> String {
 }
 
 /// A duration of `seconds` with two or three significant figures.
-pub(crate) fn human(seconds: i64) -> String {
+pub fn human(seconds: i64) -> String {
     if seconds < -1 {
         return "<invalid>".to_string();
     }

@@ -2,25 +2,25 @@
 //! `kubectl get -o wide` show), and each kind's cells for one object. Kinds without columns of
 //! their own get `NAME` and `CREATED AT`, as the API server's default table convertor prints.
 
-use super::age;
-use crate::meta;
+use crate::age;
+use fakekube_machinery::meta;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
 use time::OffsetDateTime;
 
 /// One column: its header, JSON type, format and whether only `-o wide` shows it.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Column {
+pub struct Column {
     /// The header (`Name`, `Ready`).
-    pub(crate) name: &'static str,
+    pub name: &'static str,
     /// `string`, `integer`, `number`, `boolean` or `date`.
-    pub(crate) type_name: &'static str,
+    pub type_name: &'static str,
     /// `name` for the name column.
-    pub(crate) format: &'static str,
+    pub format: &'static str,
     /// What the column shows.
-    pub(crate) description: &'static str,
+    pub description: &'static str,
     /// 0 for the default columns, 1 for `-o wide`.
-    pub(crate) priority: i64,
+    pub priority: i64,
 }
 
 const fn col(name: &'static str, type_name: &'static str, description: &'static str) -> Column {
@@ -70,7 +70,7 @@ const SELECTOR: Column = wide(
 );
 
 /// The columns of a kind without printer columns of its own.
-pub(crate) const DEFAULT: &[Column] = &[
+pub const DEFAULT: &[Column] = &[
     NAME,
     col(
         "Created At",
@@ -494,7 +494,7 @@ fn printer(group: &str, kind: &str) -> Printer {
 }
 
 /// The columns of built-in `kind` of `group`.
-pub(crate) fn columns(group: &str, kind: &str) -> &'static [Column] {
+pub fn columns(group: &str, kind: &str) -> &'static [Column] {
     match printer(group, kind) {
         Printer::Pod => POD,
         Printer::Service => SERVICE,
@@ -526,15 +526,15 @@ pub(crate) fn columns(group: &str, kind: &str) -> &'static [Column] {
 /// One row: its cells, and the conditions the printer attaches (a finished pod is
 /// `Completed`).
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Row {
+pub struct Row {
     /// One cell per column.
-    pub(crate) cells: Vec<Value>,
+    pub cells: Vec<Value>,
     /// `conditions` of the row, when any.
-    pub(crate) conditions: Option<Value>,
+    pub conditions: Option<Value>,
 }
 
 /// The cells of `obj`, a built-in `kind` of `group`, at `now`.
-pub(crate) fn row(group: &str, kind: &str, obj: &Value, now: OffsetDateTime) -> Row {
+pub fn row(group: &str, kind: &str, obj: &Value, now: OffsetDateTime) -> Row {
     let name = json!(str_at(obj, &["metadata", "name"]));
     let age = json!(age::since(
         meta::str_at(obj, &["metadata", "creationTimestamp"]),

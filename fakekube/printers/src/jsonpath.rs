@@ -13,7 +13,7 @@ use std::cmp::Ordering;
 /// Why a path could not be parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unrecognized JSONPath {path:?}: {why}")]
-pub(crate) struct JsonPathError {
+pub struct JsonPathError {
     /// The path as written.
     path: String,
     /// What is wrong at which position.
@@ -59,14 +59,14 @@ enum Op {
 
 /// A parsed JSONPath.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct JsonPath {
+pub struct JsonPath {
     steps: Vec<Step>,
 }
 
 impl JsonPath {
     /// Parses a path such as `.status.conditions[?(@.type=='Ready')].status`, with or without
     /// the surrounding `{}` of a template.
-    pub(crate) fn parse(path: &str) -> Result<Self, JsonPathError> {
+    pub fn parse(path: &str) -> Result<Self, JsonPathError> {
         let inner = path
             .trim()
             .strip_prefix('{')
@@ -433,7 +433,7 @@ fn compare(got: &Value, op: Op, want: &Value) -> bool {
 
 /// A selected value as client-go's JSONPath printer writes it: strings bare, other scalars as
 /// Go prints them, objects and lists as compact JSON with their keys sorted.
-pub(crate) fn print(v: &Value) -> String {
+pub fn print(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         Value::Null => "<nil>".to_string(),

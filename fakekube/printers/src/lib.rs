@@ -1,0 +1,19 @@
+//! What the API server prints: the columns and cells of `kubectl get` for the built-in kinds
+//! (`-o wide` included), the JSONPath subset that CRD `additionalPrinterColumns` use, and the
+//! ages their cells show. Upstream, this is `pkg/printers` (the internal-version printers of
+//! kube-apiserver), client-go's `jsonpath` package and apimachinery's `HumanDuration`. The API
+//! server (`fakekube-apiserver`'s `table`) builds `Table` answers from them.
+//!
+//! # Layout
+//!
+//! - [`age`]: how long ago a timestamp was (`5m20s`), as the printers write it;
+//! - [`jsonpath`]: the JSONPath subset printer columns use ([`JsonPath`]);
+//! - `builtin`: the built-in kinds' columns ([`columns`], [`Column`]) and cells ([`row`],
+//!   [`Row`]).
+
+pub mod age;
+mod builtin;
+pub mod jsonpath;
+
+pub use builtin::{Column, DEFAULT, Row, columns, row};
+pub use jsonpath::JsonPath;
