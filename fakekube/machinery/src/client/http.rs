@@ -217,9 +217,12 @@ fn client_runtime() -> Result<Handle, std::io::Error> {
         .thread_name("fakekube-client")
         .enable_all()
         .build()?;
-    // Another thread may have won the race: its runtime is the one kept, this one dropped here
-    // (outside any runtime's context: this thread is not a runtime worker's while it builds).
-    let _ = RUNTIME.set(rt);
+    // Another thread may have won the race: its runtime is the one kept, and this one is shut
+    // down without waiting (dropping it would wait for its threads, which panics when this
+    // thread is a runtime's worker, as a node starting in an async test's runtime is).
+    if let Err(lost) = RUNTIME.set(rt) {
+        lost.shutdown_background();
+    }
     RUNTIME
         .get()
         .map(|rt| rt.handle().clone())
