@@ -382,6 +382,14 @@ impl HttpClient {
             .map_err(|e| ApiError::internal(format!("decoding the API server's answer: {e}")))
     }
 
+    /// Creates the review `review` (a TokenReview, a SubjectAccessReview: answered and never
+    /// stored) in the collection at `path` and returns the API server's answer, the review with
+    /// its `status`; the request blocks as every call does. Neither the review nor the answer
+    /// is logged (a TokenReview holds a token).
+    pub fn create_review(&self, path: &str, review: &Value) -> Result<Arc<Value>, ApiError> {
+        self.call(Method::POST, path, Some("application/json"), Some(review))
+    }
+
     /// Takes a written object into the cache, unless the cache already has a later one.
     fn remember(&self, kind: Kind, obj: &Arc<Value>) {
         if !self.is_watched(kind) {
