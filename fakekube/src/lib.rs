@@ -598,10 +598,10 @@ impl Builder {
         });
         let kubelet_router = kubelet_api::router(Arc::new(kubelet_api::KubeletApi::new(
             pod_access,
-            kubelet_api::Access::Cluster(Arc::new(kubelet_api::ClusterAccess {
+            Arc::new(kubelet_api::ClusterAccess {
                 authn: authn.clone(),
                 authz: shared.authz.clone(),
-            })),
+            }),
         )));
         let router = api::router(shared);
         let acceptor = tokio_rustls::TlsAcceptor::from(material.server_config.clone());

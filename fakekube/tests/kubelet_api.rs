@@ -214,7 +214,7 @@ async fn the_kubelet_api_answers_401_without_credentials_and_403_without_nodes_p
     assert_eq!(forbidden.status, StatusCode::FORBIDDEN);
     assert_eq!(
         String::from_utf8_lossy(&forbidden.body),
-        "Forbidden (user=alice, verb=get, resource=nodes, subresource(s)=[pods proxy])"
+        "Forbidden (user=alice, verb=get, resource=nodes, subresource(s)=[pods proxy])\n"
     );
     let through_proxy = support::Client::new(&kube)
         .with_token(Some("alice-token"))
@@ -247,7 +247,7 @@ async fn the_kubelet_api_answers_401_without_credentials_and_403_without_nodes_p
     assert_eq!(post.status, StatusCode::FORBIDDEN);
     assert_eq!(
         String::from_utf8_lossy(&post.body),
-        "Forbidden (user=bob, verb=create, resource=nodes, subresource(s)=[proxy])"
+        "Forbidden (user=bob, verb=create, resource=nodes, subresource(s)=[proxy])\n"
     );
     kube.shutdown().await;
 }

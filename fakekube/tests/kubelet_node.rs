@@ -10,8 +10,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use k8s_openapi::api::authentication::v1::TokenRequest;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{
+    Node, PersistentVolume, PersistentVolumeClaim, Pod, ServiceAccount,
+};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kube::Api;
 use kube::api::{DeleteParams, PostParams};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
@@ -45,6 +49,54 @@ fn credentials(kubeconfig: &std::path::Path) -> Credentials {
         cert_pem: field("client-certificate-data:"),
         key_pem: field("client-key-data:"),
     }
+}
+
+/// A client certificate for `user` in `group` from a CA of its own, not the cluster's.
+fn stranger(user: &str, group: &str) -> Credentials {
+    use rcgen::{
+        BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose,
+        IsCa, Issuer, KeyPair,
+    };
+    let ca_key = KeyPair::generate().expect("a key");
+    let mut ca = CertificateParams::default();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_cert = ca.self_signed(&ca_key).expect("a CA certificate");
+    let issuer = Issuer::new(ca, ca_key);
+    let key = KeyPair::generate().expect("a key");
+    let mut params = CertificateParams::default();
+    let mut dn = DistinguishedName::new();
+    dn.push(DnType::OrganizationName, group);
+    dn.push(DnType::CommonName, user);
+    params.distinguished_name = dn;
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    let cert = params
+        .signed_by(&key, &issuer)
+        .expect("a client certificate");
+    Credentials {
+        ca_pem: ca_cert.pem().into_bytes(),
+        cert_pem: cert.pem().into_bytes(),
+        key_pem: key.serialize_pem().into_bytes(),
+    }
+}
+
+/// Creates service account `name` in `default` and returns a TokenRequest token for it.
+async fn service_account_token(client: &kube::Client, name: &str) -> String {
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), "default");
+    let account: ServiceAccount =
+        serde_json::from_value(json!({ "metadata": { "name": name } })).expect("an account");
+    accounts
+        .create(&PostParams::default(), &account)
+        .await
+        .expect("the service account is created");
+    let request: TokenRequest =
+        serde_json::from_value(json!({ "spec": {} })).expect("a TokenRequest");
+    accounts
+        .create_token_request(name, &PostParams::default(), &request)
+        .await
+        .expect("a token is issued")
+        .status
+        .and_then(|s| s.token)
+        .expect("a token")
 }
 
 /// Accepts the node's serving certificate unchecked (a cluster's API server does not check
@@ -104,6 +156,18 @@ fn kubelet_get(
     client: Option<&Credentials>,
     path: &str,
 ) -> Result<(String, String), String> {
+    kubelet_request(addr, client, None, "GET", path)
+}
+
+/// `METHOD path` to the kubelet API at `addr`, presenting `client`'s certificate and `token`
+/// as a bearer token when given; the status line and body, or the TLS error.
+fn kubelet_request(
+    addr: SocketAddr,
+    client: Option<&Credentials>,
+    token: Option<&str>,
+    method: &str,
+    path: &str,
+) -> Result<(String, String), String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -126,9 +190,12 @@ fn kubelet_get(
         rustls::ClientConnection::new(Arc::new(config), name).map_err(|e| e.to_string())?;
     let mut tcp = std::net::TcpStream::connect(addr).map_err(|e| e.to_string())?;
     let mut tls = rustls::Stream::new(&mut conn, &mut tcp);
+    let authorization = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
     write!(
         tls,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{authorization}Content-Length: 0\r\nConnection: close\r\n\r\n"
     )
     .map_err(|e| e.to_string())?;
     let mut raw = Vec::new();
@@ -316,5 +383,142 @@ async fn a_kubelet_joins_a_cluster_through_the_api_and_runs_its_pods() {
         matches!(pods.get_opt("on-worker").await, Ok(None)).then_some(())
     })
     .await;
+    node.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_kubelet_port_lets_in_only_whom_the_cluster_authenticates_and_allows() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let kubelet_client_kubeconfig = dir.path().join("kubelet-client.kubeconfig");
+    // The API server's kubelet client certificate, as upstream's: the cluster's CA signed it,
+    // for kube-apiserver-kubelet-client in system:masters.
+    let cluster = Process::start(&[
+        "--api-only",
+        "--client-cert-kubeconfig",
+        kubelet_client_kubeconfig.to_str().expect("UTF-8"),
+        "--client-cert-user",
+        "kube-apiserver-kubelet-client",
+        "--client-cert-group",
+        "system:masters",
+    ]);
+    let apiserver = credentials(&kubelet_client_kubeconfig);
+    let ca_file = cluster.dir().join("ca.crt");
+    std::fs::write(&ca_file, &apiserver.ca_pem).expect("CA written");
+    // fakekube has no Node authorizer to let a node create reviews: it joins as the admin.
+    let node = fakekube::KubeletNode::start(fakekube::NodeConfig {
+        kubeconfig: cluster.kubeconfig.clone(),
+        node_name: "worker-2".into(),
+        client_ca_file: ca_file,
+        port: 0,
+        pod_subnet: 8,
+        provision_volumes: false,
+        kubernetes_minor: 36,
+        missing_images: Vec::new(),
+    })
+    .await
+    .expect("the kubelet joins");
+    let client = kube_client(&cluster.kubeconfig).await;
+
+    // Two service accounts: `prober` bound to a role with nodes/proxy, `reader` to nothing.
+    let reader = service_account_token(&client, "reader").await;
+    let prober = service_account_token(&client, "prober").await;
+    let roles: Api<ClusterRole> = Api::all(client.clone());
+    let role: ClusterRole = serde_json::from_value(json!({
+        "metadata": { "name": "kubelet-proxy" },
+        "rules": [ {
+            "apiGroups": [""],
+            "resources": ["nodes/proxy"],
+            "verbs": ["get", "create"],
+        } ],
+    }))
+    .expect("a role");
+    roles
+        .create(&PostParams::default(), &role)
+        .await
+        .expect("created");
+    let bindings: Api<ClusterRoleBinding> = Api::all(client.clone());
+    let binding: ClusterRoleBinding = serde_json::from_value(json!({
+        "metadata": { "name": "prober-kubelet-proxy" },
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": "kubelet-proxy",
+        },
+        "subjects": [ { "kind": "ServiceAccount", "name": "prober", "namespace": "default" } ],
+    }))
+    .expect("a binding");
+    bindings
+        .create(&PostParams::default(), &binding)
+        .await
+        .expect("created");
+
+    let addr = node.addr();
+    let ask = |client: Option<Credentials>, token: Option<String>, method: &str, path: &str| {
+        let (method, path) = (method.to_string(), path.to_string());
+        async move {
+            tokio::task::spawn_blocking(move || {
+                kubelet_request(addr, client.as_ref(), token.as_deref(), &method, &path)
+            })
+            .await
+            .expect("joined")
+            .expect("the TLS handshake succeeds")
+        }
+    };
+    let exec = "/exec/default/any/main?command=sh&output=1";
+
+    // Anonymous: 401, for a read and for exec alike.
+    let anonymous = ask(None, None, "GET", "/pods").await;
+    assert_eq!(
+        anonymous,
+        ("HTTP/1.1 401 Unauthorized".into(), "Unauthorized".into())
+    );
+    let anonymous_exec = ask(None, None, "POST", exec).await;
+    assert_eq!(anonymous_exec.0, "HTTP/1.1 401 Unauthorized");
+    let unknown_token = ask(None, Some("not-a-token".into()), "GET", "/pods").await;
+    assert_eq!(unknown_token.0, "HTTP/1.1 401 Unauthorized");
+
+    // A certificate of another CA is requested, not refused in the handshake (Go's
+    // tls.RequestClientCert), then fails the x509 authenticator: 401, even for a user in
+    // system:masters. A token beside it is still tried.
+    let impostor = stranger("kube-apiserver-kubelet-client", "system:masters");
+    let wrong_ca = ask(Some(impostor), None, "GET", "/pods").await;
+    assert_eq!(
+        wrong_ca,
+        ("HTTP/1.1 401 Unauthorized".into(), "Unauthorized".into())
+    );
+    let impostor = stranger("kube-apiserver-kubelet-client", "system:masters");
+    let with_token = ask(Some(impostor), Some(prober.clone()), "GET", "/pods").await;
+    assert_eq!(with_token.0, "HTTP/1.1 200 OK");
+
+    // A valid token whose user may not use nodes/proxy: the kubelet's 403, by verb and path.
+    let forbidden = ask(None, Some(reader.clone()), "GET", "/pods").await;
+    assert_eq!(
+        forbidden,
+        (
+            "HTTP/1.1 403 Forbidden".into(),
+            "Forbidden (user=system:serviceaccount:default:reader, verb=get, resource=nodes, \
+             subresource(s)=[pods proxy])\n"
+                .into()
+        )
+    );
+    let forbidden_exec = ask(None, Some(reader), "POST", exec).await;
+    assert_eq!(
+        forbidden_exec.1,
+        "Forbidden (user=system:serviceaccount:default:reader, verb=create, resource=nodes, \
+         subresource(s)=[proxy])\n"
+    );
+
+    // A token with nodes/proxy, and the API server's own certificate: in.
+    let allowed = ask(None, Some(prober.clone()), "GET", "/pods").await;
+    assert_eq!(allowed.0, "HTTP/1.1 200 OK");
+    assert!(allowed.1.contains("\"PodList\""), "{}", allowed.1);
+    let allowed_exec = ask(None, Some(prober), "POST", exec).await;
+    assert_eq!(
+        allowed_exec,
+        ("HTTP/1.1 404 Not Found".into(), "pod does not exist".into()),
+        "authorized, exec reaches the pod lookup"
+    );
+    let from_apiserver = ask(Some(apiserver), None, "GET", "/pods").await;
+    assert_eq!(from_apiserver.0, "HTTP/1.1 200 OK");
     node.shutdown().await;
 }

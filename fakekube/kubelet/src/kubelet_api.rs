@@ -8,19 +8,22 @@
 //! `PodList` of the node's pods), `/runningpods/` (a `PodList` of its running pods, as the
 //! runtime sees them: names, uids, containers) and `/healthz`.
 //!
-//! Its own listener authenticates as a kubelet with webhook authentication does (the API
-//! server's client certificates and tokens; no anonymous access: `401 Unauthorized`) and
-//! authorizes through the API server's RBAC as the kubelet's SubjectAccessReviews do: verb by
-//! HTTP method, resource `nodes`, the node's name, subresource by path (`stats`, `metrics`,
-//! `log`, `checkpoint`; `pods`, `healthz` and `configz` falling back to `proxy`; `proxy`
-//! otherwise), 403 worded as the kubelet words it. Its errors are plain text, as the kubelet's
-//! are, not `metav1.Status`. The node proxy is authorized by the dispatcher as `nodes/proxy`
-//! and hands the request here as the API server's own kubelet client would.
+//! Its own listener authenticates and authorizes as a kubelet with webhook authentication and
+//! authorization does, through an [`Authorize`] its embedder supplies: the embedded fake's
+//! (`fakekube::kubelet_api`: the API server's authenticators and RBAC, in process) or a node's
+//! ([`crate::webhook_auth`]: its client CA, TokenReviews and SubjectAccessReviews). Anonymous
+//! callers get `401 Unauthorized`; the others are authorized as the kubelet's
+//! SubjectAccessReviews ask: verb by HTTP method, resource `nodes`, the node's name,
+//! subresource by path (`stats`, `metrics`, `log`, `checkpoint`, `statusz`; `pods`, `healthz`
+//! and `configz` falling back to `proxy`, `/flagz` as `configz`; `proxy` otherwise), 403
+//! worded as the kubelet words it, 500 when the review fails. Its errors are plain text, as
+//! the kubelet's are, not `metav1.Status`. The node proxy is authorized by the dispatcher as
+//! `nodes/proxy` and hands the request here as the API server's own kubelet client would.
 //!
 //! # Known limitations
 //!
-//! - The listener serves the API server's certificate (same CA, same names), not a
-//!   certificate of its own for the node.
+//! - The embedded fake's listener serves the API server's certificate (same CA, same names),
+//!   not a certificate of its own for the node (a [`crate::KubeletNode`]'s has its own).
 //! - `/stats`, `/metrics`, `/logs`, `/configz`, `/checkpoint`, `/run` and `/debug` are not
 //!   served (404).
 //! - Through the node proxy any port of the node reaches this API (the node runs nothing else).
@@ -30,7 +33,6 @@ use crate::pod_access::PodAccess;
 use crate::query::Query;
 use crate::response::json_response;
 use crate::route::ResourcePath;
-use crate::server::PeerCertificate;
 use crate::status::ApiError;
 use crate::{exec, logs, portforward};
 use axum::Router;
@@ -47,19 +49,8 @@ use std::sync::Arc;
 pub struct KubeletApi {
     /// The kubelet and what its stream handlers need.
     streams: Arc<PodAccess>,
-    /// Who is let in.
-    access: Access,
-}
-
-/// How the kubelet API authenticates and authorizes its callers.
-#[derive(Debug)]
-pub enum Access {
-    /// As a kubelet with webhook authentication and authorization does: the API server
-    /// (here, the embedded one's authenticators and RBAC, behind [`Authorize`]) decides.
-    Cluster(Arc<dyn Authorize>),
-    /// A kubelet joining a cluster: the TLS layer required a client certificate signed by the
-    /// cluster's client CA (the kubelet's `--client-ca-file`), and its holder is let in.
-    ClientCertificate,
+    /// Who is let in, as the API server decides.
+    access: Arc<dyn Authorize>,
 }
 
 /// The API server's side of the kubelet's webhook authentication and authorization (its
@@ -67,7 +58,8 @@ pub enum Access {
 pub trait Authorize: Send + Sync + std::fmt::Debug {
     /// Authenticates the caller of a request (`parts`: its client certificate, bearer token or
     /// WebSocket token subprotocol) and authorizes `verb` on `nodes/<subresource>` of `node`,
-    /// allowed when any of `subresources` is.
+    /// allowed when any of `subresources` is. It may wait for the API server (a node's reviews
+    /// block the thread, handing a multi-threaded runtime worker's other tasks on).
     fn caller_allowed(
         &self,
         parts: &Parts,
@@ -87,11 +79,18 @@ pub enum Refusal {
         /// The caller's user name.
         user: String,
     },
+    /// Authenticated as `user`, but the review of `subresource` failed: the kubelet's 500.
+    AuthorizationError {
+        /// The caller's user name.
+        user: String,
+        /// The subresource whose review failed.
+        subresource: String,
+    },
 }
 
 impl KubeletApi {
-    /// The API of the kubelet in `streams`, letting in whom `access` says.
-    pub fn new(streams: Arc<PodAccess>, access: Access) -> Self {
+    /// The API of the kubelet in `streams`, letting in whom `access` allows.
+    pub fn new(streams: Arc<PodAccess>, access: Arc<dyn Authorize>) -> Self {
         KubeletApi { streams, access }
     }
 
@@ -109,31 +108,30 @@ pub fn router(api: Arc<KubeletApi>) -> Router {
 /// A request to the kubelet's own listener: authenticated, authorized, served.
 async fn handle(State(api): State<Arc<KubeletApi>>, req: Request) -> Response {
     let (parts, _) = req.into_parts();
-    match &api.access {
-        Access::Cluster(authorize) => {
-            let node = api.node_name().unwrap_or("");
-            let verb = verb_of(&parts.method);
-            let subresources = subresources_of(parts.uri.path());
-            match authorize.caller_allowed(&parts, node, subresources, verb) {
-                Ok(()) => {}
-                Err(Refusal::Unauthorized) => {
-                    return text(StatusCode::UNAUTHORIZED, "Unauthorized");
-                }
-                Err(Refusal::Forbidden { user }) => {
-                    return text(
-                        StatusCode::FORBIDDEN,
-                        &format!(
-                            "Forbidden (user={user}, verb={verb}, resource=nodes, subresource(s)=[{}])",
-                            subresources.join(" ")
-                        ),
-                    );
-                }
-            }
+    let node = api.node_name().unwrap_or("");
+    let verb = verb_of(&parts.method);
+    let subresources = subresources_of(parts.uri.path());
+    match api.access.caller_allowed(&parts, node, subresources, verb) {
+        Ok(()) => {}
+        Err(Refusal::Unauthorized) => {
+            return text(StatusCode::UNAUTHORIZED, "Unauthorized");
         }
-        Access::ClientCertificate => {
-            if parts.extensions.get::<PeerCertificate>().is_none() {
-                return text(StatusCode::UNAUTHORIZED, "Unauthorized");
-            }
+        Err(Refusal::Forbidden { user }) => {
+            return text(
+                StatusCode::FORBIDDEN,
+                &format!(
+                    "Forbidden (user={user}, verb={verb}, resource=nodes, subresource(s)=[{}])\n",
+                    subresources.join(" ")
+                ),
+            );
+        }
+        Err(Refusal::AuthorizationError { user, subresource }) => {
+            return text(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &format!(
+                    "Authorization error (user={user}, verb={verb}, resource=nodes, subresource={subresource})"
+                ),
+            );
         }
     }
     serve(&api.streams, parts).await
@@ -167,6 +165,10 @@ pub fn subresources_of(path: &str) -> &'static [&'static str] {
         &["log"]
     } else if under("/checkpoint") {
         &["checkpoint"]
+    } else if under("/statusz") {
+        &["statusz"]
+    } else if under("/flagz") {
+        &["configz"]
     } else if under("/pods") || under("/runningpods") {
         &["pods", "proxy"]
     } else if under("/healthz") {
@@ -490,6 +492,9 @@ mod tests {
         assert_eq!(subresources_of("/stats/summary"), ["stats"]);
         assert_eq!(subresources_of("/logs/x"), ["log"]);
         assert_eq!(subresources_of("/statsx"), ["proxy"]);
+        assert_eq!(subresources_of("/statusz"), ["statusz"]);
+        assert_eq!(subresources_of("/flagz"), ["configz"]);
+        assert_eq!(subresources_of("/configz"), ["configz", "proxy"]);
         assert_eq!(verb_of(&Method::POST), "create");
         assert_eq!(verb_of(&Method::GET), "get");
     }

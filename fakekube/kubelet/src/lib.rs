@@ -22,8 +22,9 @@
 //! - The kubelet's server (pkg/kubelet/server and its `streaming` and `portforward`
 //!   packages): [`kubelet_api`] (the HTTPS API on port 10250: `/exec`, `/attach`,
 //!   `/portForward`, `/containerLogs`, `/pods`, `/runningpods`, `/healthz`, authenticated and
-//!   authorized through an [`kubelet_api::Authorize`] the API server supplies, or by client
-//!   certificate), [`exec`] (exec and attach sessions over WebSocket and SPDY), [`portforward`]
+//!   authorized through a [`kubelet_api::Authorize`]: the embedded API server's, or a node's
+//!   [`webhook_auth`], its client CA with TokenReviews and SubjectAccessReviews: cmd/kubelet's
+//!   `BuildAuth`), [`exec`] (exec and attach sessions over WebSocket and SPDY), [`portforward`]
 //!   (port forwarding over SPDY and WebSocket), [`logs`] (container logs, followed), with
 //!   [`upgrade`] (recognising upgrades, the SPDY handshake, 101 replies) and the framing the
 //!   upgraded connections speak: [`websocket`] (RFC 6455) and [`spdy`] (SPDY/3.1). The API
@@ -59,10 +60,12 @@ pub mod spdy;
 pub mod termination;
 pub mod upgrade;
 pub mod volumes;
+pub mod webhook_auth;
 pub mod websocket;
 
 use fakekube_machinery::{
     client, clock, events, faults, meta, query, response, route, server, status, subprotocol, tls,
+    x509,
 };
 
 pub use command::{CommandCall, CommandError};

@@ -6,21 +6,27 @@
 //! stopped, and provisions a volume for each pending claim (a dynamic provisioner's part, as
 //! kind's local-path provisioner does); it serves the kubelet API (`exec`, `attach`,
 //! `portForward`, `containerLogs`, `pods`, `healthz`) on a loopback TLS port that the API
-//! server's node proxy reaches, letting in only clients whose certificate the cluster's client
-//! CA signed.
+//! server's node proxy reaches, locked as a real kubelet's port is (`--client-ca-file`,
+//! webhook authentication and authorization, no anonymous access: [`crate::webhook_auth`]):
+//! a client certificate the cluster's client CA signed, or a token the API server's
+//! TokenReview accepts, then a SubjectAccessReview of `nodes/<subresource>`; 401 and 403
+//! otherwise.
 //!
 //! Its credentials are the kubeconfig's: a node's (`system:node:<name>` in `system:nodes`), as
-//! the Node authorizer expects. Provisioning volumes also needs `list`/`watch` of claims and
-//! `create`/`delete` of volumes, which nodes are not given by default (`ci/upstream-up.sh`
-//! binds a ClusterRole for them).
+//! the Node authorizer expects; it lets them create the TokenReviews and SubjectAccessReviews
+//! too. Provisioning volumes also needs `list`/`watch` of claims and `create`/`delete` of
+//! volumes, which nodes are not given by default (`ci/upstream-up.sh` binds a ClusterRole for
+//! them).
 
 use crate::client::http::{HttpClient, HttpClientError, Watched};
 use crate::client::{Client, Kind};
 use crate::faults::Faults;
 use crate::kubelet::{self, Kubelet};
-use crate::kubelet_api::{self, Access, KubeletApi};
+use crate::kubelet_api::{self, KubeletApi};
 use crate::pod_access::PodAccess;
 use crate::registration;
+use crate::tls::ClientCa;
+use crate::webhook_auth::WebhookAccess;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -38,8 +44,8 @@ pub struct NodeConfig {
     pub kubeconfig: PathBuf,
     /// The node's name (the kubeconfig's user should be `system:node:<name>`).
     pub node_name: String,
-    /// The CA whose client certificates the kubelet API lets in (the API server's
-    /// `--kubelet-client-certificate` is signed by it).
+    /// The CA whose client certificates authenticate to the kubelet API (the API server's
+    /// `--kubelet-client-certificate` is signed by it), as the kubelet's `--client-ca-file`.
     pub client_ca_file: PathBuf,
     /// The kubelet API's port on 127.0.0.1 (0 picks a free one).
     pub port: u16,
@@ -139,6 +145,7 @@ impl KubeletNode {
                 path: config.client_ca_file.clone(),
                 source,
             })?;
+        let client_ca = ClientCa::from_pem(&client_ca)?;
         let tls = crate::tls::kubelet_serving(&config.node_name, &client_ca)?;
         let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, config.port));
         let listener = tokio::net::TcpListener::bind(addr)
@@ -147,6 +154,7 @@ impl KubeletNode {
         let bound = listener
             .local_addr()
             .map_err(|source| NodeError::Bind { addr, source })?;
+        let authorize = Arc::new(WebhookAccess::new(client_ca, client.clone()));
         let api: Arc<dyn Client> = client;
         let kubelet_config = kubelet::Config {
             node_name: config.node_name.clone(),
@@ -173,8 +181,7 @@ impl KubeletNode {
             faults: Arc::new(Faults::default()),
             shutdown: shutdown.clone(),
         });
-        let router =
-            kubelet_api::router(Arc::new(KubeletApi::new(access, Access::ClientCertificate)));
+        let router = kubelet_api::router(Arc::new(KubeletApi::new(access, authorize)));
         tasks.push(tokio::spawn(crate::server::serve(
             listener,
             tokio_rustls::TlsAcceptor::from(tls),

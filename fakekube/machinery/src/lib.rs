@@ -31,7 +31,8 @@
 //!   a route, k8s.io/apiserver/pkg/endpoints/request's `RequestInfo`), [`query`] (query
 //!   parameters), [`response`] (JSON answers and warnings), [`server`] (the TLS listener: HTTP/1.1
 //!   and HTTP/2, upgrades, graceful shutdown, the peer's certificate; k8s.io/apiserver's
-//!   secure serving), [`tls`] (the CA, serving and client certificates, k8s.io/client-go/util/cert)
+//!   secure serving), [`tls`] (the CA, serving and client certificates, k8s.io/client-go/util/cert),
+//!   [`x509`] (a client certificate's user, k8s.io/apiserver's x509 authenticator),
 //!   [`subprotocol`] (WebSocket upgrade headers and the bearer token in a subprotocol entry)
 //!   and [`faults`] (fakekube's injected failures and chaos, which both sides apply).
 //!
@@ -56,3 +57,4 @@ pub mod server;
 pub mod status;
 pub mod subprotocol;
 pub mod tls;
+pub mod x509;

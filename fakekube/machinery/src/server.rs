@@ -1,7 +1,8 @@
 //! The listener: TLS with ALPN (h2, http/1.1), one task per connection serving a [`Router`]
 //! (with upgrades, for exec), graceful shutdown. It knows nothing of what the router serves; it
 //! only hands each request the client certificate its connection presented
-//! ([`PeerCertificate`]), which the TLS configuration verified.
+//! ([`PeerCertificate`]), which the TLS configuration verified (or, for a kubelet's, only
+//! requested: see [`crate::tls::kubelet_serving`]).
 //!
 //! It keeps the transport's [`Limits`] as the API server's Go HTTP server keeps them: a
 //! connection that takes too long to send a request's headers is closed (the header-read
@@ -27,8 +28,11 @@ use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
-/// The certificate (DER) a client presented in the TLS handshake, already verified against the
-/// server's trust anchors; in the extensions of every request of that connection.
+/// The certificate (DER) a client presented in the TLS handshake, in the extensions of every
+/// request of that connection: verified against the server's trust anchors when the TLS
+/// configuration verifies client certificates (the API server's), merely proven to be the
+/// client's when it only requests them (a kubelet's, [`crate::tls::kubelet_serving`], whose
+/// authentication verifies it per request).
 #[derive(Debug, Clone)]
 pub struct PeerCertificate(pub Arc<CertificateDer<'static>>);
 

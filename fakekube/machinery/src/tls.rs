@@ -1,16 +1,20 @@
 //! TLS material made at start: a CA, a serving certificate it signs for 127.0.0.1, ::1 and
 //! localhost, and client certificates it signs on request. The server asks clients for a
-//! certificate and accepts those its CA signed (or none).
+//! certificate and accepts those its CA signed (or none). A kubelet joining a cluster serves
+//! with a certificate of its own and only requests one, checked per request against the
+//! cluster's client CA ([`ClientCa`], [`kubelet_serving`]).
 
 use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
     Issuer, KeyPair, KeyUsagePurpose, SanType,
 };
-use rustls::RootCertStore;
-use rustls::ServerConfig;
+use rustls::client::danger::HandshakeSignatureValid;
 use rustls::server::WebPkiClientVerifier;
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
+use rustls::{DigitallySignedStruct, DistinguishedName as HintName, RootCertStore};
+use rustls::{ServerConfig, SignatureScheme};
 use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, UnixTime};
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
@@ -172,7 +176,12 @@ pub fn generate(extra_sans: &[String]) -> Result<TlsMaterial, TlsError> {
     let (chain, key_der) = serving_certificate(&issuer, extra_sans)?;
     let mut roots = RootCertStore::empty();
     roots.add(ca_der).map_err(TlsError::Rustls)?;
-    let server_config = server_config(chain, key_der, roots, true)?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let client_verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+        .allow_unauthenticated()
+        .build()
+        .map_err(TlsError::ClientVerifier)?;
+    let server_config = server_config(chain, key_der, client_verifier)?;
     Ok(TlsMaterial {
         ca_pem,
         ca: CertificateAuthority { issuer },
@@ -180,44 +189,124 @@ pub fn generate(extra_sans: &[String]) -> Result<TlsMaterial, TlsError> {
     })
 }
 
+/// A kubelet's client CA (its `--client-ca-file`), against which the client certificate of each
+/// request is verified when the request is authenticated, as the kubelet's x509 authenticator
+/// verifies it (chain to one of the CA's certificates, validity period, `clientAuth` usage).
+/// `Debug` shows no certificate.
+#[derive(Clone)]
+pub struct ClientCa {
+    verifier: Arc<dyn ClientCertVerifier>,
+}
+
+impl fmt::Debug for ClientCa {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientCa").finish_non_exhaustive()
+    }
+}
+
+impl ClientCa {
+    /// The CA of the PEM certificates in `pem` (a bundle: any of them may sign).
+    pub fn from_pem(pem: &[u8]) -> Result<ClientCa, TlsError> {
+        let mut roots = RootCertStore::empty();
+        for cert in CertificateDer::pem_slice_iter(pem) {
+            let cert = cert.map_err(|_| TlsError::ClientCa)?;
+            roots.add(cert).map_err(TlsError::Rustls)?;
+        }
+        if roots.is_empty() {
+            return Err(TlsError::ClientCa);
+        }
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+            .allow_unauthenticated()
+            .build()
+            .map_err(TlsError::ClientVerifier)?;
+        Ok(ClientCa { verifier })
+    }
+
+    /// Whether the CA signed `end_entity` (with no intermediates), for a client, valid now.
+    pub fn verifies(&self, end_entity: &CertificateDer<'_>) -> bool {
+        self.verifier
+            .verify_client_cert(end_entity, &[], UnixTime::now())
+            .is_ok()
+    }
+}
+
+/// Go's `tls.RequestClientCert`, which the kubelet serves with: the client is asked for a
+/// certificate (with the client CA's names as hints), need not send one, and one it sends is
+/// not checked against the CA during the handshake (only its proof of the key is); each
+/// request's certificate is verified when the request is authenticated ([`ClientCa::verifies`]).
+#[derive(Debug)]
+struct RequestClientCert(Arc<dyn ClientCertVerifier>);
+
+impl ClientCertVerifier for RequestClientCert {
+    fn offer_client_auth(&self) -> bool {
+        true
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        false
+    }
+
+    fn root_hint_subjects(&self) -> &[HintName] {
+        self.0.root_hint_subjects()
+    }
+
+    fn verify_client_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _now: UnixTime,
+    ) -> Result<ClientCertVerified, rustls::Error> {
+        Ok(ClientCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_verify_schemes()
+    }
+}
+
 /// The TLS configuration of a kubelet joining a cluster: a serving certificate of its own
-/// (made now, for 127.0.0.1 and `node_name`), and client certificates required, signed by a
-/// CA of `client_ca_pem` (the cluster's client CA, as the kubelet's `--client-ca-file`), so
-/// that only the API server (or another holder of such a certificate) is served.
+/// (made now, for 127.0.0.1 and `node_name`), and client certificates requested, not required
+/// and not verified in the handshake (Go's `tls.RequestClientCert`, as the kubelet's server
+/// sets it with a `--client-ca-file`): whether the certificate is `client_ca`'s is decided per
+/// request, by the kubelet API's authentication.
 #[doc(hidden)]
 pub fn kubelet_serving(
     node_name: &str,
-    client_ca_pem: &[u8],
+    client_ca: &ClientCa,
 ) -> Result<Arc<ServerConfig>, TlsError> {
     let (issuer, _, _) = new_ca()?;
     let (chain, key) = serving_certificate(&issuer, &[node_name.to_string()])?;
-    let mut roots = RootCertStore::empty();
-    for cert in CertificateDer::pem_slice_iter(client_ca_pem) {
-        let cert = cert.map_err(|_| TlsError::ClientCa)?;
-        roots.add(cert).map_err(TlsError::Rustls)?;
-    }
-    if roots.is_empty() {
-        return Err(TlsError::ClientCa);
-    }
-    server_config(chain, key, roots, false)
+    let verifier = Arc::new(RequestClientCert(client_ca.verifier.clone()));
+    server_config(chain, key, verifier)
 }
 
-/// A server configuration presenting `chain` (ALPN h2 and http/1.1), verifying client
-/// certificates against `roots`; `optional` lets clients without one in.
+/// A server configuration presenting `chain` (ALPN h2 and http/1.1), asking clients for a
+/// certificate as `client_verifier` says.
 fn server_config(
     chain: Vec<CertificateDer<'static>>,
     key: PrivateKeyDer<'static>,
-    roots: RootCertStore,
-    optional: bool,
+    client_verifier: Arc<dyn ClientCertVerifier>,
 ) -> Result<Arc<ServerConfig>, TlsError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let builder = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone());
-    let builder = if optional {
-        builder.allow_unauthenticated()
-    } else {
-        builder
-    };
-    let client_verifier = builder.build().map_err(TlsError::ClientVerifier)?;
     let mut config = ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(TlsError::Rustls)?
@@ -245,5 +334,24 @@ mod tests {
             !shown.contains(&c.key_pem) && shown.contains("[REDACTED]"),
             "{shown}"
         );
+    }
+
+    #[test]
+    fn a_client_ca_verifies_its_own_client_certificates_and_no_others() {
+        let ours = generate(&[]).expect("material");
+        let theirs = generate(&[]).expect("material");
+        let ca = ClientCa::from_pem(ours.ca_pem.as_bytes()).expect("a client CA");
+        let der = |c: &ClientCertificate| {
+            CertificateDer::from_pem_slice(c.cert_pem.as_bytes()).expect("certificate PEM")
+        };
+        let signed = ours.ca.issue_client("alice", &["devs"]).expect("issued");
+        let stranger = theirs.ca.issue_client("alice", &["devs"]).expect("issued");
+        assert!(ca.verifies(&der(&signed)));
+        assert!(!ca.verifies(&der(&stranger)));
+        assert!(matches!(
+            ClientCa::from_pem(b"no PEM here"),
+            Err(TlsError::ClientCa)
+        ));
+        assert!(kubelet_serving("worker-1", &ca).is_ok());
     }
 }

@@ -49,8 +49,10 @@ struct KubeletArgs {
     /// The node's name.
     #[arg(long, value_name = "NAME")]
     node_name: String,
-    /// The CA whose client certificates may use the kubelet API (the API server's kubelet
-    /// client certificate is signed by it).
+    /// The CA whose client certificates authenticate to the kubelet API, as the kubelet's
+    /// --client-ca-file (the API server's kubelet client certificate is signed by it); bearer
+    /// tokens are checked with TokenReviews, callers authorized with SubjectAccessReviews, and
+    /// anonymous ones refused (401).
     #[arg(long, value_name = "PATH")]
     client_ca_file: PathBuf,
     /// The kubelet API's port on 127.0.0.1 (0 picks a free one).

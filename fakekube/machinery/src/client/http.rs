@@ -217,9 +217,12 @@ fn client_runtime() -> Result<Handle, std::io::Error> {
         .thread_name("fakekube-client")
         .enable_all()
         .build()?;
-    // Another thread may have won the race: its runtime is the one kept, this one dropped here
-    // (outside any runtime's context: this thread is not a runtime worker's while it builds).
-    let _ = RUNTIME.set(rt);
+    // Another thread may have won the race: its runtime is the one kept, and this one is shut
+    // down without waiting (dropping it would wait for its threads, which panics when this
+    // thread is a runtime's worker, as a node starting in an async test's runtime is).
+    if let Err(lost) = RUNTIME.set(rt) {
+        lost.shutdown_background();
+    }
     RUNTIME
         .get()
         .map(|rt| rt.handle().clone())
@@ -377,6 +380,14 @@ impl HttpClient {
         serde_json::from_slice::<Value>(&bytes)
             .map(Arc::new)
             .map_err(|e| ApiError::internal(format!("decoding the API server's answer: {e}")))
+    }
+
+    /// Creates the review `review` (a TokenReview, a SubjectAccessReview: answered and never
+    /// stored) in the collection at `path` and returns the API server's answer, the review with
+    /// its `status`; the request blocks as every call does. Neither the review nor the answer
+    /// is logged (a TokenReview holds a token).
+    pub fn create_review(&self, path: &str, review: &Value) -> Result<Arc<Value>, ApiError> {
+        self.call(Method::POST, path, Some("application/json"), Some(review))
     }
 
     /// Takes a written object into the cache, unless the cache already has a later one.
