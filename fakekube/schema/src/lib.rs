@@ -68,6 +68,7 @@ mod validate;
 #[cfg(test)]
 mod tests;
 
+pub use cel::quantity::Quantity;
 use revisions::Revisions;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};

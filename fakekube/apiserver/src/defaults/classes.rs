@@ -56,17 +56,13 @@ pub(super) fn runtime_class(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
             // The overhead is checked as a container's limits are, under their field name.
             let field = format!("overhead.limits[{resource}]");
             match quantity::parse(q) {
-                Some(n) if n.0 < 0 => causes.push(invalid(
+                Ok(n) if n.sign() < 0 => causes.push(invalid(
                     field,
                     q.as_str().unwrap_or(&q.to_string()),
                     "must be greater than or equal to 0",
                 )),
-                Some(_) => {}
-                None => causes.push(invalid(
-                    field,
-                    &q.to_string(),
-                    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
-                )),
+                Ok(_) => {}
+                Err(message) => causes.push(invalid(field, &q.to_string(), &message)),
             }
         }
     }

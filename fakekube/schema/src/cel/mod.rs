@@ -14,7 +14,7 @@ mod check;
 mod convert;
 mod library;
 mod net;
-mod quantity;
+pub(crate) mod quantity;
 
 pub(crate) use check::Selection;
 pub(super) use convert::to_cel_reads;

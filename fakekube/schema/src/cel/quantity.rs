@@ -13,7 +13,7 @@ pub(super) const TYPE_NAME: &str = "kubernetes.Quantity";
 /// A quantity, exactly: `mantissa × 10^exponent`, normalized (no trailing zero in the
 /// mantissa), so that equal quantities are equal values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Quantity {
+pub struct Quantity {
     mantissa: i128,
     exponent: i32,
 }
@@ -45,7 +45,7 @@ impl Quantity {
     }
 
     /// Parses a quantity as `resource.ParseQuantity` accepts it.
-    pub(super) fn parse(text: &str) -> Result<Quantity, String> {
+    pub fn parse(text: &str) -> Result<Quantity, String> {
         let bad = || NOT_A_QUANTITY.to_string();
         let (negative, rest) = match text.as_bytes().first() {
             Some(b'-') => (true, &text[1..]),
@@ -132,7 +132,7 @@ impl Quantity {
     }
 
     /// Compares two quantities.
-    pub(super) fn compare(self, other: Quantity) -> Ordering {
+    pub fn compare(self, other: Quantity) -> Ordering {
         match self.aligned(other) {
             Some((a, b, _)) => a.cmp(&b),
             None => self
@@ -167,7 +167,7 @@ impl Quantity {
     }
 
     /// -1, 0 or 1.
-    pub(super) fn sign(self) -> i64 {
+    pub fn sign(self) -> i64 {
         match self.mantissa.cmp(&0) {
             Ordering::Less => -1,
             Ordering::Equal => 0,
