@@ -328,7 +328,10 @@ impl Drop for Held {
         let Some(body) = self.request_body.take() else {
             return;
         };
-        let at_end = hyper::body::Body::is_end_stream(&SharedBody(body.clone()));
+        let at_end = {
+            let read = body.lock().unwrap_or_else(|p| p.into_inner());
+            hyper::body::Body::is_end_stream(&*read)
+        };
         if at_end {
             return;
         }
