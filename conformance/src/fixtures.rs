@@ -91,6 +91,22 @@ pub struct Fixtures {
     pub id_prefix: String,
 }
 
+impl Fixtures {
+    /// How long a provider should wait for a sandbox to get ready when its calls are given
+    /// `op_timeout`: three quarters of it. A sandbox that never gets ready (a paused
+    /// controller, a node gone) then fails its create with the provider's own error, which a
+    /// trial can judge (the agent-sandbox adapter's `unavailable`), before the trial's clock
+    /// fails the call with no code at all.
+    pub fn ready_timeout_within(op_timeout: Duration) -> Duration {
+        op_timeout * 3 / 4
+    }
+
+    /// [`Fixtures::ready_timeout_within`] these fixtures' [`Fixtures::op_timeout`].
+    pub fn ready_timeout(&self) -> Duration {
+        Self::ready_timeout_within(self.op_timeout)
+    }
+}
+
 impl Default for Fixtures {
     fn default() -> Self {
         Fixtures {
@@ -189,4 +205,22 @@ pub trait Faults: Send + Sync {
 pub trait ClusterClock: Send + Sync {
     /// Moves the clock forward by `by`: every timer whose deadline is then passed fires.
     async fn advance(&self, by: Duration) -> Result<(), Error>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ready_timeout_ends_before_the_calls_timeout_so_the_provider_answers_first() {
+        for secs in [1, 20, 30, 180] {
+            let fixtures = Fixtures {
+                op_timeout: Duration::from_secs(secs),
+                ..Fixtures::default()
+            };
+            let ready = fixtures.ready_timeout();
+            assert!(ready < fixtures.op_timeout, "{ready:?} for {secs} s");
+            assert!(ready >= fixtures.op_timeout / 2, "{ready:?} for {secs} s");
+        }
+    }
 }

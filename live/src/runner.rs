@@ -363,7 +363,7 @@ async fn connect(
     let name = pool.name.clone();
     let options = ConnectOptions::from_env()
         .with_kubeconfig_path(kubeconfig)
-        .with_ready_timeout(backend.op_timeout());
+        .with_ready_timeout(Fixtures::ready_timeout_within(backend.op_timeout()));
     let provider = AgentSandbox::connect(pool, options)
         .await
         .map_err(|e| Stop::Broken(format!("pool {name}: {e}")))?;

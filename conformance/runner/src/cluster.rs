@@ -70,11 +70,14 @@ pub(crate) fn run(
     };
     let providers = runtime.block_on(async {
         let mut providers = Vec::new();
-        for (pool, _) in &pools {
+        for (pool, fixtures) in &pools {
             let options = match &recording {
                 Some(r) => r.connect_options(),
                 None => connect_options(kubeconfig, context),
             };
+            // A sandbox that does not get ready fails with the adapter's code, not the trial's
+            // clock.
+            let options = options.with_ready_timeout(fixtures.ready_timeout());
             providers.push(connect(options, pool.clone()).await?);
         }
         Ok::<_, RunError>(providers)

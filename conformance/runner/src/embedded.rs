@@ -187,7 +187,7 @@ async fn connect(options: ConnectOptions, yaml: &str) -> Result<AgentSandbox, Ru
         .with_env(|_| None)
         .with_service_account_dir("/nonexistent")
         .with_page_size(5)
-        .with_ready_timeout(Duration::from_secs(20));
+        .with_ready_timeout(fast_fixtures().ready_timeout());
     AgentSandbox::connect(pool, options)
         .await
         .map_err(RunError::Connect)
