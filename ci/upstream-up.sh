@@ -20,12 +20,29 @@
 # Idempotent: a second run reuses what runs (same ports) and starts what does not.
 # ci/upstream-down.sh stops everything and removes the state.
 #
+#   bash ci/upstream-up.sh [--restart]
+#
+# --restart (for a running stack whose processes were killed, as ci/upstream-faults.sh kills
+# them): only starts again the control plane's processes that are not running (the same
+# settings give them the arguments of the first start) and waits for their health; nothing is
+# installed or applied and the nodes are left as they are.
+#
 # Settings (environment): UPSTREAM_DIR (default target/upstream), UPSTREAM_NODES (default 2),
 # UPSTREAM_REQUIRE_NODES (1: no fakekube kubelet is an error, not a warning), FAKEKUBE_BIN
-# (default target/debug/fakekube), KUBECTL (default the kubectl of the upstream build), and
-# those of ci/upstream-build.sh.
+# (default target/debug/fakekube), KUBECTL (default the kubectl of the upstream build),
+# UPSTREAM_APISERVER_ARGS (more kube-apiserver flags, split on spaces, such as
+# ci/upstream-faults.sh's short etcd compaction interval), and those of ci/upstream-build.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+restart_only=0
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --restart) restart_only=1; shift ;;
+        -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+        *) echo "upstream-up: unknown argument $1" >&2; exit 2 ;;
+    esac
+done
 
 NAMESPACE="sandboxes"
 readonly SYSTEM_NS="agent-sandbox-system"
@@ -40,6 +57,7 @@ readonly CRDS=(crd/sandboxes.agents.x-k8s.io crd/sandboxtemplates.extensions.age
 . ci/access.sh
 
 DIR="${UPSTREAM_DIR:-target/upstream}"
+read -r -a APISERVER_ARGS <<<"${UPSTREAM_APISERVER_ARGS:-}"
 NODES="${UPSTREAM_NODES:-2}"
 REQUIRE_NODES="${UPSTREAM_REQUIRE_NODES:-0}"
 FAKEKUBE_BIN="${FAKEKUBE_BIN:-target/debug/fakekube}"
@@ -230,7 +248,8 @@ start_apiserver() {
         --requestheader-allowed-names=front-proxy-client \
         --requestheader-username-headers=X-Remote-User \
         --requestheader-group-headers=X-Remote-Group \
-        --requestheader-extra-headers-prefix=X-Remote-Extra-
+        --requestheader-extra-headers-prefix=X-Remote-Extra- \
+        ${APISERVER_ARGS[@]+"${APISERVER_ARGS[@]}"}
     write_cert_kubeconfig "$DIR/kubeconfig" kubernetes-admin admin
     wait_for "kube-apiserver /readyz" 120 kube-apiserver k get --raw /readyz
 }
@@ -421,6 +440,17 @@ wait_warm_pool() {
 
 command -v curl >/dev/null 2>&1 || die "curl is not installed"
 command -v python3 >/dev/null 2>&1 || die "python3 is not installed (it picks the free ports)"
+if [ "$restart_only" = 1 ]; then
+    { [ -s "$DIR/ports.env" ] && [ -s "$DIR/controller.kubeconfig" ]; } ||
+        die "--restart: no stack was started in $DIR (run ci/upstream-up.sh first)"
+    choose_ports
+    start_etcd
+    start_apiserver
+    start_controllers
+    start_sandbox_controller
+    say "restarted: every control plane process runs ($((SECONDS - cp_start)) s)"
+    exit 0
+fi
 choose_ports
 make_pki
 start_etcd
