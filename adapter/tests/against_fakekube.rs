@@ -346,7 +346,10 @@ async fn missing_image_fails_at_once_and_removes_the_sandbox() {
 
 #[tokio::test]
 async fn crash_loop_is_sandbox_failed_and_get_says_failed() {
-    let kube = fake().await;
+    // A back-off of an hour keeps the pod waiting in CrashLoopBackOff after its first crash:
+    // with fakekube's default of 10 ms, a slow `get` may read it between a restart and the next
+    // crash.
+    let kube = fake_with(FakeKube::builder().crash_backoff(Duration::from_secs(3600))).await;
     kube.images().mark_crashing("crashy:1");
     let p = direct(&kube, &[]).await;
     let error = p
@@ -430,11 +433,14 @@ async fn exec_exit_codes_are_data_with_124_126_127() {
     ]))
     .await;
     assert_eq!(not_exec.exit_code, 126, "{not_exec:?}");
-    let started = std::time::Instant::now();
-    let timed_out =
-        run(ExecRequest::new(["sleep", "30"]).with_timeout(Duration::from_millis(300))).await;
+    // The command would outlast any test: the exec returns because its own timeout ended it.
+    let timed_out = tokio::time::timeout(
+        WAIT,
+        run(ExecRequest::new(["sleep", "3600"]).with_timeout(Duration::from_millis(300))),
+    )
+    .await
+    .expect("the timed-out exec does not wait for its command");
     assert_eq!(timed_out.exit_code, 124);
-    assert!(started.elapsed() < Duration::from_secs(10));
     let with_env_missing = run(ExecRequest::new(["nope"]).with_env("A", "1")).await;
     assert_eq!(with_env_missing.exit_code, 127);
 }
@@ -450,17 +456,21 @@ async fn exec_streams_stdout_and_stderr_separately_as_they_come() {
             ExecRequest::new([
                 "sh",
                 "-c",
-                "echo out1; echo err1 >&2; sleep 1; echo out2; exit 3",
+                "echo out1; echo err1 >&2; while [ ! -f /tmp/go ]; do sleep 0.05; done; echo out2; exit 3",
             ]),
         )
         .await
         .unwrap();
-    let started = std::time::Instant::now();
-    let first = session.next_event().await.unwrap().unwrap();
-    assert!(
-        started.elapsed() < Duration::from_millis(900),
-        "the first chunk waited for the sleep"
-    );
+    // The command goes on only once the test has seen its first chunk: a stream that held its
+    // output back until the end would show nothing, however long the test waited.
+    let first = tokio::time::timeout(WAIT, session.next_event())
+        .await
+        .expect("the first chunk came before the command went on")
+        .unwrap()
+        .unwrap();
+    p.write_file(&id("sb-stream"), "/tmp/go", Bytes::new())
+        .await
+        .unwrap();
     let mut events = vec![first];
     while let Some(event) = session.next_event().await {
         events.push(event.unwrap());
@@ -717,18 +727,29 @@ async fn a_pod_that_ignores_sigterm_holds_a_stop_until_its_grace_period_and_star
     let token = role_token(&kube, "role-token-stubborn");
     let pool = agentsandbox::PoolConfig::from_yaml(&pool_yaml("direct", &["volumeSize: 1Gi"]))
         .expect("pool config");
-    // A readiness timeout well under the 30 s grace period.
-    let opts = options(&kube, &token).with_ready_timeout(Duration::from_secs(1));
-    let p = agentsandbox::AgentSandbox::connect(pool, opts)
-        .await
-        .unwrap();
+    // Creating and starting wait as long as any test does. The stops wait less than the 30 s
+    // grace period (on real time here), so that only a process that ends on SIGTERM lets one
+    // finish: the quick stop waits long enough for a loaded machine, and the one that must give
+    // up gives up soon.
+    let connect = |timeout: Duration| {
+        agentsandbox::AgentSandbox::connect(
+            pool.clone(),
+            options(&kube, &token).with_ready_timeout(timeout),
+        )
+    };
+    let p = connect(WAIT).await.unwrap();
+    let within_grace = connect(Duration::from_secs(20)).await.unwrap();
+    let impatient = connect(Duration::from_secs(1)).await.unwrap();
     let sb = id("sb-stubborn");
     p.create(CreateRequest::new(sb.clone())).await.unwrap();
     p.write_file(&sb, "/workspace/kept.txt", Bytes::from_static(b"kept"))
         .await
         .unwrap();
     // The adapter's own loop traps SIGTERM: this stop is quick.
-    assert_eq!(p.stop(&sb).await.unwrap().state, SandboxState::Stopped);
+    assert_eq!(
+        within_grace.stop(&sb).await.unwrap().state,
+        SandboxState::Stopped
+    );
     // Someone replaces the loop with one that does not trap SIGTERM (pid 1 then ignores it).
     let mut containers = stored(&kube, "sandboxes", "sb-stubborn").await["spec"]["podTemplate"]
         ["spec"]["containers"]
@@ -747,7 +768,7 @@ async fn a_pod_that_ignores_sigterm_holds_a_stop_until_its_grace_period_and_star
         .unwrap();
     assert_eq!(p.start(&sb).await.unwrap().state, SandboxState::Running);
     let old_uid = stored(&kube, "pods", "sb-stubborn").await["metadata"]["uid"].clone();
-    let error = p.stop(&sb).await.unwrap_err();
+    let error = impatient.stop(&sb).await.unwrap_err();
     assert_eq!(error.code(), ErrorCode::Unavailable, "{error}");
     assert!(error.to_string().contains("still terminating"), "{error}");
     let pod = stored(&kube, "pods", "sb-stubborn").await;

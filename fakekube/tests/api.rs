@@ -1062,7 +1062,7 @@ async fn shutdown_ends_open_watches_and_returns() {
         )
         .await;
     let mut body = resp.into_body();
-    let done = tokio::time::timeout(Duration::from_secs(10), kube.shutdown()).await;
+    let done = tokio::time::timeout(Duration::from_secs(60), kube.shutdown()).await;
     assert!(done.is_ok(), "shutdown waited on an open watch");
     assert!(read_lines(&mut body, 1, &mut Vec::new()).await.is_empty());
 }

@@ -16,7 +16,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use fakekube_cassette::{Cassette, Kubeconfig, Proxy, Recorder, Replay, ReplayOptions};
 
 /// How long any one step may take before the test fails.
-const STEP: Duration = Duration::from_secs(20);
+const STEP: Duration = Duration::from_secs(60);
 
 async fn client(kubeconfig: &str) -> Api<Pod> {
     let kubeconfig = KubeRsConfig::from_yaml(kubeconfig).expect("the kubeconfig parses");

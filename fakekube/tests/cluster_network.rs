@@ -13,7 +13,9 @@ use serde_json::{Value, json};
 use std::time::Duration;
 use support::Client;
 
-const WAIT: Duration = Duration::from_secs(20);
+/// How long a test waits for a condition before it fails: generous, since a loaded machine is
+/// slow, and every wait returns as soon as its condition holds.
+const WAIT: Duration = Duration::from_secs(60);
 const PODS: &str = "/api/v1/namespaces/default/pods";
 const SERVICES: &str = "/api/v1/namespaces/default/services";
 

@@ -10,7 +10,9 @@ use serde_json::{Value, json};
 use std::time::Duration;
 use support::Client;
 
-const WAIT: Duration = Duration::from_secs(5);
+/// How long a test waits for a condition before it fails: generous, since a loaded machine is
+/// slow, and every wait returns as soon as its condition holds.
+const WAIT: Duration = Duration::from_secs(60);
 const SB: &str = "/apis/agents.x-k8s.io/v1beta1/namespaces/default/sandboxes";
 const EXT: &str = "/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/default";
 const HASH_LABEL: &str = "agents.x-k8s.io/sandbox-name-hash";
@@ -520,11 +522,10 @@ async fn expired_retained_sandbox_loses_pod_and_service_keeps_conditions_and_rev
 
 #[tokio::test]
 async fn shutdown_time_with_delete_policy_removes_the_sandbox_and_its_children_when_it_passes() {
-    let (kube, c) = start().await;
-    let at = time::OffsetDateTime::now_utc() + time::Duration::seconds(2);
-    let at = at
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default();
+    // On a manual clock, the shutdown time passes only once the PVC is there, however slowly
+    // the machine lets the controllers make it.
+    let (kube, c) = start_on_a_manual_clock().await;
+    let at = whole_second_after(&kube, 2);
     let vct = json!({
         "shutdownTime": at,
         "shutdownPolicy": "Delete",
@@ -542,6 +543,8 @@ async fn shutdown_time_with_delete_policy_removes_the_sandbox_and_its_children_w
         |o| o.is_some(),
     )
     .await;
+    settle(&kube).await;
+    kube.advance_clock(Duration::from_secs(3));
     wait_gone(&kube, "sandboxes", "doomed").await;
     wait_gone(&kube, "pods", "doomed").await;
     wait_gone(&kube, "persistentvolumeclaims", "d-doomed").await;
@@ -1264,7 +1267,9 @@ async fn expired_claim_with_retain_deletes_its_sandbox_and_stays_claim_expired()
 
 #[tokio::test]
 async fn expired_claim_with_delete_or_delete_foreground_is_deleted_with_its_sandbox() {
-    let (kube, c) = start().await;
+    // On a manual clock, the claims expire only once their sandboxes are there, however slowly
+    // the machine lets the controllers make them.
+    let (kube, c) = start_on_a_manual_clock().await;
     post(
         &c,
         &format!("{EXT}/sandboxtemplates"),
@@ -1273,10 +1278,7 @@ async fn expired_claim_with_delete_or_delete_foreground_is_deleted_with_its_sand
     .await;
     post(&c, &format!("{EXT}/sandboxwarmpools"), pool("wp", "t", 0)).await;
     for (name, policy) in [("del", "Delete"), ("fg", "DeleteForeground")] {
-        let at = time::OffsetDateTime::now_utc() + time::Duration::seconds(1);
-        let at = at
-            .format(&time::format_description::well_known::Rfc3339)
-            .unwrap_or_default();
+        let at = whole_second_after(&kube, 1);
         let spec = json!({
             "env": [ { "name": "A", "value": "b" } ],
             "lifecycle": { "shutdownTime": at, "shutdownPolicy": policy },
@@ -1284,6 +1286,8 @@ async fn expired_claim_with_delete_or_delete_foreground_is_deleted_with_its_sand
         post(&c, &format!("{EXT}/sandboxclaims"), claim(name, "wp", spec)).await;
         wait(&kube, "sandboxes", name, "the sandbox", |o| o.is_some()).await;
     }
+    settle(&kube).await;
+    kube.advance_clock(Duration::from_secs(2));
     for name in ["del", "fg"] {
         wait_gone(&kube, "sandboxclaims", name).await;
         wait_gone(&kube, "sandboxes", name).await;

@@ -93,7 +93,7 @@ async fn the_sandbox_controller_over_https_makes_a_sandbox_ready_with_its_pod_an
             "pods",
             "default",
             "over-https",
-            Duration::from_secs(10),
+            Duration::from_secs(60),
             |p| p.is_some(),
         )
         .await
@@ -106,7 +106,7 @@ async fn the_sandbox_controller_over_https_makes_a_sandbox_ready_with_its_pod_an
             "services",
             "default",
             "over-https",
-            Duration::from_secs(10),
+            Duration::from_secs(60),
             |s| s.is_some(),
         )
         .await

@@ -50,7 +50,7 @@ impl Cluster {
             "customresourcedefinition.apiextensions.k8s.io/widgets.stable.example.com created\n",
         );
         self.k
-            .run(&["wait", "--for", "condition=established", "--timeout=10s", "crd/widgets.stable.example.com"])
+            .run(&["wait", "--for", "condition=established", "--timeout=50s", "crd/widgets.stable.example.com"])
             .success()
             .stdout_is("customresourcedefinition.apiextensions.k8s.io/widgets.stable.example.com condition met\n");
     }
@@ -395,7 +395,7 @@ fn crd_validation_scenario(bin: &str) {
         "wait",
         "--for",
         "condition=established",
-        "--timeout=10s",
+        "--timeout=50s",
         "crd/gizmos.stable.example.com",
     ])
     .success();
@@ -428,7 +428,7 @@ fn release_manifests_scenario(bin: &str) {
             "wait",
             "--for",
             "condition=established",
-            "--timeout=10s",
+            "--timeout=50s",
             "crd/sandboxclaims.extensions.agents.x-k8s.io",
         ])
         .success();

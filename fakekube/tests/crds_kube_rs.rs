@@ -19,7 +19,7 @@ use serde_json::json;
 use std::time::Duration;
 
 /// How long a test waits for a condition or an event.
-const WAIT: Duration = Duration::from_secs(10);
+const WAIT: Duration = Duration::from_secs(60);
 
 /// The spec of a Gizmo: a size that a CEL rule keeps within its limit, and a defaulted mode.
 #[derive(CustomResource, Deserialize, Serialize, Clone, Debug, JsonSchema)]

@@ -24,7 +24,7 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 
 /// How long any one step may take before the test fails.
-const STEP: Duration = Duration::from_secs(20);
+const STEP: Duration = Duration::from_secs(60);
 
 /// Runs `f` with a [`STEP`] timeout.
 async fn step<F: std::future::Future>(what: &str, f: F) -> F::Output {
@@ -702,9 +702,10 @@ async fn a_spdy_post_is_upgraded_with_the_protocol_it_offers_or_refused_with_403
 #[tokio::test]
 async fn pings_are_answered_while_a_command_runs() {
     let (kube, _) = server_with_pod(&[]).await;
+    // `cat` runs until the test closes its stdin, which it does only once the pong came.
     let (mut ws, _) = ws_connect(
         &kube,
-        &exec_path(&["sleep", "1"]),
+        &format!("{}&stdin=true", exec_path(&["cat"])),
         "v5.channel.k8s.io",
         Some(kube.token()),
     )
@@ -713,7 +714,7 @@ async fn pings_are_answered_while_a_command_runs() {
     ws.send(Message::Ping(b"are you there".to_vec().into()))
         .await
         .expect("the ping is sent");
-    let pong = tokio::time::timeout(Duration::from_millis(700), async {
+    let pong = tokio::time::timeout(STEP, async {
         while let Some(Ok(m)) = ws.next().await {
             if let Message::Pong(p) = m {
                 return Some(p.to_vec());
@@ -723,6 +724,9 @@ async fn pings_are_answered_while_a_command_runs() {
     })
     .await;
     assert_eq!(pong.ok().flatten(), Some(b"are you there".to_vec()));
+    ws.send(Message::binary(vec![255u8, 0]))
+        .await
+        .expect("stdin is closed");
     let (_, close, _) = read_session(&mut ws).await;
     assert_eq!(close, Some(1000));
     kube.shutdown().await;

@@ -178,7 +178,7 @@ fn create_pod(kubeconfig: &Path, name: &str) {
             "wait",
             "--for=condition=Ready",
             &format!("pod/{name}"),
-            "--timeout=30s",
+            "--timeout=50s",
         ],
         None,
     )
@@ -260,14 +260,15 @@ fn kubectl_exec_t_runs_under_a_terminal_with_resize_and_line_endings() {
         let Some(bin) = kubectl(minor) else { continue };
         // `script` gives kubectl a pseudo-terminal, so `-t` is honoured; the typed line ends
         // with `\r` as a terminal in raw mode sends it. The sleep keeps script's input open
-        // until the command is done.
+        // until the command is done, however slow the machine (script ends with the command,
+        // and the typist is killed then).
         let inner = format!(
             "KUBECONFIG={} {bin} exec -it box -- sh -c 'read line; echo \"got=$line\"; echo to-stderr >&2; exit 7'",
             server.kubeconfig.display()
         );
         let mut typist = Command::new("sh")
             .arg("-c")
-            .arg("sleep 1; printf 'typed\\r'; sleep 2")
+            .arg("sleep 1; printf 'typed\\r'; sleep 600")
             .stdout(Stdio::piped())
             .spawn()
             .expect("sh starts");
@@ -407,7 +408,7 @@ fn kubectl_1_27_exec_t_over_spdy_runs_under_a_terminal() {
     );
     let mut typist = Command::new("sh")
         .arg("-c")
-        .arg("sleep 1; printf 'typed\\r'; sleep 2")
+        .arg("sleep 1; printf 'typed\\r'; sleep 600")
         .stdout(Stdio::piped())
         .spawn()
         .expect("sh starts");
@@ -449,7 +450,7 @@ fn kubectl_1_27_to_1_29_attach_over_spdy_feeds_the_main_process_and_reads_its_ou
                 "wait",
                 "--for=condition=Ready",
                 &format!("pod/{name}"),
-                "--timeout=30s",
+                "--timeout=50s",
             ],
             None,
         )
@@ -505,7 +506,7 @@ fn kubectl_waits_for_a_sandbox_to_be_ready_and_execs_into_its_pod() {
             "wait",
             "--for=condition=Ready",
             "sandbox/box",
-            "--timeout=30s",
+            "--timeout=50s",
         ],
         None,
     )

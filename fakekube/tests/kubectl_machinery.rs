@@ -107,7 +107,7 @@ fn columns_scenario(minor: u32) {
     k.run(&[
         "wait",
         "--for=condition=Ready",
-        "--timeout=30s",
+        "--timeout=50s",
         "sandbox/box",
     ])
     .success();
@@ -180,7 +180,7 @@ fn logs_scenario(minor: u32) {
     k.run(&[
         "wait",
         "--for=condition=Ready",
-        "--timeout=30s",
+        "--timeout=50s",
         "pod/talker",
     ])
     .success();

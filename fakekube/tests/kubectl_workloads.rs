@@ -49,6 +49,25 @@ fn pod_names(k: &Kubectl, selector: &str) -> Vec<String> {
     names
 }
 
+/// Reads `read` until it gives `want`, for up to a minute, as one waits for controllers to
+/// settle (pods of a scaled-down ReplicaSet still terminating, replacements not yet made);
+/// panics with the last reading if it never does.
+#[track_caller]
+fn settles_at<T: PartialEq + std::fmt::Debug>(what: &str, want: T, read: impl Fn() -> T) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let got = read();
+        if got == want {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what}: still {got:?}, not {want:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
 fn deployment_scenario(minor: u32) {
     let Some(c) = Cluster::start(minor) else {
         return;
@@ -123,7 +142,8 @@ fn deployment_scenario(minor: u32) {
         .success();
     k.run(&["rollout", "status", "deployment/web", "--timeout=50s"])
         .success();
-    assert_eq!(pod_names(k, "app=web").len(), 3);
+    // A rollout is done while the old ReplicaSet's pods may still be terminating.
+    settles_at("the pods of app=web", 3, || pod_names(k, "app=web").len());
     let events = k
         .run(&[
             "get",
@@ -286,21 +306,27 @@ fn cluster_objects_and_drain_scenario(minor: u32) {
         "drain",
         "fakekube-node",
         "--pod-selector=app=web",
-        "--timeout=30s",
+        "--timeout=50s",
     ])
     .success();
-    // The replacements wait on the cordoned node, then run once it is uncordoned.
-    let pending = k
-        .run(&[
-            "get",
-            "pods",
-            "-l",
-            "app=web",
-            "-o",
-            "jsonpath={.items[*].status.conditions[0].reason}",
-        ])
-        .success();
-    assert_eq!(pending.stdout, "Unschedulable Unschedulable", "{pending}");
+    // The replacements wait on the cordoned node, then run once it is uncordoned. The drain
+    // ends once the evicted pods are gone, which may be before the ReplicaSet has made both.
+    settles_at(
+        "the replacements' first condition",
+        "Unschedulable Unschedulable".to_string(),
+        || {
+            k.run(&[
+                "get",
+                "pods",
+                "-l",
+                "app=web",
+                "-o",
+                "jsonpath={.items[*].status.conditions[0].reason}",
+            ])
+            .success()
+            .stdout
+        },
+    );
     k.run(&["uncordon", "fakekube-node"]).success();
     k.run(&["rollout", "status", "deployment/web", "--timeout=50s"])
         .success();

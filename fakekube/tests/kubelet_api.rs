@@ -20,7 +20,7 @@ use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 
 /// How long any one step may take before the test fails.
-const STEP: Duration = Duration::from_secs(20);
+const STEP: Duration = Duration::from_secs(60);
 
 /// Runs `f` with a [`STEP`] timeout.
 async fn step<F: std::future::Future>(what: &str, f: F) -> F::Output {

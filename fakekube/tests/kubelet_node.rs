@@ -212,9 +212,11 @@ fn kubelet_request(
     ))
 }
 
-/// Polls `check` every 20 ms for up to 20 s.
+/// Polls `check` every 20 ms for up to 60 s (generous: a loaded machine is slow, and the poll
+/// returns as soon as `check` holds).
 async fn eventually<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
-    for _ in 0..1000 {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while tokio::time::Instant::now() < deadline {
         if let Some(v) = check().await {
             return v;
         }

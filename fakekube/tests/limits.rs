@@ -15,7 +15,7 @@ use support::Client;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// How long a test waits for what it expects before it fails (a hang guard, not a measure).
-const PATIENCE: Duration = Duration::from_secs(30);
+const PATIENCE: Duration = Duration::from_secs(60);
 
 #[tokio::test]
 async fn a_create_in_text_plain_is_refused_with_415_and_nothing_is_stored() {
@@ -221,9 +221,9 @@ async fn a_connection_that_sends_headers_too_slowly_is_closed() {
         .await
         .expect("starts");
     let (mut tls, _) = Client::new(&kube).connect().await;
-    tls.write_all(b"GET /version HTTP/1.1\r\nHost: x\r\n")
-        .await
-        .unwrap();
+    // On a loaded machine the server may already have closed the connection: the write may
+    // then fail, and the read below sees the close all the same.
+    let _ = tls.write_all(b"GET /version HTTP/1.1\r\nHost: x\r\n").await;
     let mut buf = [0u8; 256];
     let read = tokio::time::timeout(PATIENCE, tls.read(&mut buf))
         .await

@@ -15,7 +15,9 @@ use std::time::Duration;
 use support::{Client, Reply};
 use tokio::sync::{Mutex, mpsc};
 
-const WAIT: Duration = Duration::from_secs(10);
+/// How long a test waits for a condition before it fails: generous, since a loaded machine is
+/// slow, and every wait returns as soon as its condition holds.
+const WAIT: Duration = Duration::from_secs(60);
 const PODS: &str = "/api/v1/namespaces/default/pods";
 
 async fn start() -> (FakeKube, Client) {

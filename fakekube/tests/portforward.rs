@@ -101,7 +101,7 @@ fn server_with_web_pod() -> Server {
     setup(&server.kubeconfig, &["apply", "-f", "-"], Some(WEB_POD));
     setup(
         &server.kubeconfig,
-        &["wait", "--for=condition=Ready", "pod/web", "--timeout=30s"],
+        &["wait", "--for=condition=Ready", "pod/web", "--timeout=50s"],
         None,
     );
     // Running says the programs started, not that they listen yet: ask from inside the pod

@@ -214,7 +214,7 @@ async fn a_cluster_role_labelled_to_aggregate_into_view_reaches_every_view_bindi
             "clusterroles",
             "",
             aggregated,
-            Duration::from_secs(10),
+            Duration::from_secs(60),
             has_sandboxes,
         )
         .await
@@ -399,7 +399,7 @@ async fn a_legacy_token_secret_is_filled_works_as_its_account_and_is_revoked_wit
             "secrets",
             NS,
             "runner-token",
-            Duration::from_secs(10),
+            Duration::from_secs(60),
             |s| s.is_some_and(|s| s.pointer("/data/token").is_some()),
         )
         .await
@@ -461,7 +461,7 @@ async fn a_token_secret_of_a_missing_service_account_is_deleted() {
         "secrets",
         NS,
         "orphan-token",
-        Duration::from_secs(10),
+        Duration::from_secs(60),
         |s| s.is_none(),
     )
     .await

@@ -89,7 +89,7 @@ async fn no_token_or_key_appears_in_logs_errors_or_debug_output() {
             "secrets",
             "default",
             "leaky-token",
-            Duration::from_secs(10),
+            Duration::from_secs(60),
             |s| s.is_some_and(|s| s.pointer("/data/token").is_some()),
         )
         .await

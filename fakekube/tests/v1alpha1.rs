@@ -18,6 +18,10 @@ const EXT_BETA: &str = "/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/defa
 const STATE: &str = "api.agents.x-k8s.io/v1alpha1-sandbox-state";
 const MERGE: &str = "application/merge-patch+json";
 
+/// How long a test waits for the controllers before it fails: generous, since a loaded machine
+/// is slow, and every wait returns as soon as its condition holds.
+const WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
 async fn start() -> (FakeKube, Client) {
     support::start(FakeKube::builder().kubelet(false)).await
 }
@@ -200,19 +204,16 @@ async fn a_sandbox_written_at_either_version_is_listed_and_patched_at_the_other(
 async fn the_v1alpha1_scale_subresource_suspends_a_sandbox() {
     let (kube, c) = start().await;
     c.json(Method::POST, ALPHA, &alpha_sandbox("s", 1)).await;
-    // The Scale carries the resourceVersion: read it once the controllers' writes are in.
-    assert!(
-        kube.controllers_settled(std::time::Duration::from_secs(5))
-            .await
-    );
     let scale = c.get(&format!("{ALPHA}/s/scale")).await;
     assert_eq!(scale.status, StatusCode::OK, "{}", scale.json());
-    let mut scale = scale.json();
+    let scale = scale.json();
     assert_eq!(scale["kind"], "Scale");
     assert_eq!(scale["spec"]["replicas"], 1);
-    scale["spec"]["replicas"] = json!(0);
+    // The Scale carries the Sandbox's resourceVersion, and the controllers write the Sandbox's
+    // status apart from this test: the write is a read-modify-write, retried on a conflict.
+    let path = format!("{ALPHA}/s/scale");
     let put = c
-        .json(Method::PUT, &format!("{ALPHA}/s/scale"), &scale)
+        .read_modify_put(&path, &path, |scale| scale["spec"]["replicas"] = json!(0))
         .await;
     assert_eq!(put.status, StatusCode::OK, "{}", put.json());
     assert_eq!(put.json()["spec"]["replicas"], 0);
@@ -251,17 +252,18 @@ async fn a_v1alpha1_watch_sees_objects_written_at_v1beta1_in_v1alpha1() {
 async fn a_status_written_at_v1alpha1_reaches_v1beta1_without_its_alpha_only_fields() {
     let (kube, c) = start().await;
     c.json(Method::POST, ALPHA, &alpha_sandbox("s", 0)).await;
-    // The controllers write the status apart from this test: read it once they have, so the
-    // update below carries the latest resourceVersion.
-    assert!(
-        kube.controllers_settled(std::time::Duration::from_secs(5))
-            .await
-    );
-    let mut alpha = c.get(&format!("{ALPHA}/s")).await.json();
-    alpha["status"]["serviceFQDN"] = json!("s.default.svc.cluster.local");
-    alpha["status"]["replicas"] = json!(0);
+    // The controllers write the status apart from this test: let them finish their first
+    // round, and retry the read-modify-write should one of theirs still come in between.
+    assert!(kube.controllers_settled(WAIT).await);
     let written = c
-        .json(Method::PUT, &format!("{ALPHA}/s/status"), &alpha)
+        .read_modify_put(
+            &format!("{ALPHA}/s"),
+            &format!("{ALPHA}/s/status"),
+            |alpha| {
+                alpha["status"]["serviceFQDN"] = json!("s.default.svc.cluster.local");
+                alpha["status"]["replicas"] = json!(0);
+            },
+        )
         .await;
     assert_eq!(written.status, StatusCode::OK, "{}", written.json());
     let written = written.json();
@@ -320,13 +322,9 @@ async fn a_claim_without_a_named_pool_points_at_a_shadow_pool_and_reads_back_as_
             .find(|c| c["type"] == "Ready")
             .cloned()
     };
-    kube.wait_for(
-        "sandboxclaims",
-        "default",
-        "c",
-        std::time::Duration::from_secs(10),
-        |c| c.and_then(ready).is_some(),
-    )
+    kube.wait_for("sandboxclaims", "default", "c", WAIT, |c| {
+        c.and_then(ready).is_some()
+    })
     .await
     .expect("the claim is reconciled");
     let alpha = c.get(&format!("{EXT_ALPHA}/sandboxclaims/c")).await.json();
@@ -364,13 +362,7 @@ async fn run_pod(c: &Client, name: &str, ip: &str) {
 
 async fn wait(kube: &FakeKube, resource: &str, name: &str, pred: impl Fn(&Value) -> bool) -> Value {
     match kube
-        .wait_for(
-            resource,
-            "default",
-            name,
-            std::time::Duration::from_secs(10),
-            |o| o.is_some_and(&pred),
-        )
+        .wait_for(resource, "default", name, WAIT, |o| o.is_some_and(&pred))
         .await
     {
         Ok(v) => v.unwrap_or_default(),

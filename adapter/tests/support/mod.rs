@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 pub const NS: &str = "sandboxes";
 
 /// How long a test waits for anything.
-pub const WAIT: Duration = Duration::from_secs(20);
+pub const WAIT: Duration = Duration::from_secs(60);
 
 /// Starts fakekube with the `sandboxes` namespace.
 pub async fn fake() -> FakeKube {

@@ -36,7 +36,7 @@ fn fixtures() -> Fixtures {
         stream_gap: Duration::from_millis(500),
         ttl: Duration::from_secs(1),
         ttl_backstop_wait: Some(Duration::from_secs(3)),
-        delete_wait: Duration::from_secs(5),
+        delete_wait: Duration::from_secs(30),
         id_prefix: "py".to_owned(),
         ..Fixtures::default()
     }
@@ -97,7 +97,7 @@ fn python_example_passes_over_stdio() {
             root.path().display()
         );
         let (child, transport) = ProviderProcess::spawn(&command).unwrap();
-        let remote = RemoteProvider::connect(conversation.tap(transport), Duration::from_secs(20))
+        let remote = RemoteProvider::connect(conversation.tap(transport), Duration::from_secs(60))
             .await
             .unwrap();
         (child, remote)
@@ -130,7 +130,7 @@ fn python_example_passes_over_websocket() {
         BufReader::new(stdout).read_line(&mut url).await.unwrap();
         assert!(url.starts_with("ws://127.0.0.1:"), "{url:?}");
         let transport = Transport::connect_websocket(url.trim()).await.unwrap();
-        let remote = RemoteProvider::connect(conversation.tap(transport), Duration::from_secs(20))
+        let remote = RemoteProvider::connect(conversation.tap(transport), Duration::from_secs(60))
             .await
             .unwrap();
         (child, remote)

@@ -32,7 +32,7 @@ fn connect(
     rt.block_on(async {
         let (runner, server) = Transport::pair();
         tokio::spawn(serve(Arc::new(provider), server));
-        RemoteProvider::connect(wrap(runner), Duration::from_secs(5))
+        RemoteProvider::connect(wrap(runner), Duration::from_secs(60))
             .await
             .expect("initialize over an in-memory pair")
     })
@@ -188,7 +188,7 @@ fn calls_after_the_provider_goes_away_are_unavailable() {
     rt.block_on(async {
         let (runner, server) = Transport::pair();
         let serving = tokio::spawn(serve(Arc::new(ReferenceProvider::new()), server));
-        let remote = RemoteProvider::connect(runner, Duration::from_secs(5))
+        let remote = RemoteProvider::connect(runner, Duration::from_secs(60))
             .await
             .unwrap();
         assert!(remote.health().await.unwrap().is_healthy());

@@ -194,7 +194,7 @@ mod tests {
         let waiter = {
             let s = s.clone();
             tokio::spawn(async move {
-                wait_for(&s, "pods", "default", "p", Duration::from_secs(5), |o| {
+                wait_for(&s, "pods", "default", "p", Duration::from_secs(60), |o| {
                     o.is_some()
                 })
                 .await

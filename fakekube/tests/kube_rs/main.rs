@@ -20,7 +20,7 @@ use std::fmt::Debug;
 use std::time::Duration;
 
 /// How long a test waits for one watch event before it fails.
-const EVENT_WAIT: Duration = Duration::from_secs(10);
+const EVENT_WAIT: Duration = Duration::from_secs(60);
 
 /// A server with the defaults.
 async fn start() -> fakekube::FakeKube {
@@ -114,6 +114,26 @@ fn api_error<T: Debug>(result: Result<T, kube::Error>) -> Status {
     match result {
         Err(kube::Error::Api(status)) => *status,
         other => panic!("expected an API error carrying a Status, got {other:?}"),
+    }
+}
+
+/// Runs `attempt` (a read, a change and a write) again while its write is refused with 409
+/// Conflict because another writer (a controller) changed the object since the read, as a
+/// client of a cluster does (client-go's `retry.RetryOnConflict`); returns what the first
+/// write that does not conflict returned, and panics on another error or after a minute of
+/// conflicts.
+async fn retry_on_conflict<T>(
+    what: &str,
+    mut attempt: impl AsyncFnMut() -> Result<T, kube::Error>,
+) -> T {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        match attempt().await {
+            Ok(done) => return done,
+            Err(kube::Error::Api(s)) if s.code == 409 && tokio::time::Instant::now() < deadline => {
+            }
+            Err(e) => panic!("{what}: {e}"),
+        }
     }
 }
 

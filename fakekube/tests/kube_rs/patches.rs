@@ -382,16 +382,13 @@ async fn server_side_apply_records_managers_and_refuses_another_managers_field_u
     };
     // The agent-sandbox controller writes the Sandbox's status too: a replace from a stale read
     // is a 409, and the editor reads again and retries, as a client of a cluster does.
-    let mut attempts = 0;
-    let replaced = loop {
-        let mut edited = api.get("owned").await.expect("get");
+    let replaced = retry_on_conflict("the editor's replace", async || {
+        let mut edited = api.get("owned").await?;
         edited.labels_mut().insert("team".into(), "c".into());
         edited.metadata.managed_fields = None;
-        match api.replace("owned", &params, &edited).await {
-            Err(kube::Error::Api(status)) if status.code == 409 && attempts < 10 => attempts += 1,
-            other => break other.expect("replace"),
-        }
-    };
+        api.replace("owned", &params, &edited).await
+    })
+    .await;
     let editor = replaced
         .managed_fields()
         .iter()
@@ -461,8 +458,10 @@ async fn a_replace_with_a_stale_resource_version_is_a_conflict() {
     let first = api.get("r").await.expect("get");
 
     // The Sandbox controller writes too, so the fresh replace is a read-modify-write loop.
-    let replaced = read_modify_replace(&api, "r", |o| {
-        o.labels_mut().insert("round".into(), "1".into());
+    let replaced = retry_on_conflict("the fresh replace", async || {
+        let mut fresh = api.get("r").await?;
+        fresh.labels_mut().insert("round".into(), "1".into());
+        api.replace("r", &PostParams::default(), &fresh).await
     })
     .await;
     assert!(rv_of(&replaced) > rv_of(&first));
@@ -484,23 +483,4 @@ async fn a_replace_with_a_stale_resource_version_is_a_conflict() {
         "the stale write was not stored"
     );
     kube.shutdown().await;
-}
-
-/// Gets `name`, changes it with `change` and replaces it, again while the replace conflicts
-/// with another writer (the Sandbox controller).
-async fn read_modify_replace(
-    api: &Api<DynamicObject>,
-    name: &str,
-    change: impl Fn(&mut DynamicObject),
-) -> DynamicObject {
-    for _ in 0..20 {
-        let mut obj = api.get(name).await.expect("get");
-        change(&mut obj);
-        match api.replace(name, &PostParams::default(), &obj).await {
-            Ok(done) => return done,
-            Err(kube::Error::Api(s)) if s.code == 409 => continue,
-            Err(e) => panic!("replace: {e}"),
-        }
-    }
-    panic!("20 conflicts in a row replacing {name}");
 }

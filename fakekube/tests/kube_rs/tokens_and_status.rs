@@ -116,24 +116,14 @@ async fn replace_status_changes_the_status_and_not_the_spec() {
     let spec_before = created.data["spec"].clone();
 
     // The Sandbox controller writes status too: retry on its conflicts as a controller would.
-    let mut replaced = None;
-    for _ in 0..20 {
-        let mut body = api.get_status("st").await.expect("get_status");
+    let replaced = retry_on_conflict("replace_status", async || {
+        let mut body = api.get_status("st").await?;
         body.data["status"] = ready_status("ByReplace");
         body.data["spec"]["shutdownPolicy"] = json!("Delete");
-        match api
-            .replace_status("st", &PostParams::default(), &body)
+        api.replace_status("st", &PostParams::default(), &body)
             .await
-        {
-            Ok(done) => {
-                replaced = Some(done);
-                break;
-            }
-            Err(kube::Error::Api(s)) if s.code == 409 => continue,
-            Err(e) => panic!("replace_status: {e}"),
-        }
-    }
-    let replaced = replaced.expect("replace_status succeeds within 20 tries");
+    })
+    .await;
     assert_eq!(
         replaced.data["status"]["conditions"][0]["reason"],
         "ByReplace"

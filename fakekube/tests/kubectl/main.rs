@@ -98,7 +98,7 @@ impl Server {
             // Keep draining so that fakekube never writes into a closed pipe.
             let _ = std::io::copy(&mut reader, &mut std::io::sink());
         });
-        let first = match rx.recv_timeout(Duration::from_secs(20)) {
+        let first = match rx.recv_timeout(Duration::from_secs(60)) {
             Ok(line) => line,
             Err(e) => {
                 let _ = child.kill();

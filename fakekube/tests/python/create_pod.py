@@ -20,14 +20,14 @@ def main():
         ),
     )
     api.create_namespaced_pod(ns, pod)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         phase = api.read_namespaced_pod(name, ns).status.phase
         if phase == "Running":
             print("Running")
             return
         time.sleep(0.05)
-    sys.exit("pod %s/%s is not Running after 30 s (phase %s)" % (ns, name, phase))
+    sys.exit("pod %s/%s is not Running after 60 s (phase %s)" % (ns, name, phase))
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ def wait_prompt(resp, prompts):
     """Reads stdout until the shell's prompt ends it, as a person waits before typing (what is
     typed sooner is echoed before the prompt, as on any terminal)."""
     shown = ""
-    for _ in range(20):
+    for _ in range(60):
         resp.update(timeout=1)
         shown += resp.read_stdout(timeout=0) or ""
         if shown.endswith("# "):
@@ -42,19 +42,19 @@ def session(api, ns, pod, tty):
     if tty:
         wait_prompt(resp, prompts)
     resp.write_stdin("echo first answer\n")
-    lines.append(resp.readline_stdout(timeout=10))
+    lines.append(resp.readline_stdout(timeout=60))
     if tty:
-        lines.append(resp.readline_stdout(timeout=10))
+        lines.append(resp.readline_stdout(timeout=60))
         wait_prompt(resp, prompts)
     resp.write_stdin("echo second >&2; echo third\n")
-    lines.append(resp.readline_stdout(timeout=10))
+    lines.append(resp.readline_stdout(timeout=60))
     if tty:
-        lines.append(resp.readline_stdout(timeout=10))
-        lines.append(resp.readline_stdout(timeout=10))
+        lines.append(resp.readline_stdout(timeout=60))
+        lines.append(resp.readline_stdout(timeout=60))
     else:
-        lines.append(resp.readline_stderr(timeout=10))
+        lines.append(resp.readline_stderr(timeout=60))
     resp.write_stdin("exit 4\n")
-    resp.run_forever(timeout=10)
+    resp.run_forever(timeout=60)
     try:
         code = resp.returncode
     except Exception as e:

@@ -27,7 +27,7 @@ def ws_exec(api, ns, pod, command, **kwargs):
     )
 
 
-def finish(resp, timeout=20):
+def finish(resp, timeout=60):
     """Reads until the server closes; returns stdout, stderr, the raw status and returncode."""
     resp.run_forever(timeout=timeout)
     status = resp.peek_channel(3)

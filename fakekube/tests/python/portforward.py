@@ -20,7 +20,7 @@ def main():
         api.connect_get_namespaced_pod_portforward, name, ns, ports=str(port)
     )
     sock = pf.socket(port)
-    sock.settimeout(20)
+    sock.settimeout(60)
     sock.sendall(b"GET / HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
     reply = b""
     while True:

@@ -16,7 +16,7 @@ import sys
 import termios
 import time
 
-STEP_SECONDS = 20
+STEP_SECONDS = 60
 
 
 def read_until(fd, want, seen):

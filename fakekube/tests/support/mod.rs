@@ -40,6 +40,10 @@ pub async fn start_api_server() -> (fakekube::FakeKube, Client) {
     .await
 }
 
+/// How long [`Client::read_modify_put`] keeps retrying a write that conflicts with another
+/// writer's: a controller settles long before this.
+pub const CONFLICTS_FOR: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// The protocol a request goes over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Proto {
@@ -303,6 +307,40 @@ impl Client {
             serde_json::to_vec(body).expect("json"),
         )
         .await
+    }
+
+    /// Reads the object at `get_path`, changes it with `change` and PUTs it to `put_path` (its
+    /// own path or a subresource's); while the PUT is refused with 409 Conflict because another
+    /// writer (a controller) changed the object since the read, reads it again and retries, as
+    /// a client of a cluster does (client-go's `retry.RetryOnConflict`). Returns the first
+    /// reply that is not a conflict; panics after [`CONFLICTS_FOR`] of conflicts.
+    pub async fn read_modify_put(
+        &self,
+        get_path: &str,
+        put_path: &str,
+        change: impl Fn(&mut Value),
+    ) -> Reply {
+        let deadline = tokio::time::Instant::now() + CONFLICTS_FOR;
+        loop {
+            let read = self.get(get_path).await;
+            assert_eq!(
+                read.status,
+                StatusCode::OK,
+                "GET {get_path}: {}",
+                read.json()
+            );
+            let mut object = read.json();
+            change(&mut object);
+            let put = self.json(Method::PUT, put_path, &object).await;
+            if put.status != StatusCode::CONFLICT {
+                return put;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "PUT {put_path} still conflicts after {CONFLICTS_FOR:?}: {}",
+                put.json()
+            );
+        }
     }
 
     /// PATCH with a content type.

@@ -576,7 +576,7 @@ mod tests {
 
     async fn read_all(client: &mut Client) -> Seen {
         let mut seen = Seen::default();
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
         loop {
             let next = tokio::time::timeout_at(deadline, client.next()).await;
             match next {
@@ -600,7 +600,7 @@ mod tests {
     }
 
     async fn report(server: JoinHandle<Report>) -> Report {
-        match tokio::time::timeout(Duration::from_secs(20), server).await {
+        match tokio::time::timeout(Duration::from_secs(60), server).await {
             Ok(Ok(r)) => r,
             other => panic!("the session did not end cleanly: {other:?}"),
         }
@@ -737,14 +737,15 @@ mod tests {
 
     #[tokio::test]
     async fn pings_are_answered_while_the_command_runs() {
-        let (mut client, server) = start(Protocol::V5, OUT_ERR, &["sleep", "1"]).await;
+        // `cat` runs until the test closes its stdin, which it does only once the pong came.
+        let (mut client, server) = start(Protocol::V5, ALL, &["cat"]).await;
         assert!(
             client
                 .send(WsMessage::Ping(b"p1".to_vec().into()))
                 .await
                 .is_ok()
         );
-        let pong = tokio::time::timeout(Duration::from_millis(800), async {
+        let pong = tokio::time::timeout(Duration::from_secs(60), async {
             while let Some(Ok(m)) = client.next().await {
                 if let WsMessage::Pong(p) = m {
                     return Some(p.to_vec());
@@ -754,6 +755,7 @@ mod tests {
         })
         .await;
         assert_eq!(pong.ok().flatten(), Some(b"p1".to_vec()));
+        assert!(client.send(WsMessage::binary(vec![255u8, 0])).await.is_ok());
         let seen = read_all(&mut client).await;
         assert_eq!(seen.close, Some(1000));
         report(server).await;

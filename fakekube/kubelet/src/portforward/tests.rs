@@ -14,7 +14,9 @@ use tokio_tungstenite::tungstenite::Message as WsMessage;
 use tokio_tungstenite::tungstenite::protocol::Role;
 use tokio_util::sync::CancellationToken;
 
-const WAIT: Duration = Duration::from_secs(10);
+/// How long a test waits for a condition before it fails: generous, since a loaded machine is
+/// slow, and every wait returns as soon as its condition holds.
+const WAIT: Duration = Duration::from_secs(60);
 
 fn target(network: &PodNetwork) -> PortForwardTarget {
     PortForwardTarget {

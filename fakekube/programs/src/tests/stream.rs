@@ -11,7 +11,7 @@ use tokio::task::JoinHandle;
 use fakekube_runtime::{ExecIo, ExecSpec, ExitStatus, ProcessTable, exec};
 
 /// How long a test waits for output it expects before failing (a hang guard, not a timing).
-const PATIENCE: Duration = Duration::from_secs(10);
+const PATIENCE: Duration = Duration::from_secs(60);
 
 /// A shell process driven one write at a time.
 struct Session {

@@ -5,7 +5,7 @@ use tokio::sync::watch;
 use super::*;
 
 /// How long a test waits for output it expects before failing (a hang guard, not a timing).
-const PATIENCE: Duration = Duration::from_secs(10);
+const PATIENCE: Duration = Duration::from_secs(60);
 
 /// A process on a terminal, driven keystroke by keystroke.
 struct Tty {

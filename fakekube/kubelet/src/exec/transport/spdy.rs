@@ -260,7 +260,9 @@ mod tests {
     use tokio::task::JoinHandle;
     use tokio_util::sync::CancellationToken;
 
-    const WAIT: Duration = Duration::from_secs(10);
+    /// How long a test waits for the session before it fails: generous, since a loaded machine
+    /// is slow, and every wait returns as soon as what it waits for comes.
+    const WAIT: Duration = Duration::from_secs(60);
 
     /// Stream ids as client-go opens them: error first, then stdin, stdout, stderr, resize.
     const ERROR: u32 = 1;

@@ -5,7 +5,9 @@ use crate::spdy::frame::Setting;
 use crate::spdy::testing::{Client, Seen};
 use tokio::io::DuplexStream;
 
-const WAIT: Duration = Duration::from_secs(10);
+/// How long a test waits for a condition before it fails: generous, since a loaded machine is
+/// slow, and every wait returns as soon as its condition holds.
+const WAIT: Duration = Duration::from_secs(60);
 
 fn start(accept: Accept) -> (Client<DuplexStream>, Connection) {
     let (server, client) = tokio::io::duplex(256 * 1024);
