@@ -146,6 +146,15 @@ fn rv_of<K: Resource>(obj: &K) -> u64 {
         .expect("a numeric resourceVersion")
 }
 
+/// A bookmark's resourceVersion, as a number (fakekube's are).
+fn bookmark_rv(bookmark: &kube::core::watch::Bookmark) -> u64 {
+    bookmark
+        .metadata
+        .resource_version
+        .parse()
+        .expect("a numeric bookmark resourceVersion")
+}
+
 /// The generation of an object.
 fn generation_of<K: Resource>(obj: &K) -> i64 {
     obj.meta().generation.expect("a generation")

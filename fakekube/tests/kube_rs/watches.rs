@@ -283,11 +283,7 @@ async fn a_raw_watch_with_bookmarks_gets_bookmarks_at_the_latest_resource_versio
     // the cluster's controllers may have written since the secret, never before it.
     match next_item(&mut stream).await.expect("a watch event") {
         WatchEvent::Bookmark(b) => {
-            let at: u64 = b
-                .metadata
-                .resource_version
-                .parse()
-                .expect("a numeric bookmark resourceVersion");
+            let at = bookmark_rv(&b);
             assert!(
                 at >= rv_of(&made) && at <= kube.resource_version(),
                 "the first bookmark is at {at}, not between the watch's start {from} and the latest {}",
@@ -307,11 +303,7 @@ async fn a_raw_watch_with_bookmarks_gets_bookmarks_at_the_latest_resource_versio
     assert_eq!(describe_raw(&next_change(&mut stream).await), "MODIFIED b");
     loop {
         if let WatchEvent::Bookmark(b) = next_item(&mut stream).await.expect("a watch event") {
-            let at: u64 = b
-                .metadata
-                .resource_version
-                .parse()
-                .expect("a numeric bookmark resourceVersion");
+            let at = bookmark_rv(&b);
             assert!(
                 at >= rv_of(&changed),
                 "a later bookmark is at or after the change"
