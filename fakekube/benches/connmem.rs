@@ -21,6 +21,8 @@
 
 #[path = "support/client_tls.rs"]
 mod client_tls;
+#[path = "support/rss.rs"]
+mod rss;
 
 use client_tls::client_tls;
 use fakekube::FakeKube;
@@ -179,15 +181,7 @@ fn report(label: &str, n: usize, before: &dhat::HeapStats, open: &dhat::HeapStat
 
 /// The resident set of this process, in MiB (with dhat's own records).
 fn rss_mib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<u64>().ok())
-        })
-        .map_or(0, |kb| kb / 1024)
+    rss::resident_bytes("self").map_or(0, |bytes| bytes >> 20)
 }
 
 /// The client process: reads where to connect from stdin, then per stage says `ready`, opens

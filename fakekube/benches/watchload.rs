@@ -18,6 +18,9 @@
 //!
 //! Run with `cargo bench -p fakekube --bench watchload`.
 
+#[path = "support/rss.rs"]
+mod rss;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -135,14 +138,7 @@ impl Drop for Fakekube {
 /// The resident memory of `pids`, summed, in bytes (0 for a process that is gone).
 fn rss(pids: &[u32]) -> u64 {
     pids.iter()
-        .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/status")).ok())
-        .filter_map(|status| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        })
-        .map(|kib| kib * 1024)
+        .filter_map(|pid| rss::resident_bytes(&pid.to_string()))
         .sum()
 }
 
