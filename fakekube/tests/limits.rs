@@ -131,6 +131,27 @@ async fn curl_gets_413_and_its_status_for_a_body_over_the_limit_over_http2_as_ov
     }
 }
 
+#[tokio::test]
+async fn a_body_declared_over_the_limit_is_answered_413_without_a_100_continue_first() {
+    let kube = FakeKube::builder().start().await.expect("starts");
+    let (mut tls, _) = Client::new(&kube).connect().await;
+    // What curl sends before a large upload: the headers, then it waits for 100 Continue.
+    let request = format!(
+        "POST /api/v1/namespaces/default/pods HTTP/1.1\r\nHost: x\r\n\
+         Authorization: Bearer {}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nExpect: 100-continue\r\n\r\n",
+        kube.token(),
+        4 << 20
+    );
+    tls.write_all(request.as_bytes()).await.unwrap();
+    let mut head = [0u8; 12];
+    tokio::time::timeout(PATIENCE, tls.read_exact(&mut head))
+        .await
+        .expect("an answer before any byte of the body")
+        .expect("a status line");
+    assert_eq!(String::from_utf8_lossy(&head), "HTTP/1.1 413");
+}
+
 /// fakekube's longest request target (path and query): 1 KiB under the 65,534 bytes the `http`
 /// crate holds (fakekube's `server::MAX_URI`).
 const MAX_URI: usize = 65_534 - 1024;

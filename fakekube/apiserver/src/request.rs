@@ -7,7 +7,7 @@ use crate::registry::ResourceType;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::{ApiError, Cause, Target};
 use crate::store::{DeleteOptions, FieldValidation, ListQuery, Propagation, WriteOptions};
-use axum::body::{Body, Bytes};
+use axum::body::{Body, Bytes, HttpBody};
 use http::{HeaderMap, StatusCode, header};
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
@@ -315,7 +315,15 @@ pub(crate) fn delete_options(query: &Query, raw: &[u8]) -> Result<DeleteOptions,
 }
 
 /// Reads the whole body, refusing one larger than [`MAX_BODY`] with 413.
+///
+/// A body whose declared length (`Content-Length`) is already over the limit is refused before
+/// a byte of it is read: over HTTP/1.1 hyper sends `100 Continue` to a client that waits for it
+/// (curl, for any large upload) when the body is first polled, and a client that was told to go
+/// on is still sending when the 413 closes the connection, so it may never read the answer.
 pub(crate) async fn read_body(body: Body) -> Result<Bytes, ApiError> {
+    if HttpBody::size_hint(&body).lower() > MAX_BODY as u64 {
+        return Err(ApiError::too_large(MAX_BODY));
+    }
     let limited = http_body_util::Limited::new(body, MAX_BODY);
     match limited.collect().await {
         Ok(c) => Ok(c.to_bytes()),
