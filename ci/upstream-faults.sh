@@ -264,7 +264,23 @@ for o in items:
         continue
     if kind in ("Pod", "Service", "PersistentVolumeClaim") and any(n in warm for n in owners(o, "Sandbox")):
         continue
-    print(f"{kind}/{name}")
+    # What holds it: a deletion not finished (finalizers, a kubelet that did not confirm),
+    # or an owner the garbage collector has not acted for.
+    m, why = o["metadata"], []
+    if m.get("deletionTimestamp"):
+        why.append("deleting since " + m["deletionTimestamp"])
+    if m.get("finalizers"):
+        why.append("finalizers " + ",".join(m["finalizers"]))
+    refs = [r["kind"] + "/" + r["name"] for r in m.get("ownerReferences", [])]
+    if refs:
+        why.append("owner " + ",".join(refs))
+    phase = o.get("status", {}).get("phase")
+    if phase:
+        why.append(f"phase {phase}")
+    node = o.get("spec", {}).get("nodeName")
+    if node:
+        why.append(f"node {node}")
+    print(f"{kind}/{name} (" + "; ".join(why) + ")")
 '
 }
 say "waiting up to 180 s for the garbage collector and the kubelets to remove what deleted objects own"
@@ -347,7 +363,8 @@ say "a watch from the run's first resourceVersion: $expired"
 if [ -z "$left" ]; then
     say "objects left: 0"
 else
-    say "objects left: $(printf '%s\n' "$left" | wc -l): $(printf '%s\n' "$left" | tr '\n' ' ')"
+    say "objects left: $(printf '%s\n' "$left" | wc -l):"
+    printf '%s\n' "$left" | sed 's/^/    /' >&2
 fi
 failed_runs="$(awk '$3 != 0' "$OUT/runs.txt" | wc -l)"
 if [ "$failed_runs" -ne 0 ] || [ -n "$left" ]; then
