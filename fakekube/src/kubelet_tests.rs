@@ -3,6 +3,7 @@
 //! errors, volumes across pod recreation, cancellation on deletion, attach and logs. Waits follow the store's change
 //! notifications; nothing sleeps a fixed time.
 
+use crate::client::{Change, Client, Delete, Gone, Kind, Part as ClientPart};
 use crate::status::ApiError;
 use crate::store::{DeleteOptions, Part, Store, StoreSettings, WriteOptions};
 use bytes::Bytes;
@@ -684,6 +685,121 @@ async fn when_the_change_log_no_longer_reaches_back_a_resync_notices_a_deleted_p
         pod("q", json!([ { "name": "c", "image": "busybox" } ])),
     );
     e.wait_running("q").await;
+}
+
+/// The store as the kubelet's API, with pod status writes and pod deletes refused while
+/// `down` is set, as the HTTPS client reports an API server that was killed (a 500 of its
+/// own); every other call goes through.
+#[derive(Debug)]
+struct Outage {
+    store: Arc<Store>,
+    down: AtomicBool,
+    /// Told of each refused call.
+    refused: Notify,
+}
+
+impl Outage {
+    fn refuse(&self) -> Result<(), ApiError> {
+        if !self.down.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        self.refused.notify_one();
+        Err(ApiError::internal(
+            "asking the API server: connection refused",
+        ))
+    }
+}
+
+impl Client for Outage {
+    fn get(&self, kind: Kind, ns: &str, name: &str) -> Option<Arc<Value>> {
+        Client::get(self.store.as_ref(), kind, ns, name)
+    }
+    fn served(&self, kind: Kind) -> bool {
+        Client::served(self.store.as_ref(), kind)
+    }
+    fn list(&self, kind: Kind, ns: Option<&str>) -> Vec<Arc<Value>> {
+        Client::list(self.store.as_ref(), kind, ns)
+    }
+    fn create(&self, kind: Kind, ns: &str, obj: Value) -> Result<Arc<Value>, ApiError> {
+        Client::create(self.store.as_ref(), kind, ns, obj)
+    }
+    fn update(
+        &self,
+        kind: Kind,
+        ns: &str,
+        name: &str,
+        obj: Value,
+        part: ClientPart,
+    ) -> Result<Arc<Value>, ApiError> {
+        if kind == Kind::Pod && part == ClientPart::Status {
+            self.refuse()?;
+        }
+        Client::update(self.store.as_ref(), kind, ns, name, obj, part)
+    }
+    fn merge_patch(
+        &self,
+        kind: Kind,
+        ns: &str,
+        name: &str,
+        patch: &Value,
+        part: ClientPart,
+    ) -> Result<Arc<Value>, ApiError> {
+        Client::merge_patch(self.store.as_ref(), kind, ns, name, patch, part)
+    }
+    fn bind(&self, ns: &str, name: &str, node: &str) -> Result<(), ApiError> {
+        Client::bind(self.store.as_ref(), ns, name, node)
+    }
+    fn delete(&self, kind: Kind, ns: &str, name: &str, opts: &Delete) -> Result<(), ApiError> {
+        if kind == Kind::Pod {
+            self.refuse()?;
+        }
+        Client::delete(self.store.as_ref(), kind, ns, name, opts)
+    }
+    fn position(&self) -> u64 {
+        Client::position(self.store.as_ref())
+    }
+    fn changes_since(&self, position: u64) -> Result<(Vec<Change>, u64), Gone> {
+        Client::changes_since(self.store.as_ref(), position)
+    }
+    fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        Client::subscribe(self.store.as_ref())
+    }
+    fn clock(&self) -> &crate::clock::Clock {
+        Client::clock(self.store.as_ref())
+    }
+}
+
+#[tokio::test]
+async fn a_stopped_pods_status_and_delete_that_the_api_refused_are_made_once_it_answers_again() {
+    let e = env(false);
+    let outage = Arc::new(Outage {
+        store: e.store.clone(),
+        down: AtomicBool::new(false),
+        refused: Notify::new(),
+    });
+    let kubelet = Arc::new(Kubelet::new(outage.clone(), Config::default()));
+    kubelet.spawn(e.shutdown.clone());
+    e.create(
+        "pods",
+        pod("p", json!([ { "name": "c", "image": "busybox" } ])),
+    );
+    e.wait_running("p").await;
+    // The API server goes down as the pod is deleted: the kubelet stops the pod, and its last
+    // status and its delete are refused.
+    outage.down.store(true, Ordering::SeqCst);
+    let refused = outage.refused.notified();
+    e.delete("pods", "p").await;
+    tokio::time::timeout(WAIT, refused)
+        .await
+        .unwrap_or_else(|_| panic!("the kubelet never asked the API to finish pod p"));
+    assert!(
+        e.store.get_opt(&rt("pods"), "default", "p").is_some(),
+        "the delete was refused, so the pod is still there"
+    );
+    // The API answers again: the kubelet's retry, due a moment later, finishes the pod.
+    outage.down.store(false, Ordering::SeqCst);
+    e.store.clock().advance(Duration::from_secs(2));
+    e.wait_gone("p").await;
 }
 
 /// The Node and Lease the kubelet writes, read back from the store.

@@ -439,6 +439,9 @@ pub struct PodRun {
     pub terminal: bool,
     /// The kubelet has deleted the stopped pod from the API (grace period 0).
     pub removed: bool,
+    /// When the status write or the delete the API did not take (it was down, or restarting)
+    /// is tried again, as the kubelet's status manager keeps trying until the API has them.
+    pub retry_at: Option<SystemTime>,
     /// Why the kubelet evicted the pod, once it did (its status message).
     pub evicted: Option<String>,
     /// Condition memory, for `lastTransitionTime`.
@@ -488,6 +491,7 @@ impl PodRun {
             deleting: false,
             terminal: false,
             removed: false,
+            retry_at: None,
             evicted: None,
             conds: HashMap::new(),
         }

@@ -67,6 +67,10 @@ const PROVISIONED_BY: &str = "pv.kubernetes.io/provisioned-by";
 /// What the kubelet's volumes name as their provisioner.
 const PROVISIONER: &str = "fakekube.io/kubelet";
 
+/// How long after the API refused a pod's status or its final delete (a restart of the API
+/// server, a dropped connection) the kubelet tries again.
+const API_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Whether the pod tolerates a cordoned node's `node.kubernetes.io/unschedulable` taint.
 fn tolerates_cordon(pod: &Value) -> bool {
     pod.pointer("/spec/tolerations")
@@ -287,7 +291,8 @@ impl Kubelet {
                     // Never started here: nothing to stop.
                     pass.remove.insert(uid.clone());
                     drop(st);
-                    self.remove_stopped(&ns, &name, &uid);
+                    // Refused, it is asked again when the pod next changes or is listed again.
+                    let _ = self.remove_stopped(&ns, &name, &uid);
                 }
                 None => {}
             }
@@ -403,7 +408,8 @@ impl Kubelet {
             );
         }
         let uid = meta_str(obj, "uid").unwrap_or("");
-        write_status(&*self.api, ns, name, uid, &status);
+        // An unbound pod is looked at again on every change of its claims and nodes.
+        let _ = write_status(&*self.api, ns, name, uid, &status);
     }
 
     /// Binds a claim that is not bound yet, as a dynamic provisioner and the volume binder do;
@@ -568,6 +574,15 @@ impl Kubelet {
     fn on_timers(&self, pass: &mut Pass<'_>) {
         let now = self.api.clock().now();
         let mut st = self.lock();
+        for run in st.pods.values_mut() {
+            if run.retry_at.is_some_and(|at| at <= now) {
+                run.retry_at = None;
+                pass.dirty.insert(run.uid.clone());
+                if run.deleting && run.terminal && !run.removed {
+                    pass.remove.insert(run.uid.clone());
+                }
+            }
+        }
         let State {
             pods,
             volumes,
@@ -755,8 +770,10 @@ impl Kubelet {
         self.lock()
             .pods
             .values()
-            .filter(|r| !r.terminal)
-            .filter_map(PodRun::deadline)
+            .filter_map(|r| {
+                let due = if r.terminal { None } else { r.deadline() };
+                due.into_iter().chain(r.retry_at).min()
+            })
             .min()
     }
 
@@ -785,8 +802,11 @@ impl Kubelet {
                 })
                 .collect()
         };
+        let mut refused = Vec::new();
         for (ns, name, uid, status) in writes {
-            write_status(&*self.api, &ns, &name, &uid, &status);
+            if !write_status(&*self.api, &ns, &name, &uid, &status) {
+                refused.push(uid);
+            }
         }
         let remove: Vec<(String, String, String)> = {
             let mut st = self.lock();
@@ -803,22 +823,40 @@ impl Kubelet {
                 .collect()
         };
         for (ns, name, uid) in remove {
-            self.remove_stopped(&ns, &name, &uid);
+            if !self.remove_stopped(&ns, &name, &uid) {
+                if let Some(run) = self.lock().pods.get_mut(&uid) {
+                    run.removed = false;
+                }
+                refused.push(uid);
+            }
+        }
+        if !refused.is_empty() {
+            let at = self.api.clock().now() + API_RETRY;
+            let mut st = self.lock();
+            for uid in refused {
+                if let Some(run) = st.pods.get_mut(&uid) {
+                    run.retry_at = Some(at);
+                }
+            }
         }
     }
 
     /// The kubelet's last word on a stopped pod: a delete with grace period 0, guarded by
-    /// its uid (a new pod of the same name is not touched).
-    fn remove_stopped(&self, ns: &str, name: &str, uid: &str) {
+    /// its uid (a new pod of the same name is not touched). Whether the pod is gone (false:
+    /// the API did not take the delete, to be tried again).
+    fn remove_stopped(&self, ns: &str, name: &str, uid: &str) -> bool {
         let opts = Delete {
             grace_period: Some(0),
             uid: Some(uid.to_string()),
             ..Delete::default()
         };
         match self.api.delete(Kind::Pod, ns, name, &opts) {
-            Ok(_) => {}
-            Err(e) if e.code == 404 || e.code == 409 => {}
-            Err(e) => tracing::debug!(pod = name, error = %e.message, "deleting a stopped pod"),
+            Ok(_) => true,
+            Err(e) if e.code == 404 || e.code == 409 => true,
+            Err(e) => {
+                tracing::debug!(pod = name, error = %e.message, "deleting a stopped pod");
+                false
+            }
         }
     }
 }
@@ -835,25 +873,34 @@ struct ProbeRun {
 }
 
 /// Writes a pod's status unless it is already that (retrying a write that raced another).
-pub(super) fn write_status(api: &dyn Client, ns: &str, name: &str, uid: &str, status: &Value) {
+/// Whether the API has it, or has no such pod (false: the API did not take the write).
+pub(super) fn write_status(
+    api: &dyn Client,
+    ns: &str,
+    name: &str,
+    uid: &str,
+    status: &Value,
+) -> bool {
     for _ in 0..3 {
         let Some(cur) = api.get(Kind::Pod, ns, name) else {
-            return;
+            return true;
         };
         if meta_str(&cur, "uid") != Some(uid) || cur.get("status") == Some(status) {
-            return;
+            return true;
         }
         let mut obj = Value::clone(&cur);
         if let Some(o) = obj.as_object_mut() {
             o.insert("status".into(), status.clone());
         }
         match api.update(Kind::Pod, ns, name, obj, Part::Status) {
-            Ok(_) => return,
+            Ok(_) => return true,
             Err(e) if e.code == 409 => continue,
+            Err(e) if e.code == 404 => return true,
             Err(e) => {
                 tracing::debug!(pod = name, error = %e.message, "pod status");
-                return;
+                return false;
             }
         }
     }
+    false
 }
