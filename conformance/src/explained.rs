@@ -31,6 +31,71 @@ pub const EXPLAINED: [ErrorCode; 6] = [
     ErrorCode::Conflict,
 ];
 
+/// The codes a run's faults explain: [`EXPLAINED`], and any its own faults add. A run that
+/// kills kube-apiserver adds `permission_denied`: started again, the API server answers 403
+/// until its RBAC caches have synced (`--chaos-explains`, `LIVE_CHAOS_EXPLAINS`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Explained(Vec<ErrorCode>);
+
+impl Default for Explained {
+    fn default() -> Self {
+        Explained(EXPLAINED.to_vec())
+    }
+}
+
+impl Explained {
+    /// [`EXPLAINED`] and `also`.
+    pub fn with(also: &[ErrorCode]) -> Self {
+        let mut codes = EXPLAINED.to_vec();
+        codes.extend(also.iter().filter(|c| !EXPLAINED.contains(c)));
+        Explained(codes)
+    }
+
+    /// [`EXPLAINED`] and the codes of a comma-separated list (`permission_denied,conflict`);
+    /// the error names a word that is not a contract code.
+    pub fn parse(list: &str) -> Result<Self, String> {
+        let also = list
+            .split(',')
+            .map(str::trim)
+            .filter(|w| !w.is_empty())
+            .map(|w| {
+                w.parse::<ErrorCode>()
+                    .map_err(|_| format!("{w:?} is not a contract error code"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Explained::with(&also))
+    }
+
+    /// The first of these codes that a failure message quotes (`create failed: unavailable:
+    /// ...`, `exec answered rate_limited: ...`, or an error's Debug form, `Err(Error { code:
+    /// Unavailable, ... })`).
+    pub fn code_in(&self, message: &str) -> Option<ErrorCode> {
+        // A provider error is quoted by its Display, `code: message`, or by its Debug form.
+        self.0
+            .iter()
+            .flat_map(|code| {
+                [
+                    (format!("{code}: "), *code),
+                    (format!("code: {code:?},"), *code),
+                ]
+            })
+            .filter_map(|(quoted, code)| {
+                message
+                    .match_indices(&quoted)
+                    .find(|(at, _)| {
+                        // The code is a whole word: not the tail of a longer identifier.
+                        message[..*at]
+                            .chars()
+                            .next_back()
+                            .is_none_or(|c| !c.is_ascii_alphanumeric() && c != '_')
+                    })
+                    .map(|(at, _)| (at, code))
+            })
+            .min_by_key(|(at, _)| *at)
+            .map(|(_, code)| code)
+    }
+}
+
 /// How many times the reconcile tries each delete.
 const RECONCILE_TRIES: usize = 20;
 
@@ -253,23 +318,23 @@ pub struct Verdicts {
 }
 
 impl Verdicts {
-    /// Sorts the trials of `report`.
-    pub fn of(report: &Report) -> Verdicts {
+    /// Sorts the trials of `report`, a failure explained when it quotes a code of `explained`.
+    pub fn of(report: &Report, explained: &Explained) -> Verdicts {
         let mut v = Verdicts::default();
         for trial in &report.trials {
             match &trial.outcome {
                 Outcome::Passed => v.passed += 1,
                 Outcome::Skipped { .. } => {}
-                Outcome::Failed { message } => v.failed(&trial.name, message),
+                Outcome::Failed { message } => v.failed(&trial.name, message, explained),
             }
         }
         v
     }
 
-    /// Counts the failure of `name` with `message`: explained when the message quotes an
-    /// [`EXPLAINED`] code.
-    pub fn failed(&mut self, name: &str, message: &str) {
-        match explaining_code(message) {
+    /// Counts the failure of `name` with `message`: explained when the message quotes a code
+    /// of `explained`.
+    pub fn failed(&mut self, name: &str, message: &str, explained: &Explained) {
+        match explained.code_in(message) {
             Some(code) => *self.explained.entry(code.to_string()).or_default() += 1,
             None => self.unexplained.push((name.to_owned(), message.to_owned())),
         }
@@ -293,33 +358,9 @@ impl Verdicts {
     }
 }
 
-/// The first contract error a failure message quotes (`create failed: unavailable: ...`,
-/// `exec answered rate_limited: ...`, or an error's Debug form, `Err(Error { code:
-/// Unavailable, ... })`), when a fault explains its code.
+/// The first [`EXPLAINED`] code a failure message quotes ([`Explained::code_in`]).
 pub fn explaining_code(message: &str) -> Option<ErrorCode> {
-    // A provider error is quoted by its Display, `code: message`, or by its Debug form.
-    EXPLAINED
-        .iter()
-        .flat_map(|code| {
-            [
-                (format!("{code}: "), *code),
-                (format!("code: {code:?},"), *code),
-            ]
-        })
-        .filter_map(|(quoted, code)| {
-            message
-                .match_indices(&quoted)
-                .find(|(at, _)| {
-                    // The code is a whole word: not the tail of a longer identifier.
-                    message[..*at]
-                        .chars()
-                        .next_back()
-                        .is_none_or(|c| !c.is_ascii_alphanumeric() && c != '_')
-                })
-                .map(|(at, _)| (at, code))
-        })
-        .min_by_key(|(at, _)| *at)
-        .map(|(_, code)| code)
+    Explained::default().code_in(message)
 }
 
 /// Deletes every sandbox `providers` still list (the cleanups chaos defeated), each until its
@@ -369,6 +410,33 @@ pub async fn reconcile(providers: &[Arc<dyn Provider>], tally: &Tally) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_code_a_runs_own_faults_add_is_explained_only_in_that_run() {
+        let denied = "create failed: permission_denied: sandboxes is forbidden";
+        assert_eq!(explaining_code(denied), None);
+        let restarts = Explained::parse("permission_denied").expect("a contract code");
+        assert_eq!(restarts.code_in(denied), Some(ErrorCode::PermissionDenied));
+        assert_eq!(
+            restarts.code_in("create failed: unavailable: reset"),
+            Some(ErrorCode::Unavailable),
+            "the default codes stay explained"
+        );
+    }
+
+    #[test]
+    fn a_list_of_codes_to_explain_refuses_a_word_that_is_not_a_code() {
+        assert_eq!(
+            Explained::parse("permission_denied, nope"),
+            Err("\"nope\" is not a contract error code".to_owned())
+        );
+        assert_eq!(Explained::parse(""), Ok(Explained::default()));
+        assert_eq!(
+            Explained::parse("unavailable"),
+            Ok(Explained::default()),
+            "a default code is not listed twice"
+        );
+    }
 
     #[test]
     fn a_failure_is_explained_by_the_first_fault_code_it_quotes() {

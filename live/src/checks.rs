@@ -21,7 +21,7 @@ use sandbox_contract::{
 use serde_json::Value;
 use tokio::runtime::Handle;
 
-use sandbox_conformance::explained::{Tally, explaining_code, reconcile};
+use sandbox_conformance::explained::{Explained, Tally, reconcile};
 
 use crate::leaks::Observed;
 use crate::observer::{Objects, ObserveError, Observer};
@@ -62,6 +62,8 @@ pub struct Testbed {
     /// Under `LIVE_CHAOS=1`: the pools' calls, counted (the pools are wrapped in
     /// [`sandbox_conformance::explained::Counted`]), and the ids the run created.
     pub chaos: Option<Tally>,
+    /// The codes a fault explains under chaos (`LIVE_CHAOS_EXPLAINS` adds to the defaults).
+    pub explained: Explained,
 }
 
 /// The scenarios' sandboxes.
@@ -297,7 +299,9 @@ pub fn trials(testbed: Arc<Testbed>, runtime: Handle, timings: Timings) -> Vec<T
                 let explainable = testbed.chaos.is_some() && check.name != LEAK_CHECK;
                 let (outcome, note, verdict) = match result {
                     Ok(note) => (Outcome::Passed, note, Ok(())),
-                    Err(message) if explainable && explaining_code(&message).is_some() => {
+                    Err(message)
+                        if explainable && testbed.explained.code_in(&message).is_some() =>
+                    {
                         (Outcome::Explained(message), None, Ok(()))
                     }
                     Err(message) => (

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use agentsandbox::{AgentSandbox, ConnectOptions, PoolConfig};
 use libtest_mimic::Arguments;
-use sandbox_conformance::explained::{Counted, Tally, Verdicts};
+use sandbox_conformance::explained::{Counted, Explained, Tally, Verdicts};
 use sandbox_conformance::{Fixtures, Suite};
 use sandbox_contract::{Capabilities, Capability, Provider};
 
@@ -143,7 +143,7 @@ pub fn run(args: &Arguments) -> ExitCode {
     // Under chaos a suite trial may fail with a code a fault explains (the checks' trials
     // sort theirs themselves).
     let suite_failed = match &testbed.chaos {
-        Some(tally) if !args.list => !chaos_summary(&report, &timings, tally),
+        Some(tally) if !args.list => !chaos_summary(&report, &timings, tally, &testbed.explained),
         _ => report.has_failed(),
     };
     if suite_failed || conclusion.has_failed() || !written || !recorded {
@@ -155,7 +155,12 @@ pub fn run(args: &Arguments) -> ExitCode {
 
 /// Under `LIVE_CHAOS=1`: prints the pools' calls by operation and outcome, the suite's trials
 /// and the live checks by verdict. Returns whether every failed suite trial is explained.
-fn chaos_summary(report: &sandbox_conformance::Report, timings: &Timings, tally: &Tally) -> bool {
+fn chaos_summary(
+    report: &sandbox_conformance::Report,
+    timings: &Timings,
+    tally: &Tally,
+    explained: &Explained,
+) -> bool {
     println!(
         "live: chaos: {} pool calls, by operation and outcome:",
         tally.total()
@@ -163,7 +168,7 @@ fn chaos_summary(report: &sandbox_conformance::Report, timings: &Timings, tally:
     for line in tally.lines() {
         println!("  {line}");
     }
-    let suite = Verdicts::of(report);
+    let suite = Verdicts::of(report, explained);
     println!("live: chaos: suite trials: {}", suite.summary());
     for (name, message) in &suite.unexplained {
         println!("  UNEXPLAINED {name}: {message}");
@@ -173,7 +178,7 @@ fn chaos_summary(report: &sandbox_conformance::Report, timings: &Timings, tally:
         match &row.outcome {
             timings::Outcome::Passed => checks.passed += 1,
             timings::Outcome::Explained(message) | timings::Outcome::Failed(message) => {
-                checks.failed(&row.name, message);
+                checks.failed(&row.name, message, explained);
             }
             timings::Outcome::Skipped(_) => {}
         }
@@ -299,6 +304,12 @@ async fn prepare(settings: &Settings) -> Result<Live, Stop> {
         .map_err(|e| Stop::Broken(e.report()))?;
     let backend = Backend::from_git_commit(&version.git_commit);
     let chaos = settings.chaos.then(Tally::default);
+    let explained = match &settings.chaos_explains {
+        Some(list) => {
+            Explained::parse(list).map_err(|e| Stop::Broken(format!("LIVE_CHAOS_EXPLAINS: {e}")))?
+        }
+        None => Explained::default(),
+    };
     let direct = connect(direct_pool(settings)?, &kubeconfig, backend, chaos.as_ref()).await?;
     let warm = connect(warm_pool(settings)?, &kubeconfig, backend, chaos.as_ref()).await?;
     let baseline = Observed::list(&observer)
@@ -322,6 +333,7 @@ async fn prepare(settings: &Settings) -> Result<Live, Stop> {
         baseline: baseline.into_iter().collect::<BTreeSet<_>>(),
         state: Mutex::new(State::default()),
         chaos,
+        explained,
     };
     Ok(Live {
         testbed: Arc::new(testbed),

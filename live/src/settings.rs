@@ -45,6 +45,9 @@ pub struct Settings {
     /// failure that quotes a code a fault explains is counted, not failed; nothing may be
     /// left after the reconcile.
     pub chaos: bool,
+    /// Contract codes a fault also explains under chaos (`LIVE_CHAOS_EXPLAINS`, a
+    /// comma-separated list, as the conformance binary's `--chaos-explains`).
+    pub chaos_explains: Option<String>,
 }
 
 impl Settings {
@@ -82,6 +85,7 @@ impl Settings {
             record: path("LIVE_RECORD"),
             checks_json: path("LIVE_CHECKS_JSON"),
             chaos: flag("LIVE_CHAOS"),
+            chaos_explains: lookup("LIVE_CHAOS_EXPLAINS").filter(|v| !v.trim().is_empty()),
         }
     }
 
@@ -205,12 +209,20 @@ mod tests {
         assert_eq!(s.record, None);
         assert_eq!(s.checks_json, None);
         assert!(!s.chaos);
+        assert_eq!(s.chaos_explains, None);
     }
 
     #[test]
     fn live_chaos_is_a_yes_or_no_flag() {
         assert!(from(&[("LIVE_CHAOS", "1")]).chaos);
         assert!(!from(&[("LIVE_CHAOS", "0")]).chaos);
+    }
+
+    #[test]
+    fn live_chaos_explains_is_a_list_kept_for_the_runner_to_read() {
+        let s = from(&[("LIVE_CHAOS_EXPLAINS", "permission_denied")]);
+        assert_eq!(s.chaos_explains.as_deref(), Some("permission_denied"));
+        assert_eq!(from(&[("LIVE_CHAOS_EXPLAINS", " ")]).chaos_explains, None);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use fakekube::ChaosRates;
 use sandbox_conformance::Report;
-use sandbox_conformance::explained::{self, Tally, Verdicts};
+use sandbox_conformance::explained::{self, Explained, Tally, Verdicts};
 use sandbox_contract::Provider;
 
 /// The default `--chaos-rate`: each fault's probability per occasion.
@@ -35,6 +35,7 @@ pub(crate) fn summary(
     report: &Report,
     tally: &Tally,
     providers: &[Arc<dyn Provider>],
+    explained: &Explained,
 ) -> bool {
     println!(
         "chaos: {} provider calls, by operation and outcome:",
@@ -43,7 +44,7 @@ pub(crate) fn summary(
     for line in tally.lines() {
         println!("  {line}");
     }
-    let verdicts = Verdicts::of(report);
+    let verdicts = Verdicts::of(report, explained);
     println!("chaos: trials: {}", verdicts.summary());
     for (name, message) in &verdicts.unexplained {
         println!("  UNEXPLAINED {name}: {message}");

@@ -107,7 +107,7 @@ pub(crate) fn run(
     }
     let explained = options
         .chaos
-        .then(|| chaos::summary(runtime, &report, &tally, &counted));
+        .then(|| chaos::summary(runtime, &report, &tally, &counted, &options.chaos_explains));
     // Under chaos a list may fail with an explained code: it is asked again.
     let tries = if options.chaos { CHAOS_TRIES } else { 1 };
     let left = runtime.block_on(async {

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use agentsandbox::{AgentSandbox, Clock, ConnectOptions, PoolConfig};
 use fakekube::{Chaos, FakeKube};
-use sandbox_conformance::explained::{Counted, Tally};
+use sandbox_conformance::explained::{Counted, Explained, Tally};
 use sandbox_conformance::{Arguments, ClusterClock, Fault, Faults, Fixtures};
 use sandbox_contract::{Error, Provider, async_trait};
 use serde_json::json;
@@ -133,6 +133,7 @@ pub(crate) fn run(
             &report,
             &tally,
             &[direct.clone(), warm.clone()],
+            &options.chaos_explains,
         )
     });
     let leaks = runtime.block_on(leak_check(&kube));
@@ -167,6 +168,7 @@ fn chaos_summary(
     report: &sandbox_conformance::Report,
     tally: &Tally,
     providers: &[Arc<dyn Provider>],
+    explained: &Explained,
 ) -> bool {
     let injected = kube.faults().chaos_injected();
     let faults: Vec<String> = injected.iter().map(|(k, n)| format!("{k} {n}")).collect();
@@ -175,7 +177,7 @@ fn chaos_summary(
         injected.values().sum::<u64>(),
         faults.join(", ")
     );
-    chaos::summary(runtime, report, tally, providers)
+    chaos::summary(runtime, report, tally, providers, explained)
 }
 
 /// Connects the adapter with `options` (fakekube's kubeconfig, or the recording proxy's) as

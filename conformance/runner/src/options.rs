@@ -1,6 +1,7 @@
 //! The binary's own flags and what they aim the run at. Everything else is handed to
 //! libtest-mimic untouched.
 
+use sandbox_conformance::explained::Explained;
 use std::path::PathBuf;
 
 /// The usage text, printed before libtest's own on `--help` and after a bad flag.
@@ -39,6 +40,11 @@ OPTIONS
                       are counted, a trial may fail only with a code a fault explains, a
                       reconcile deletes what cleanups could not, and the leak check must
                       find nothing
+  --chaos-explains CODE[,CODE]
+                      with --chaos or --chaos-seed: contract codes a fault also explains,
+                      beside unavailable, rate_limited, internal, sandbox_failed, not_found
+                      and conflict (a run that kills kube-apiserver adds permission_denied:
+                      started again, it answers 403 until its RBAC caches have synced)
   --pods-ignore-sigterm
                       with the embedded fakekube: a stand-in for a mutating admission
                       webhook rewrites each pod's command to a loop that ignores SIGTERM, so
@@ -101,6 +107,10 @@ pub(crate) struct Options {
     pub(crate) chaos_rate: Option<f64>,
     /// `--chaos`: the cluster injects faults the run does not control.
     pub(crate) chaos: bool,
+    /// `--chaos-explains`: the codes a fault explains, the defaults and those the flag adds.
+    pub(crate) chaos_explains: Explained,
+    /// Whether `--chaos-explains` was given.
+    chaos_explains_given: bool,
     /// `--pods-ignore-sigterm`: the embedded fakekube's pods ignore SIGTERM.
     pub(crate) pods_ignore_sigterm: bool,
     /// Everything else, in order, for libtest.
@@ -152,6 +162,12 @@ impl Options {
                 }
                 "--cluster" => o.cluster = true,
                 "--chaos" => o.chaos = true,
+                "--chaos-explains" => {
+                    let v = value("--chaos-explains")?;
+                    o.chaos_explains =
+                        Explained::parse(&v).map_err(|e| format!("--chaos-explains: {e}"))?;
+                    o.chaos_explains_given = true;
+                }
                 "--pods-ignore-sigterm" => o.pods_ignore_sigterm = true,
                 // The embedded fakekube is the default now; the flag stays for old scripts.
                 "--fake" => {}
@@ -193,6 +209,9 @@ impl Options {
         }
         if self.chaos_rate.is_some() && self.chaos_seed.is_none() {
             return Err("--chaos-rate needs --chaos-seed".to_owned());
+        }
+        if self.chaos_explains_given && !self.chaos && self.chaos_seed.is_none() {
+            return Err("--chaos-explains needs --chaos or --chaos-seed".to_owned());
         }
         if self.chaos_seed.is_some()
             && (cluster || self.provider_cmd.is_some() || self.provider_url.is_some())
@@ -373,6 +392,32 @@ mod tests {
         ] {
             assert!(parse(args).unwrap().target().is_err(), "{args:?}");
         }
+    }
+
+    #[test]
+    fn chaos_explains_adds_contract_codes_under_chaos_only() {
+        let o = parse(&[
+            "--kubeconfig",
+            "/k",
+            "--chaos",
+            "--chaos-explains=permission_denied",
+        ])
+        .unwrap();
+        assert_eq!(
+            o.chaos_explains,
+            Explained::with(&[sandbox_contract::ErrorCode::PermissionDenied])
+        );
+        assert!(o.target().is_ok());
+        let err = parse(&["--chaos-explains", "denied"]).unwrap_err();
+        assert!(
+            err.contains("\"denied\" is not a contract error code"),
+            "{err}"
+        );
+        let alone = parse(&["--kubeconfig", "/k", "--chaos-explains", "conflict"]).unwrap();
+        assert_eq!(
+            alone.target(),
+            Err("--chaos-explains needs --chaos or --chaos-seed".to_owned())
+        );
     }
 
     #[test]
