@@ -34,7 +34,10 @@ fn fixtures() -> Fixtures {
         // machine once held the first output past the gap (167 ms before the exit of a 400 ms
         // sleep) though the example streams it at once.
         stream_gap: Duration::from_millis(500),
-        ttl: Duration::from_secs(1),
+        // Long enough for the create and the set_ttl that moves it to land before it expires
+        // on a loaded machine: at 1 s, three of seven loaded `cargo test` runs saw the sandbox
+        // expire (or its expiry fire) between the two calls.
+        ttl: Duration::from_secs(4),
         ttl_backstop_wait: Some(Duration::from_secs(3)),
         delete_wait: Duration::from_secs(30),
         id_prefix: "py".to_owned(),
