@@ -44,11 +44,14 @@ pub(crate) fn run(
         }
         None => None,
     };
-    let base = if options.fast {
+    let mut base = if options.fast {
         fast_fixtures()
     } else {
         cluster_fixtures()
     };
+    if let Some(gap) = options.stream_gap {
+        base.stream_gap = gap;
+    }
     let pools: Vec<(PoolConfig, Fixtures)> = match &options.pools {
         Some(path) => load_pools(path)?
             .into_iter()

@@ -25,6 +25,9 @@ OPTIONS
   --pools FILE        with a cluster: the pools to run, in the server config's format (a
                       `pools:` list); default: the fixtures' direct and warm pools
   --fast              with a cluster: it is a fakekube process, so use its short waits
+  --stream-gap MS     with a cluster: the pause between the outputs a streaming trial must
+                      tell apart (100 with --fast, 500 otherwise); a stack whose API server
+                      relays exec streams on a loaded machine needs more than --fast's
   --json PATH         write the JSON report
   --junit PATH        write the JUnit XML report
   --markdown PATH     write the capability table as Markdown (a provider page's section)
@@ -93,6 +96,8 @@ pub(crate) struct Options {
     pub(crate) pools: Option<PathBuf>,
     /// `--fast`: the cluster is a fakekube process; use its short waits.
     pub(crate) fast: bool,
+    /// `--stream-gap`: the streaming trials' gap, in place of the fixtures'.
+    pub(crate) stream_gap: Option<std::time::Duration>,
     /// `--json`: where to write the JSON report.
     pub(crate) json: Option<PathBuf>,
     /// `--junit`: where to write the JUnit report.
@@ -172,6 +177,17 @@ impl Options {
                 // The embedded fakekube is the default now; the flag stays for old scripts.
                 "--fake" => {}
                 "--fast" => o.fast = true,
+                "--stream-gap" => {
+                    let v = value("--stream-gap")?;
+                    let ms: u64 = v
+                        .parse()
+                        .ok()
+                        .filter(|ms| (1..=60_000).contains(ms))
+                        .ok_or_else(|| {
+                            format!("--stream-gap takes milliseconds from 1 to 60000, not {v:?}")
+                        })?;
+                    o.stream_gap = Some(std::time::Duration::from_millis(ms));
+                }
                 _ => o.rest.push(a),
             }
         }
@@ -240,6 +256,7 @@ impl Options {
                 (self.context.is_some(), "--context"),
                 (self.pools.is_some(), "--pools"),
                 (self.fast, "--fast"),
+                (self.stream_gap.is_some(), "--stream-gap"),
             ] {
                 if set {
                     return Err(format!("{flag} needs --kubeconfig or --cluster"));
@@ -417,6 +434,21 @@ mod tests {
         assert_eq!(
             alone.target(),
             Err("--chaos-explains needs --chaos or --chaos-seed".to_owned())
+        );
+    }
+
+    #[test]
+    fn stream_gap_takes_milliseconds_for_a_cluster() {
+        let o = parse(&["--kubeconfig", "/k", "--fast", "--stream-gap", "400"]).unwrap();
+        assert_eq!(o.stream_gap, Some(std::time::Duration::from_millis(400)));
+        assert!(o.target().is_ok());
+        for bad in ["0", "-5", "1s", "60001"] {
+            let err = parse(&["--kubeconfig", "/k", "--stream-gap", bad]).unwrap_err();
+            assert!(err.contains("milliseconds from 1 to 60000"), "{bad}: {err}");
+        }
+        assert_eq!(
+            parse(&["--stream-gap", "400"]).unwrap().target(),
+            Err("--stream-gap needs --kubeconfig or --cluster".to_owned())
         );
     }
 
