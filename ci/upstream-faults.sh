@@ -25,7 +25,10 @@
 # too (its reason for each), so they are skipped as well. Both runs count permission_denied as
 # a code a fault explains too (--chaos-explains, LIVE_CHAOS_EXPLAINS): a kube-apiserver killed
 # and started again answers 403 for a few seconds, until its RBAC authorizer's caches have
-# synced, to every client, as upstream does. At the end,
+# synced, to every client, as upstream does. The main job's streaming trials keep a cluster's
+# 500 ms gap (--stream-gap) between the outputs they must tell apart: the API server relays
+# stdout and stderr on streams of their own, and on a loaded machine --fast's 100 ms was once
+# too short for one to stay behind the other. At the end,
 # with every process running again, this script counts with kubectl as the cluster's admin
 # (a client of its own) what the adapter's runs left: Sandboxes not of the warm pool,
 # SandboxClaims, and pods, Services and PVCs not of a warm-pool Sandbox, after giving the
@@ -226,7 +229,7 @@ while [ "$SECONDS" -lt "$deadline" ]; do
     started=$SECONDS
     status=0
     timeout --kill-after=30 "$MAIN_LIMIT" "$TARGET/debug/conformance" \
-        --kubeconfig "$UPSTREAM_DIR/runner.kubeconfig" --fast --chaos --chaos-explains permission_denied "${SKIP[@]}" >"$log" 2>&1 || status=$?
+        --kubeconfig "$UPSTREAM_DIR/runner.kubeconfig" --fast --stream-gap 500 --chaos --chaos-explains permission_denied "${SKIP[@]}" >"$log" 2>&1 || status=$?
     echo "main $round $status $((SECONDS - started)) $log" >>"$OUT/runs.txt"
     say "the main job, run $round: exit $status in $((SECONDS - started)) s"
     [ "$SECONDS" -lt "$deadline" ] || break
