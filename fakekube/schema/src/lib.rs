@@ -68,7 +68,7 @@ mod validate;
 #[cfg(test)]
 mod tests;
 
-pub use cel::quantity::Quantity;
+pub use cel::quantity::{Quantity, QuantityFormat};
 use revisions::Revisions;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};

@@ -188,6 +188,129 @@ impl Quantity {
     }
 }
 
+/// How a quantity is written, which decides its canonical form as `resource.Quantity`
+/// prints it: the suffix family of the text it was parsed from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum QuantityFormat {
+    /// Decimal SI suffixes (`500m`, `2k`, `1G`) or none.
+    #[default]
+    DecimalSi,
+    /// Binary SI suffixes (`Ki`, `Mi`, `Gi`...).
+    BinarySi,
+    /// A decimal exponent (`1e3`).
+    DecimalExponent,
+}
+
+impl QuantityFormat {
+    /// The format of a quantity's text, as `resource.ParseQuantity` records it.
+    pub fn of(text: &str) -> QuantityFormat {
+        let suffix = text
+            .trim_start_matches(['+', '-'])
+            .trim_start_matches(|c: char| c.is_ascii_digit() || c == '.');
+        if suffix.len() == 2 && suffix.ends_with('i') {
+            QuantityFormat::BinarySi
+        } else if suffix.len() > 1 && suffix.starts_with(['e', 'E']) {
+            QuantityFormat::DecimalExponent
+        } else {
+            QuantityFormat::DecimalSi
+        }
+    }
+}
+
+impl Quantity {
+    /// `self + other`, or `None` when the two are too far apart to be added exactly.
+    pub fn checked_add(self, other: Quantity) -> Option<Quantity> {
+        let (a, b, e) = self.aligned(other)?;
+        Some(Quantity::new(a.checked_add(b)?, e))
+    }
+
+    /// `self - other`, or `None` when the two are too far apart to be subtracted exactly.
+    pub fn checked_sub(self, other: Quantity) -> Option<Quantity> {
+        let (a, b, e) = self.aligned(other)?;
+        Some(Quantity::new(a.checked_sub(b)?, e))
+    }
+
+    /// The quantity's approximate value, as `AsApproximateFloat64` gives it.
+    pub fn approximate(self) -> f64 {
+        self.as_f64()
+    }
+
+    /// The canonical text `resource.Quantity.String()` prints for this value in `format`:
+    /// the largest suffix of the format that keeps the number whole (`1500m`, `2k`, `1Gi`,
+    /// `1536Mi`, `1e3`), nanos rounded up; a binary value below 1024 or with a fraction is
+    /// printed in decimal SI, as Go does.
+    pub fn canonical(self, format: QuantityFormat) -> String {
+        if self.mantissa == 0 {
+            return "0".to_string();
+        }
+        if format == QuantityFormat::BinarySi
+            && let Some(text) = self.binary_text()
+        {
+            return text;
+        }
+        // Round up to nanos, as Go keeps nine fractional digits at most.
+        let (mut m, mut e) = (self.mantissa, self.exponent);
+        if e < -9 {
+            let Some(div) = u32::try_from(-9 - e)
+                .ok()
+                .and_then(|s| 10i128.checked_pow(s))
+            else {
+                return if m > 0 { "1n".into() } else { "0".into() };
+            };
+            let q = m / div;
+            m = if m % div != 0 && m > 0 { q + 1 } else { q };
+            e = -9;
+            if m == 0 {
+                return "0".to_string();
+            }
+        }
+        // The exponent down to a multiple of three, and no higher than exa.
+        let target = (e.div_euclid(3) * 3).min(18);
+        let scaled = u32::try_from(e - target)
+            .ok()
+            .and_then(|s| 10i128.checked_pow(s))
+            .and_then(|p| m.checked_mul(p));
+        let Some(m) = scaled else {
+            return format!("{}e{}", self.mantissa, self.exponent);
+        };
+        let suffix = match (format, target) {
+            (_, 0) => String::new(),
+            (QuantityFormat::DecimalExponent, t) => format!("e{t}"),
+            (_, -9) => "n".into(),
+            (_, -6) => "u".into(),
+            (_, -3) => "m".into(),
+            (_, 3) => "k".into(),
+            (_, 6) => "M".into(),
+            (_, 9) => "G".into(),
+            (_, 12) => "T".into(),
+            (_, 15) => "P".into(),
+            (_, 18) => "E".into(),
+            (_, t) => format!("e{t}"),
+        };
+        format!("{m}{suffix}")
+    }
+
+    /// The binary SI text of a whole value of at least 1024 in magnitude.
+    fn binary_text(self) -> Option<String> {
+        if self.exponent < 0 {
+            return None;
+        }
+        let mut v = self
+            .mantissa
+            .checked_mul(10i128.checked_pow(u32::try_from(self.exponent).ok()?)?)?;
+        if v.abs() < 1024 {
+            return None;
+        }
+        let mut power = 0;
+        while power < 6 && v % 1024 == 0 {
+            v /= 1024;
+            power += 1;
+        }
+        let suffix = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"][power];
+        Some(format!("{v}{suffix}"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -199,12 +322,48 @@ mod tests {
             if let Ok(q) = Quantity::parse(&s) {
                 prop_assert_eq!(q.compare(q), Ordering::Equal);
                 prop_assert_eq!(q.add(q, true).map(|z| z.sign()).ok(), Some(0));
+                let text = q.canonical(QuantityFormat::of(&s));
+                let back = Quantity::parse(&text);
+                prop_assert!(back.is_ok(), "{} printed {}", s, text);
             }
+        }
+
+        #[test]
+        fn canonical_text_parses_back_to_the_same_value(m in -10_000_000i64..10_000_000, e in -9i32..12, binary in any::<bool>()) {
+            let q = Quantity::new(i128::from(m), e);
+            let format = if binary { QuantityFormat::BinarySi } else { QuantityFormat::DecimalSi };
+            let text = q.canonical(format);
+            prop_assert_eq!(Quantity::parse(&text).ok(), Some(q), "{}", text);
         }
     }
 
     fn q(s: &str) -> Quantity {
         Quantity::parse(s).unwrap_or_else(|e| panic!("{s}: {e}"))
+    }
+
+    #[test]
+    fn quantities_print_in_the_canonical_form_of_their_format() {
+        let canon = |s: &str| q(s).canonical(QuantityFormat::of(s));
+        assert_eq!(canon("1000m"), "1");
+        assert_eq!(canon("0.5"), "500m");
+        assert_eq!(canon("1500"), "1500");
+        assert_eq!(canon("2000"), "2k");
+        assert_eq!(canon("1024Mi"), "1Gi");
+        assert_eq!(canon("1536Mi"), "1536Mi");
+        assert_eq!(canon("512"), "512");
+        assert_eq!(canon("0.5Gi"), "512Mi");
+        assert_eq!(canon("1e3"), "1e3");
+        assert_eq!(canon("0"), "0");
+        assert_eq!(canon("-250m"), "-250m");
+        assert_eq!(canon("0.1n"), "1n");
+        assert_eq!(q("100Mi").canonical(QuantityFormat::DecimalSi), "104857600");
+        assert_eq!(q("1k").canonical(QuantityFormat::BinarySi), "1k");
+        assert_eq!(
+            q("250m")
+                .checked_add(q("0.5"))
+                .map(|s| s.canonical(QuantityFormat::DecimalSi)),
+            Some("750m".into())
+        );
     }
 
     #[test]
