@@ -5,10 +5,12 @@
 //! (apps, batch, policy, EndpointSlices, ReplicationControllers) are in `workloads`.
 
 mod classes;
+mod policy;
 pub(crate) mod quantity;
 mod workloads;
 
 pub(crate) use classes::system_priority_classes;
+pub(crate) use policy::quota_scopes;
 
 use crate::registry::ResourceType;
 use crate::status::Cause;
@@ -57,6 +59,9 @@ pub(crate) fn admit_core(rt: &ResourceType, obj: &mut Value, old: Option<&Value>
         "PersistentVolumeClaim" => pvc(obj),
         "Namespace" => namespace(obj),
         "Secret" => secret(obj),
+        "LimitRange" => policy::limit_range(obj),
+        "ResourceQuota" => policy::resource_quota(obj),
+        "PodTemplate" => policy::pod_template(obj),
         _ => Vec::new(),
     }
 }
@@ -100,9 +105,84 @@ fn containers(spec: &mut Map<String, Value>, at: &str, key: &str, causes: &mut V
         set_default(c, "terminationMessagePath", json!("/dev/termination-log"));
         set_default(c, "terminationMessagePolicy", json!("File"));
         set_default(c, "resources", json!({}));
+        resources(c, &format!("{at}.{key}[{i}].resources"), causes);
         if let Some(Value::Array(ports)) = c.get_mut("ports") {
             for p in ports.iter_mut().filter_map(Value::as_object_mut) {
                 set_default(p, "protocol", json!("TCP"));
+            }
+        }
+    }
+}
+
+/// Checks a container's `resources` as `ValidateResourceRequirements` does: quantities not
+/// negative, and no request above its limit (a 422 naming the request).
+fn resources(c: &Map<String, Value>, at: &str, causes: &mut Vec<Cause>) {
+    let Some(r) = c.get("resources") else { return };
+    let mut read = |key: &str| {
+        let mut list = quantity::ResourceList::new();
+        for (name, v) in r.get(key).and_then(Value::as_object).into_iter().flatten() {
+            let shown = v.as_str().map_or_else(|| v.to_string(), str::to_string);
+            match quantity::Amount::read(v) {
+                Ok(a) if a.value.sign() < 0 => causes.push(Cause {
+                    reason: "FieldValueInvalid".into(),
+                    message: format!(
+                        "Invalid value: \"{shown}\": must be greater than or equal to 0"
+                    ),
+                    field: Some(format!("{at}.{key}[{name}]")),
+                }),
+                Ok(a) => {
+                    list.insert(name.clone(), a);
+                }
+                Err(why) => causes.push(Cause {
+                    reason: "FieldValueInvalid".into(),
+                    message: format!("Invalid value: \"{shown}\": {why}"),
+                    field: Some(format!("{at}.{key}[{name}]")),
+                }),
+            }
+        }
+        list
+    };
+    let limits = read("limits");
+    let requests = read("requests");
+    for (name, request) in &requests {
+        if let Some(limit) = limits.get(name)
+            && request.cmp_value(*limit).is_gt()
+        {
+            causes.push(Cause {
+                reason: "FieldValueInvalid".into(),
+                message: format!(
+                    "Invalid value: \"{}\": must be less than or equal to {name} limit of {}",
+                    request.text(),
+                    limit.text()
+                ),
+                field: Some(format!("{at}.requests[{name}]")),
+            });
+        }
+    }
+}
+
+/// A pod's containers that set a limit and no request for a resource get the limit as their
+/// request (`SetDefaults_Pod`; pod templates are not defaulted so).
+pub(crate) fn requests_from_limits(spec: &mut Map<String, Value>) {
+    for key in ["containers", "initContainers"] {
+        let Some(Value::Array(list)) = spec.get_mut(key) else {
+            continue;
+        };
+        for c in list.iter_mut() {
+            let Some(r) = c.get_mut("resources").and_then(Value::as_object_mut) else {
+                continue;
+            };
+            let Some(limits) = r.get("limits").and_then(Value::as_object).cloned() else {
+                continue;
+            };
+            let requests = r.entry("requests").or_insert_with(|| json!({}));
+            if requests.is_null() {
+                *requests = json!({});
+            }
+            if let Some(requests) = requests.as_object_mut() {
+                for (name, v) in limits {
+                    requests.entry(name).or_insert(v);
+                }
             }
         }
     }
@@ -149,6 +229,9 @@ fn pod(obj: &mut Value, old: Option<&Value>) -> Vec<Cause> {
         causes.push(required("spec.containers"));
         return causes;
     };
+    if old.is_none() {
+        requests_from_limits(spec);
+    }
     pod_spec(spec, "spec", &mut causes);
     set_default(spec, "enableServiceLinks", json!(true));
     set_default(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
@@ -195,12 +278,48 @@ fn pod(obj: &mut Value, old: Option<&Value>) -> Vec<Cause> {
             });
         }
     } else if !o.contains_key("status") {
+        let qos = qos_class(o.get("spec").unwrap_or(&Value::Null));
         o.insert(
             "status".into(),
-            json!({ "phase": "Pending", "qosClass": "BestEffort" }),
+            json!({ "phase": "Pending", "qosClass": qos }),
         );
     }
     causes
+}
+
+/// A pod's QoS class (`GetPodQOS`): `BestEffort` without any cpu or memory request or
+/// limit, `Guaranteed` when every container limits both and requests equal limits,
+/// `Burstable` otherwise.
+pub(crate) fn qos_class(spec: &Value) -> &'static str {
+    let all: Vec<&Value> = ["containers", "initContainers"]
+        .iter()
+        .filter_map(|k| spec.get(*k).and_then(Value::as_array))
+        .flatten()
+        .collect();
+    let compute = |c: &Value, key: &str| {
+        let list = quantity::read_list(c.pointer(&format!("/resources/{key}")));
+        list.into_iter()
+            .filter(|(k, a)| matches!(k.as_str(), "cpu" | "memory") && a.value.sign() != 0)
+            .collect::<quantity::ResourceList>()
+    };
+    let mut any = false;
+    let mut guaranteed = true;
+    for c in all {
+        let (requests, limits) = (compute(c, "requests"), compute(c, "limits"));
+        any |= !requests.is_empty() || !limits.is_empty();
+        let both = limits.contains_key("cpu") && limits.contains_key("memory");
+        let equal = requests
+            .iter()
+            .all(|(k, r)| limits.get(k).is_some_and(|l| l.cmp_value(*r).is_eq()));
+        if !both || !equal {
+            guaranteed = false;
+        }
+    }
+    match (any, guaranteed) {
+        (false, _) => "BestEffort",
+        (true, true) => "Guaranteed",
+        (true, false) => "Burstable",
+    }
 }
 
 fn service(obj: &mut Value, old: Option<&Value>) -> Vec<Cause> {

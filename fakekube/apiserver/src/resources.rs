@@ -297,6 +297,33 @@ pub(crate) static BUILT_IN: &[BuiltIn] = &[
             false,
         )
     },
+    core(
+        "LimitRange",
+        "limitranges",
+        "limitrange",
+        true,
+        &["limits"],
+        StatusMode::Plain,
+        false,
+    ),
+    core(
+        "ResourceQuota",
+        "resourcequotas",
+        "resourcequota",
+        true,
+        &["quota"],
+        StatusMode::Subresource,
+        false,
+    ),
+    core(
+        "PodTemplate",
+        "podtemplates",
+        "podtemplate",
+        true,
+        &[],
+        StatusMode::Plain,
+        false,
+    ),
     BuiltIn {
         group: "storage.k8s.io",
         ..core(

@@ -1,7 +1,13 @@
 //! kube-apiserver's built-in admission plugins that change or refuse a pod by what else the
 //! cluster holds, in the order kube-apiserver runs them (`AllOrderedPlugins`):
 //! `ServiceAccount` ([`service_account`]), `Priority` ([`priority`]),
-//! `DefaultTolerationSeconds` ([`tolerations`]) and `RuntimeClass` ([`runtime_class`]).
+//! `DefaultTolerationSeconds` ([`tolerations`]) and `RuntimeClass` ([`runtime_class`]),
+//! after `LimitRanger`'s defaults ([`limit_ranger`]).
+//!
+//! The validating plugins, `LimitRanger`'s checks and `ResourceQuota` ([`resource_quota`]),
+//! run after the object's own validation, when the store commits it
+//! ([`validate_on_commit`]), so that what they read and what the quota charges cannot change
+//! between the check and the write.
 //!
 //! They run on a pod's create after the namespace is checked and before the kind's defaults
 //! and validation, as the API server's mutating admission runs before its validation. What
@@ -10,6 +16,7 @@
 //! when the cache misses). A refusal is the API server's 403 with the plugin's message:
 //! `pods "NAME" is forbidden: pod rejected: RuntimeClass "kata" not found`.
 
+mod limit_ranger;
 mod priority;
 mod runtime_class;
 mod service_account;
@@ -67,11 +74,30 @@ pub(crate) fn admit_pod_create(
         return Ok(());
     }
     let refuse = |why: String| forbidden("pods", name, &why);
+    limit_ranger::admit(cluster, ns, pod);
     service_account::admit(cluster, ns, pod).map_err(refuse)?;
     priority::admit(cluster, pod).map_err(refuse)?;
     tolerations::admit(pod);
     runtime_class::admit(cluster, pod).map_err(refuse)?;
     Ok(())
+}
+
+/// The validating plugins on a create of `obj` (a `group`/`plural`) into `ns`, once it
+/// passed its own validation: `LimitRanger`'s checks of pods and claims.
+pub(crate) fn validate_on_commit(
+    cluster: &dyn Lookup,
+    group: &str,
+    plural: &str,
+    ns: &str,
+    obj: &Value,
+) -> Result<(), ApiError> {
+    let pod = match (group, plural) {
+        ("", "pods") => true,
+        ("", "persistentvolumeclaims") => false,
+        _ => return Ok(()),
+    };
+    limit_ranger::validate(cluster, ns, obj, pod)
+        .map_err(|why| forbidden(plural, &shown_name(obj), &why))
 }
 
 /// Runs the pod plugins that act on a pod's update: `DefaultTolerationSeconds`.

@@ -1045,6 +1045,10 @@ impl Inner {
         prepared: PreparedCreate,
     ) -> Result<(Arc<Value>, Vec<String>), ApiError> {
         let PreparedCreate { obj, warnings } = prepared;
+        let written = match &obj {
+            NewObject::DryRun(o) | NewObject::Write(o) => o,
+        };
+        crate::admission_plugins::validate_on_commit(self, &rt.group, &rt.plural, ns, written)?;
         // Storage refuses a taken name only after admission and validation, as etcd's
         // create-if-absent does in the API server; a dry run asks storage too.
         if self.get(rt, ns, name).is_some() {

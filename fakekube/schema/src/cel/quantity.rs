@@ -106,7 +106,7 @@ impl Quantity {
     }
 
     /// The quantity of an integer.
-    pub(super) fn from_int(n: i64) -> Quantity {
+    pub fn from_int(n: i64) -> Quantity {
         Quantity::new(i128::from(n), 0)
     }
 
