@@ -257,6 +257,36 @@ const NETWORK_POLICY: &[Column] = &[
     AGE,
 ];
 
+const RESOURCE_QUOTA: &[Column] = &[
+    NAME,
+    AGE,
+    col(
+        "Request",
+        "string",
+        "Request represents a minimum amount of cpu/memory that a container may consume.",
+    ),
+    col(
+        "Limit",
+        "string",
+        "Limits control the maximum amount of cpu/memory that a container may use independent of contention on the node.",
+    ),
+];
+
+const POD_TEMPLATE: &[Column] = &[
+    NAME,
+    col(
+        "Containers",
+        "string",
+        "Names of each container in the template.",
+    ),
+    col(
+        "Images",
+        "string",
+        "Images referenced by each container in the template.",
+    ),
+    col("Pod Labels", "string", "The labels for the pod template."),
+];
+
 const DEPLOYMENT: &[Column] = &[
     NAME,
     col("Ready", "string", "Number of the pod with ready state"),
@@ -449,6 +479,8 @@ enum Printer {
     PriorityClass,
     Event,
     NetworkPolicy,
+    ResourceQuota,
+    PodTemplate,
     Deployment,
     ReplicaSet,
     StatefulSet,
@@ -480,6 +512,8 @@ fn printer(group: &str, kind: &str) -> Printer {
         ("", "Node") => Printer::Node,
         ("", "Endpoints") => Printer::Endpoints,
         ("networking.k8s.io", "NetworkPolicy") => Printer::NetworkPolicy,
+        ("", "ResourceQuota") => Printer::ResourceQuota,
+        ("", "PodTemplate") => Printer::PodTemplate,
         ("apps", "Deployment") => Printer::Deployment,
         ("apps", "ReplicaSet") | ("", "ReplicationController") => Printer::ReplicaSet,
         ("apps", "StatefulSet") => Printer::StatefulSet,
@@ -507,6 +541,8 @@ pub fn columns(group: &str, kind: &str) -> &'static [Column] {
         Printer::PriorityClass => PRIORITY_CLASS,
         Printer::Event => EVENT,
         Printer::NetworkPolicy => NETWORK_POLICY,
+        Printer::ResourceQuota => RESOURCE_QUOTA,
+        Printer::PodTemplate => POD_TEMPLATE,
         Printer::Deployment => DEPLOYMENT,
         Printer::ReplicaSet => REPLICA_SET,
         Printer::StatefulSet => STATEFUL_SET,
@@ -575,6 +611,19 @@ pub fn row(group: &str, kind: &str, obj: &Value, now: OffsetDateTime) -> Row {
             json!(format_selector(obj.pointer("/spec/podSelector"))),
             age,
         ]),
+        Printer::ResourceQuota => plain(resource_quota_cells(obj, name, age)),
+        Printer::PodTemplate => {
+            let (names, images) = containers(obj, "/template/spec/containers");
+            plain(vec![
+                name,
+                json!(names),
+                json!(images),
+                json!(format_labels(
+                    obj.pointer("/template/metadata/labels")
+                        .and_then(Value::as_object)
+                )),
+            ])
+        }
         Printer::Deployment => {
             let (names, images) = containers(obj, "/spec/template/spec/containers");
             plain(vec![
@@ -1399,6 +1448,38 @@ fn api_service_cells(svc: &Value, name: Value, age: Value) -> Vec<Value> {
 }
 
 /// The names and images of a template's containers, comma-joined.
+/// A quota's cells: each resource it limits as `name: used/hard`, the `limits.*` ones in the
+/// Limit column and the others in the Request column, in name order.
+fn resource_quota_cells(quota: &Value, name: Value, age: Value) -> Vec<Value> {
+    let mut request = Vec::new();
+    let mut limit = Vec::new();
+    let hard = quota.pointer("/status/hard").and_then(Value::as_object);
+    let mut names: Vec<&String> = hard.map(|h| h.keys().collect()).unwrap_or_default();
+    names.sort();
+    for resource in names {
+        let at = |part: &str| {
+            quota
+                .pointer(&format!("/status/{part}"))
+                .and_then(|m| m.get(resource.as_str()))
+                .and_then(Value::as_str)
+                .unwrap_or("0")
+                .to_string()
+        };
+        let cell = format!("{resource}: {}/{}", at("used"), at("hard"));
+        if resource.split('.').next() == Some("limits") && resource.contains('.') {
+            limit.push(cell);
+        } else {
+            request.push(cell);
+        }
+    }
+    vec![
+        name,
+        age,
+        json!(request.join(", ")),
+        json!(limit.join(", ")),
+    ]
+}
+
 fn containers(obj: &Value, pointer: &str) -> (String, String) {
     let list = array_at(obj, pointer);
     let names: Vec<&str> = list

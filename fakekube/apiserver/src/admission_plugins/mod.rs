@@ -18,6 +18,7 @@
 
 mod limit_ranger;
 mod priority;
+pub(crate) mod resource_quota;
 mod runtime_class;
 mod service_account;
 mod tolerations;
@@ -83,7 +84,8 @@ pub(crate) fn admit_pod_create(
 }
 
 /// The validating plugins on a create of `obj` (a `group`/`plural`) into `ns`, once it
-/// passed its own validation: `LimitRanger`'s checks of pods and claims.
+/// passed its own validation: `LimitRanger`'s checks of pods and claims, then
+/// `ResourceQuota`'s of anything a quota of the namespace tracks.
 pub(crate) fn validate_on_commit(
     cluster: &dyn Lookup,
     group: &str,
@@ -91,13 +93,18 @@ pub(crate) fn validate_on_commit(
     ns: &str,
     obj: &Value,
 ) -> Result<(), ApiError> {
-    let pod = match (group, plural) {
-        ("", "pods") => true,
-        ("", "persistentvolumeclaims") => false,
-        _ => return Ok(()),
-    };
-    limit_ranger::validate(cluster, ns, obj, pod)
-        .map_err(|why| forbidden(plural, &shown_name(obj), &why))
+    let refuse = |why: String| forbidden(plural, &shown_name(obj), &why);
+    match (group, plural) {
+        ("", "pods") => limit_ranger::validate(cluster, ns, obj, true).map_err(refuse)?,
+        ("", "persistentvolumeclaims") => {
+            limit_ranger::validate(cluster, ns, obj, false).map_err(refuse)?;
+        }
+        _ => {}
+    }
+    if !ns.is_empty() {
+        resource_quota::check(cluster, group, plural, ns, obj).map_err(refuse)?;
+    }
+    Ok(())
 }
 
 /// Runs the pod plugins that act on a pod's update: `DefaultTolerationSeconds`.

@@ -81,15 +81,6 @@ impl Amount {
         }
     }
 
-    /// `self - other`, in `self`'s format.
-    #[must_use]
-    pub(crate) fn minus(self, other: Amount) -> Amount {
-        Amount {
-            value: self.value.checked_sub(other.value).unwrap_or(self.value),
-            format: self.format,
-        }
-    }
-
     /// The greater of the two (the first when equal).
     #[must_use]
     pub(crate) fn max(self, other: Amount) -> Amount {

@@ -235,6 +235,9 @@ struct Inner {
     references: references::References,
     /// The Events' leases (the Event TTL).
     event_leases: expiry::EventLeases,
+    /// Whether the quotas' status is being written ([`Inner::refresh_quotas`]), whose own
+    /// writes do not start it again.
+    refreshing_quotas: bool,
 }
 
 /// Whether two stored objects are the same revision: every write gives a new resourceVersion.
@@ -305,6 +308,7 @@ impl Store {
                 epoch: 0,
                 type_rv: HashMap::new(),
                 event_leases: expiry::EventLeases::new(settings.event_ttl),
+                refreshing_quotas: false,
                 settings,
                 references: references::References::default(),
             }),
@@ -865,6 +869,7 @@ impl Inner {
             self.event_leases.written(key, rv, self.clock.now());
         }
         self.type_rv.insert(kind_key, rv);
+        let ns = meta_str(&object, "namespace").unwrap_or("").to_string();
         self.log.push(Event {
             rv,
             rt: Arc::clone(rt),
@@ -872,6 +877,9 @@ impl Inner {
             object,
             prev,
         });
+        if !ns.is_empty() && !self.refreshing_quotas {
+            self.refresh_quotas(&ns);
+        }
     }
 
     fn put(&mut self, rt: &Arc<ResourceType>, ns: &str, name: &str, obj: Arc<Value>) {

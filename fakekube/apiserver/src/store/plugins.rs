@@ -16,7 +16,11 @@ impl Lookup for Inner {
     }
 
     fn list(&self, group: &str, plural: &str) -> Vec<Arc<Value>> {
-        let Some(rt) = self.registry.find(group, "v1", plural) else {
+        let Some(rt) = self
+            .registry
+            .find(group, "v1", plural)
+            .or_else(|| self.registry.storage(group, plural))
+        else {
             return Vec::new();
         };
         self.objects
@@ -66,4 +70,42 @@ impl Inner {
 /// cluster).
 pub(super) fn update_reads_cluster(rt: &ResourceType) -> bool {
     is(rt, "scheduling.k8s.io", "priorityclasses")
+}
+
+impl Inner {
+    /// The quota controller's work after a write to namespace `ns`: each of its
+    /// ResourceQuotas whose `status` (hard limits and usage) no longer matches what the
+    /// namespace holds is written with the new one, in the same hold of the lock as the write
+    /// (a cluster's controller catches up a moment later; here usage is exact at once).
+    pub(super) fn refresh_quotas(&mut self, ns: &str) {
+        let Some(rt) = self.registry.find("", "v1", "resourcequotas") else {
+            return;
+        };
+        let quotas = admission_plugins::resource_quota::quotas(self, ns);
+        if quotas.is_empty() {
+            return;
+        }
+        self.refreshing_quotas = true;
+        for quota in quotas {
+            let status = admission_plugins::resource_quota::status(self, ns, &quota);
+            if quota.get("status") == Some(&status) {
+                continue;
+            }
+            let mut next = Value::clone(&quota);
+            if let Some(o) = next.as_object_mut() {
+                o.insert("status".into(), status);
+            }
+            let rv = self.next_rv();
+            if let Some(md) = crate::meta::metadata_mut(&mut next) {
+                md.insert("resourceVersion".into(), Value::String(rv.to_string()));
+            }
+            let name = crate::meta::meta_str(&next, "name")
+                .unwrap_or("")
+                .to_string();
+            let next = Arc::new(next);
+            self.put(&rt, ns, &name, Arc::clone(&next));
+            self.record(&rt, super::EventType::Modified, next, Some(quota));
+        }
+        self.refreshing_quotas = false;
+    }
 }
