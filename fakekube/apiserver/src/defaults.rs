@@ -5,6 +5,7 @@
 //! (apps, batch, policy, EndpointSlices, ReplicationControllers) are in `workloads`.
 
 mod classes;
+mod networking;
 mod policy;
 pub(crate) mod quantity;
 mod workloads;
@@ -46,6 +47,10 @@ pub(crate) fn admit_core(rt: &ResourceType, obj: &mut Value, old: Option<&Value>
     }
     match rt.group.as_str() {
         "node.k8s.io" if rt.kind == "RuntimeClass" => return classes::runtime_class(obj, old),
+        "networking.k8s.io" if rt.kind == "Ingress" => return networking::ingress(obj, old),
+        "networking.k8s.io" if rt.kind == "IngressClass" => {
+            return networking::ingress_class(obj, old);
+        }
         "scheduling.k8s.io" if rt.kind == "PriorityClass" => {
             return classes::priority_class(obj, old);
         }

@@ -373,6 +373,26 @@ pub(crate) static BUILT_IN: &[BuiltIn] = &[
             true,
         )
     },
+    grouped(
+        "networking.k8s.io",
+        "Ingress",
+        "ingresses",
+        "ingress",
+        true,
+        &["ing"],
+        StatusMode::Subresource,
+        true,
+    ),
+    grouped(
+        "networking.k8s.io",
+        "IngressClass",
+        "ingressclasses",
+        "ingressclass",
+        false,
+        &[],
+        StatusMode::Plain,
+        true,
+    ),
     BuiltIn {
         categories: ALL,
         scale: true,

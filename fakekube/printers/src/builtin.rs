@@ -287,6 +287,42 @@ const POD_TEMPLATE: &[Column] = &[
     col("Pod Labels", "string", "The labels for the pod template."),
 ];
 
+const INGRESS: &[Column] = &[
+    NAME,
+    col(
+        "Class",
+        "string",
+        "The name of the IngressClass resource that should be used for ingress.",
+    ),
+    col(
+        "Hosts",
+        "string",
+        "Hosts that incoming requests are matched against before the ingress rule",
+    ),
+    col(
+        "Address",
+        "string",
+        "Address is a list containing ingress points for the load-balancer",
+    ),
+    col("Ports", "string", "Ports of TLS configurations that open"),
+    AGE,
+];
+
+const INGRESS_CLASS: &[Column] = &[
+    NAME,
+    col(
+        "Controller",
+        "string",
+        "Controller that is responsible for handling this class",
+    ),
+    col(
+        "Parameters",
+        "string",
+        "A reference to a resource with additional parameters",
+    ),
+    AGE,
+];
+
 const DEPLOYMENT: &[Column] = &[
     NAME,
     col("Ready", "string", "Number of the pod with ready state"),
@@ -481,6 +517,8 @@ enum Printer {
     NetworkPolicy,
     ResourceQuota,
     PodTemplate,
+    Ingress,
+    IngressClass,
     Deployment,
     ReplicaSet,
     StatefulSet,
@@ -513,6 +551,8 @@ fn printer(group: &str, kind: &str) -> Printer {
         ("", "Endpoints") => Printer::Endpoints,
         ("networking.k8s.io", "NetworkPolicy") => Printer::NetworkPolicy,
         ("", "ResourceQuota") => Printer::ResourceQuota,
+        ("networking.k8s.io", "Ingress") => Printer::Ingress,
+        ("networking.k8s.io", "IngressClass") => Printer::IngressClass,
         ("", "PodTemplate") => Printer::PodTemplate,
         ("apps", "Deployment") => Printer::Deployment,
         ("apps", "ReplicaSet") | ("", "ReplicationController") => Printer::ReplicaSet,
@@ -542,6 +582,8 @@ pub fn columns(group: &str, kind: &str) -> &'static [Column] {
         Printer::Event => EVENT,
         Printer::NetworkPolicy => NETWORK_POLICY,
         Printer::ResourceQuota => RESOURCE_QUOTA,
+        Printer::Ingress => INGRESS,
+        Printer::IngressClass => INGRESS_CLASS,
         Printer::PodTemplate => POD_TEMPLATE,
         Printer::Deployment => DEPLOYMENT,
         Printer::ReplicaSet => REPLICA_SET,
@@ -612,6 +654,29 @@ pub fn row(group: &str, kind: &str, obj: &Value, now: OffsetDateTime) -> Row {
             age,
         ]),
         Printer::ResourceQuota => plain(resource_quota_cells(obj, name, age)),
+        Printer::Ingress => plain(ingress_cells(obj, name, age)),
+        Printer::IngressClass => {
+            let parameters = obj.pointer("/spec/parameters").filter(|p| p.is_object());
+            let parameters = parameters.map_or_else(
+                || "<none>".to_string(),
+                |p| {
+                    let kind = str_at(p, &["kind"]);
+                    let group = str_at(p, &["apiGroup"]);
+                    let kind = if group.is_empty() {
+                        kind.to_string()
+                    } else {
+                        format!("{kind}.{group}")
+                    };
+                    format!("{kind}/{}", str_at(p, &["name"]))
+                },
+            );
+            plain(vec![
+                name,
+                json!(str_at(obj, &["spec", "controller"])),
+                json!(parameters),
+                age,
+            ])
+        }
         Printer::PodTemplate => {
             let (names, images) = containers(obj, "/template/spec/containers");
             plain(vec![
@@ -1448,6 +1513,58 @@ fn api_service_cells(svc: &Value, name: Value, age: Value) -> Vec<Value> {
 }
 
 /// The names and images of a template's containers, comma-joined.
+/// An Ingress's cells: its class, its rules' hosts (three at most, then `+ N more...`; `*`
+/// when none names one), its load balancer's addresses and `80` (`80, 443` with TLS).
+fn ingress_cells(ing: &Value, name: Value, age: Value) -> Vec<Value> {
+    let class = ing
+        .pointer("/spec/ingressClassName")
+        .and_then(Value::as_str)
+        .unwrap_or("<none>");
+    // kubectl's formatHosts: hosts of the first rules, three at most, blank ones skipped.
+    let rules = array_at(ing, "/spec/rules");
+    let mut list: Vec<&str> = Vec::new();
+    let mut more = false;
+    for r in rules {
+        if list.len() == 3 {
+            more = true;
+        }
+        let h = str_at(r, &["host"]);
+        if !more && !h.is_empty() {
+            list.push(h);
+        }
+    }
+    let hosts = match (list.is_empty(), more) {
+        (true, _) => "*".to_string(),
+        (false, true) => format!("{} + {} more...", list.join(","), rules.len() - 3),
+        (false, false) => list.join(","),
+    };
+    let addresses: Vec<&str> = array_at(ing, "/status/loadBalancer/ingress")
+        .iter()
+        .map(|i| {
+            let ip = str_at(i, &["ip"]);
+            if ip.is_empty() {
+                str_at(i, &["hostname"])
+            } else {
+                ip
+            }
+        })
+        .filter(|a| !a.is_empty())
+        .collect();
+    let ports = if array_at(ing, "/spec/tls").is_empty() {
+        "80"
+    } else {
+        "80, 443"
+    };
+    vec![
+        name,
+        json!(class),
+        json!(hosts),
+        json!(addresses.join(",")),
+        json!(ports),
+        age,
+    ]
+}
+
 /// A quota's cells: each resource it limits as `name: used/hard`, the `limits.*` ones in the
 /// Limit column and the others in the Request column, in name order.
 fn resource_quota_cells(quota: &Value, name: Value, age: Value) -> Vec<Value> {

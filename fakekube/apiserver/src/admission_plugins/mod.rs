@@ -16,6 +16,7 @@
 //! when the cache misses). A refusal is the API server's 403 with the plugin's message:
 //! `pods "NAME" is forbidden: pod rejected: RuntimeClass "kata" not found`.
 
+mod ingress_class;
 mod limit_ranger;
 mod priority;
 pub(crate) mod resource_quota;
@@ -105,6 +106,11 @@ pub(crate) fn validate_on_commit(
         resource_quota::check(cluster, group, plural, ns, obj).map_err(refuse)?;
     }
     Ok(())
+}
+
+/// The `DefaultIngressClass` plugin on an Ingress's create.
+pub(crate) fn admit_ingress_create(cluster: &dyn Lookup, ingress: &mut Value) {
+    ingress_class::admit(cluster, ingress);
 }
 
 /// Runs the pod plugins that act on a pod's update: `DefaultTolerationSeconds`.

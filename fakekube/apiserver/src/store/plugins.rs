@@ -49,6 +49,8 @@ impl Inner {
             admission_plugins::admit_pod_create(self, ns, shown, obj)?;
         } else if is(rt, "scheduling.k8s.io", "priorityclasses") {
             admission_plugins::validate_priority_class(self, obj, false)?;
+        } else if is(rt, "networking.k8s.io", "ingresses") {
+            admission_plugins::admit_ingress_create(self, obj);
         }
         Ok(())
     }
