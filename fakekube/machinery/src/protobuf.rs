@@ -3,7 +3,7 @@
 //! self-subject reviews (`kubectl auth can-i`, `kubectl auth whoami`), and the kinds
 //! `kubectl create <kind>` builds (Namespace, Secret, ConfigMap, ServiceAccount, Service, Role,
 //! ClusterRole, RoleBinding, ClusterRoleBinding, Deployment, Job, CronJob,
-//! PodDisruptionBudget; only the fields those commands set). Responses are always JSON, which client-go
+//! PodDisruptionBudget, ResourceQuota; only the fields those commands set). Responses are always JSON, which client-go
 //! decodes by the response's content type.
 
 use base64::Engine;
@@ -521,6 +521,24 @@ pub fn decode(body: &[u8]) -> Result<Value, ProtobufError> {
         "SelfSubjectRulesReview" => json!({ "namespace": string_of(&spec, 1).unwrap_or_default() }),
         "Namespace" => json!({}),
         "Service" => service_spec(&spec)?,
+        "ResourceQuota" => {
+            // ResourceQuotaSpec: hard (1, quantities by resource), scopes (2).
+            let mut hard = serde_json::Map::new();
+            for entry in messages(&spec, 1) {
+                let e = fields(entry)?;
+                let quantity = fields(bytes_of(&e, 2).unwrap_or_default())?;
+                hard.insert(
+                    string_of(&e, 1).unwrap_or_default(),
+                    json!(string_of(&quantity, 1).unwrap_or_default()),
+                );
+            }
+            let mut s = json!({ "hard": hard });
+            let scopes = strings_of(&spec, 2);
+            if !scopes.is_empty() {
+                s["scopes"] = json!(scopes);
+            }
+            s
+        }
         "Deployment" | "Job" | "CronJob" | "PodDisruptionBudget" => workload_spec(&kind, &spec)?,
         "ConfigMap" => {
             // ConfigMap has no spec: data (2), binaryData (3), immutable (4).
