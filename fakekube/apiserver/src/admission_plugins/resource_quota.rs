@@ -149,10 +149,9 @@ fn pod_usage(pod: &Value, out: &mut ResourceList) {
     }
     out.insert("pods".into(), Amount::of_int(1));
     for (k, v) in pod_totals(pod, "requests") {
-        if matches!(k.as_str(), "cpu" | "memory" | "ephemeral-storage") {
-            out.insert(k.clone(), v);
-            out.insert(format!("requests.{k}"), v);
-        } else if k.starts_with("hugepages-") {
+        if matches!(k.as_str(), "cpu" | "memory" | "ephemeral-storage")
+            || k.starts_with("hugepages-")
+        {
             out.insert(k.clone(), v);
             out.insert(format!("requests.{k}"), v);
         } else if k.contains('/') {

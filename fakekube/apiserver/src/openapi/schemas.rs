@@ -226,6 +226,30 @@ fn built_in_fields(
             ],
         ),
         ("coordination.k8s.io", "Lease") => ("Lease defines a lease concept.", &[SPEC]),
+        ("", "LimitRange") => (
+            "LimitRange sets resource usage limits for each kind of resource in a Namespace.",
+            &[SPEC],
+        ),
+        ("", "ResourceQuota") => (
+            "ResourceQuota sets aggregate quota restrictions enforced per namespace",
+            &[SPEC, STATUS],
+        ),
+        ("", "PodTemplate") => (
+            "PodTemplate describes a template for creating copies of a predefined pod.",
+            &[(
+                "template",
+                Object,
+                "Template defines the pods that will be created from this pod template.",
+            )],
+        ),
+        ("networking.k8s.io", "Ingress") => (
+            "Ingress is a collection of rules that allow inbound connections to reach the endpoints defined by a backend.",
+            &[SPEC, STATUS],
+        ),
+        ("networking.k8s.io", "IngressClass") => (
+            "IngressClass represents the class of the Ingress, referenced by the Ingress Spec.",
+            &[SPEC],
+        ),
         _ => ("", &[SPEC, STATUS]),
     }
 }
