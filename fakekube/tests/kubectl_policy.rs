@@ -1,4 +1,5 @@
-//! LimitRanges, ResourceQuotas, PodTemplates, Ingresses and IngressClasses through kubectl
+//! LimitRanges, ResourceQuotas, PodTemplates, Ingresses, IngressClasses and
+//! HorizontalPodAutoscalers (read at `v2` and `v1`) through kubectl
 //! against the `fakekube` binary: `apply`, `get` with kubectl's columns, `describe`, and
 //! `create quota` (whose body kubectl 1.33 sends as protobuf); a pod refused by the quota
 //! shows kubectl the API server's message.
@@ -45,6 +46,13 @@ spec:
     http:
       paths:
       - { path: /, pathType: Prefix, backend: { service: { name: web, port: { number: 80 } } } }
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: { name: web }
+spec:
+  scaleTargetRef: { apiVersion: apps/v1, kind: Deployment, name: web }
+  maxReplicas: 4
 "#;
 
 fn scenario(minor: u32) {
@@ -110,6 +118,25 @@ fn scenario(minor: u32) {
     let classes = k.run(&["get", "ingressclass"]).success().stdout;
     assert!(classes.contains("k8s.io/ingress-nginx"), "{classes}");
     k.run(&["describe", "ingress", "web"]).success();
+    let hpa = k
+        .run(&["get", "hpa", "web", "--no-headers"])
+        .success()
+        .stdout;
+    assert!(
+        hpa.contains("Deployment/web") && hpa.contains("cpu: <unknown>/80%"),
+        "{hpa}"
+    );
+    let v1 = k
+        .run(&[
+            "get",
+            "horizontalpodautoscalers.v1.autoscaling",
+            "web",
+            "-o",
+            "json",
+        ])
+        .success()
+        .json();
+    assert_eq!(v1["spec"]["targetCPUUtilizationPercentage"], 80);
 
     for name in ["p2", "p3"] {
         k.run(&["run", name, "--image=busybox", "--restart=Never"])

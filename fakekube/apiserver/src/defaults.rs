@@ -4,6 +4,7 @@
 //! read back, and the required fields whose absence a real server refuses. The workload kinds
 //! (apps, batch, policy, EndpointSlices, ReplicationControllers) are in `workloads`.
 
+mod autoscaling;
 mod classes;
 mod networking;
 mod policy;
@@ -47,6 +48,7 @@ pub(crate) fn admit_core(rt: &ResourceType, obj: &mut Value, old: Option<&Value>
     }
     match rt.group.as_str() {
         "node.k8s.io" if rt.kind == "RuntimeClass" => return classes::runtime_class(obj, old),
+        "autoscaling" => return autoscaling::hpa(&rt.version, obj),
         "networking.k8s.io" if rt.kind == "Ingress" => return networking::ingress(obj, old),
         "networking.k8s.io" if rt.kind == "IngressClass" => {
             return networking::ingress_class(obj, old);

@@ -393,6 +393,35 @@ pub(crate) static BUILT_IN: &[BuiltIn] = &[
         StatusMode::Plain,
         true,
     ),
+    // HorizontalPodAutoscalers are stored as `autoscaling/v2`; `v1` is a view of them.
+    BuiltIn {
+        version: "v2",
+        categories: ALL,
+        ..grouped(
+            "autoscaling",
+            "HorizontalPodAutoscaler",
+            "horizontalpodautoscalers",
+            "horizontalpodautoscaler",
+            true,
+            &["hpa"],
+            StatusMode::Subresource,
+            true,
+        )
+    },
+    BuiltIn {
+        categories: ALL,
+        stored_as: Some(("autoscaling", "v2")),
+        ..grouped(
+            "autoscaling",
+            "HorizontalPodAutoscaler",
+            "horizontalpodautoscalers",
+            "horizontalpodautoscaler",
+            true,
+            &["hpa"],
+            StatusMode::Subresource,
+            true,
+        )
+    },
     BuiltIn {
         categories: ALL,
         scale: true,

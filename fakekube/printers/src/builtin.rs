@@ -323,6 +323,36 @@ const INGRESS_CLASS: &[Column] = &[
     AGE,
 ];
 
+const HPA: &[Column] = &[
+    NAME,
+    col(
+        "Reference",
+        "string",
+        "reference to scaled resource; horizontal pod autoscaler will learn the current resource consumption and will set the desired number of pods by using its Scale subresource.",
+    ),
+    col(
+        "Targets",
+        "string",
+        "the metrics used to calculate the desired replica count",
+    ),
+    col(
+        "MinPods",
+        "string",
+        "minReplicas is the lower limit for the number of replicas to which the autoscaler can scale down.",
+    ),
+    col(
+        "MaxPods",
+        "integer",
+        "maxReplicas is the upper limit for the number of replicas to which the autoscaler can scale up.",
+    ),
+    col(
+        "Replicas",
+        "integer",
+        "currentReplicas is current number of replicas of pods managed by this autoscaler, as last seen by the autoscaler.",
+    ),
+    AGE,
+];
+
 const DEPLOYMENT: &[Column] = &[
     NAME,
     col("Ready", "string", "Number of the pod with ready state"),
@@ -519,6 +549,7 @@ enum Printer {
     PodTemplate,
     Ingress,
     IngressClass,
+    Hpa,
     Deployment,
     ReplicaSet,
     StatefulSet,
@@ -553,6 +584,7 @@ fn printer(group: &str, kind: &str) -> Printer {
         ("", "ResourceQuota") => Printer::ResourceQuota,
         ("networking.k8s.io", "Ingress") => Printer::Ingress,
         ("networking.k8s.io", "IngressClass") => Printer::IngressClass,
+        ("autoscaling", "HorizontalPodAutoscaler") => Printer::Hpa,
         ("", "PodTemplate") => Printer::PodTemplate,
         ("apps", "Deployment") => Printer::Deployment,
         ("apps", "ReplicaSet") | ("", "ReplicationController") => Printer::ReplicaSet,
@@ -584,6 +616,7 @@ pub fn columns(group: &str, kind: &str) -> &'static [Column] {
         Printer::ResourceQuota => RESOURCE_QUOTA,
         Printer::Ingress => INGRESS,
         Printer::IngressClass => INGRESS_CLASS,
+        Printer::Hpa => HPA,
         Printer::PodTemplate => POD_TEMPLATE,
         Printer::Deployment => DEPLOYMENT,
         Printer::ReplicaSet => REPLICA_SET,
@@ -655,6 +688,23 @@ pub fn row(group: &str, kind: &str, obj: &Value, now: OffsetDateTime) -> Row {
         ]),
         Printer::ResourceQuota => plain(resource_quota_cells(obj, name, age)),
         Printer::Ingress => plain(ingress_cells(obj, name, age)),
+        Printer::Hpa => plain(vec![
+            name,
+            json!(format!(
+                "{}/{}",
+                str_at(obj, &["spec", "scaleTargetRef", "kind"]),
+                str_at(obj, &["spec", "scaleTargetRef", "name"])
+            )),
+            json!(hpa_targets(obj)),
+            json!(
+                obj.pointer("/spec/minReplicas")
+                    .and_then(Value::as_i64)
+                    .map_or_else(|| "<unset>".to_string(), |n| n.to_string())
+            ),
+            json!(int_at(obj, "/spec/maxReplicas")),
+            json!(int_at(obj, "/status/currentReplicas")),
+            age,
+        ]),
         Printer::IngressClass => {
             let parameters = obj.pointer("/spec/parameters").filter(|p| p.is_object());
             let parameters = parameters.map_or_else(
@@ -1563,6 +1613,83 @@ fn ingress_cells(ing: &Value, name: Value, age: Value) -> Vec<Value> {
         json!(ports),
         age,
     ]
+}
+
+/// An autoscaler's TARGETS: each metric as `current/target` (`cpu: <unknown>/80%` before
+/// any is measured), three at most, then `+ N more...`; a `v1` object's CPU target alone.
+fn hpa_targets(hpa: &Value) -> String {
+    let unknown = || "<unknown>".to_string();
+    if let Some(cpu) = hpa
+        .pointer("/spec/targetCPUUtilizationPercentage")
+        .and_then(Value::as_i64)
+    {
+        let current = hpa
+            .pointer("/status/currentCPUUtilizationPercentage")
+            .and_then(Value::as_i64)
+            .map_or_else(unknown, |c| format!("{c}%"));
+        return format!("cpu: {current}/{cpu}%");
+    }
+    let specs = array_at(hpa, "/spec/metrics");
+    let statuses = array_at(hpa, "/status/currentMetrics");
+    let mut list = Vec::new();
+    for (i, m) in specs.iter().enumerate() {
+        let status = statuses.get(i);
+        let at = |p: &str| status.and_then(|s| s.pointer(p));
+        let shown = |v: Option<&Value>| {
+            v.map_or_else(unknown, |v| {
+                v.as_str().map_or_else(|| v.to_string(), str::to_string)
+            })
+        };
+        let text = match str_at(m, &["type"]) {
+            "Resource" | "ContainerResource" => {
+                let key = if str_at(m, &["type"]) == "Resource" {
+                    "resource"
+                } else {
+                    "containerResource"
+                };
+                let res = m.get(key).cloned().unwrap_or(Value::Null);
+                let rname = str_at(&res, &["name"]);
+                match res
+                    .pointer("/target/averageUtilization")
+                    .and_then(Value::as_i64)
+                {
+                    Some(u) => {
+                        let current = at(&format!("/{key}/current/averageUtilization"))
+                            .and_then(Value::as_i64)
+                            .map_or_else(unknown, |c| format!("{c}%"));
+                        format!("{rname}: {current}/{u}%")
+                    }
+                    None => format!(
+                        "{rname}: {}/{}",
+                        shown(at(&format!("/{key}/current/averageValue"))),
+                        shown(res.pointer("/target/averageValue"))
+                    ),
+                }
+            }
+            "Pods" => format!(
+                "{}/{}",
+                shown(at("/pods/current/averageValue")),
+                shown(m.pointer("/pods/target/averageValue"))
+            ),
+            "Object" => format!(
+                "{}/{}",
+                shown(at("/object/current/value")),
+                shown(m.pointer("/object/target/value"))
+            ),
+            "External" => format!(
+                "{}/{}",
+                shown(at("/external/current/value")),
+                shown(m.pointer("/external/target/value"))
+            ),
+            _ => "<unknown type>".to_string(),
+        };
+        list.push(text);
+    }
+    match list.len() {
+        0 => "<none>".to_string(),
+        n if n > 3 => format!("{} + {} more...", list[..3].join(", "), n - 3),
+        _ => list.join(", "),
+    }
 }
 
 /// A quota's cells: each resource it limits as `name: used/hard`, the `limits.*` ones in the

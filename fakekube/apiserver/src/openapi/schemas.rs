@@ -246,6 +246,10 @@ fn built_in_fields(
             "Ingress is a collection of rules that allow inbound connections to reach the endpoints defined by a backend.",
             &[SPEC, STATUS],
         ),
+        ("autoscaling", "HorizontalPodAutoscaler") => (
+            "configuration of a horizontal pod autoscaler.",
+            &[SPEC, STATUS],
+        ),
         ("networking.k8s.io", "IngressClass") => (
             "IngressClass represents the class of the Ingress, referenced by the Ingress Spec.",
             &[SPEC],

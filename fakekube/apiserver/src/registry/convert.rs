@@ -4,7 +4,7 @@
 //! Either way the result is pruned by the target version's schema, as the API server's
 //! converter does: a field the target version does not know is dropped.
 
-use super::{Conversion, Registry, ResourceType, api_version, events};
+use super::{Conversion, Registry, ResourceType, api_version, autoscaling, events};
 use crate::status::ApiError;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -71,6 +71,7 @@ impl Registry {
         }
         let mut out = match &rt.conversion {
             Conversion::Events => events::convert(object, &want),
+            Conversion::Autoscaling => autoscaling::convert(object, &want),
             Conversion::None => {
                 let mut out = object.clone();
                 if let Some(o) = out.as_object_mut() {

@@ -14,6 +14,7 @@
 //! - `mutate`: in-process mutating admission webhooks, called on writes of their kind.
 //! - `events`: core `v1` Events and their `events.k8s.io/v1` view, one stored resource.
 
+mod autoscaling;
 mod convert;
 mod events;
 mod mutate;
@@ -64,6 +65,9 @@ pub(crate) enum Conversion {
     None,
     /// Between core `v1` Events and `events.k8s.io/v1` Events, whose fields have other names.
     Events,
+    /// Between `autoscaling/v2` HorizontalPodAutoscalers and `autoscaling/v1`, whose other
+    /// metrics ride in annotations.
+    Autoscaling,
     /// A conversion webhook; fakekube calls an in-process [`Converter`] instead, and without
     /// one answers as the API server does when the webhook cannot be reached.
     Webhook {
@@ -182,10 +186,10 @@ impl ResourceType {
             schema: None,
             printer_columns: Vec::new(),
             deprecation_warning: None,
-            conversion: if b.stored_as.is_some() {
-                Conversion::Events
-            } else {
-                Conversion::None
+            conversion: match b.stored_as {
+                Some(("autoscaling", _)) => Conversion::Autoscaling,
+                Some(_) => Conversion::Events,
+                None => Conversion::None,
             },
             defined_by: None,
             retired: CancellationToken::new(),
