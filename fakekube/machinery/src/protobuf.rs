@@ -630,6 +630,26 @@ mod tests {
     }
 
     #[test]
+    fn a_resource_quota_from_kubectl_create_quota_is_read() {
+        let entry = |k: &[u8], q: &[u8]| ld(1, &[ld(1, k), ld(2, &ld(1, q))].concat());
+        let spec = [
+            entry(b"pods", b"3"),
+            entry(b"requests.cpu", b"1"),
+            ld(2, b"BestEffort"),
+        ]
+        .concat();
+        let raw = [ld(1, &ld(1, b"compute")), ld(2, &spec)].concat();
+        let tm = [ld(1, b"v1"), ld(2, b"ResourceQuota")].concat();
+        let body = [MAGIC.to_vec(), ld(1, &tm), ld(2, &raw)].concat();
+        let v = decode(&body).expect("decodes");
+        assert_eq!(v["metadata"]["name"], "compute");
+        assert_eq!(
+            v["spec"],
+            json!({ "hard": { "pods": "3", "requests.cpu": "1" }, "scopes": ["BestEffort"] })
+        );
+    }
+
+    #[test]
     fn access_review_resource_attributes_are_read() {
         let ra = [
             ld(1, b"ns"),
