@@ -1,7 +1,7 @@
 //! LimitRanges, ResourceQuotas, PodTemplates, Ingresses, IngressClasses and
 //! HorizontalPodAutoscalers (read at `v2` and `v1`) through kubectl
 //! against the `fakekube` binary: `apply`, `get` with kubectl's columns, `describe`, and
-//! `create quota` (whose body kubectl 1.33 sends as protobuf); a pod refused by the quota
+//! `create quota` and `create ingress` (whose bodies kubectl 1.33 sends as protobuf); a pod refused by the quota
 //! shows kubectl the API server's message.
 //!
 //! kubectl 1.30 and 1.33. A kubectl binary that is not installed makes its tests print
@@ -118,6 +118,23 @@ fn scenario(minor: u32) {
     let classes = k.run(&["get", "ingressclass"]).success().stdout;
     assert!(classes.contains("k8s.io/ingress-nginx"), "{classes}");
     k.run(&["describe", "ingress", "web"]).success();
+    k.run(&[
+        "create",
+        "ingress",
+        "simple",
+        "--rule=foo.com/bar=svc1:8080,tls=my-cert",
+    ])
+    .success();
+    let simple = k
+        .run(&["get", "ingress", "simple", "-o", "json"])
+        .success()
+        .json();
+    assert_eq!(simple["spec"]["ingressClassName"], "nginx");
+    assert_eq!(
+        simple["spec"]["rules"][0]["http"]["paths"][0]["pathType"],
+        "Exact"
+    );
+    assert_eq!(simple["spec"]["tls"][0]["secretName"], "my-cert");
     let hpa = k
         .run(&["get", "hpa", "web", "--no-headers"])
         .success()

@@ -3,7 +3,7 @@
 //! self-subject reviews (`kubectl auth can-i`, `kubectl auth whoami`), and the kinds
 //! `kubectl create <kind>` builds (Namespace, Secret, ConfigMap, ServiceAccount, Service, Role,
 //! ClusterRole, RoleBinding, ClusterRoleBinding, Deployment, Job, CronJob,
-//! PodDisruptionBudget, ResourceQuota; only the fields those commands set). Responses are always JSON, which client-go
+//! PodDisruptionBudget, ResourceQuota, Ingress; only the fields those commands set). Responses are always JSON, which client-go
 //! decodes by the response's content type.
 
 use base64::Engine;
@@ -280,6 +280,84 @@ fn rbac_fields(kind: &str, raw: &[(u64, Field<'_>)], obj: &mut Value) -> Result<
     Ok(())
 }
 
+/// A `networking.k8s.io/v1` IngressBackend: resource (3), service (4: name 1, port 2 with
+/// name 1 or number 2).
+fn ingress_backend(raw: &[u8]) -> Result<Value, ProtobufError> {
+    let fs = fields(raw)?;
+    let mut b = json!({});
+    if let Some(svc) = bytes_of(&fs, 4) {
+        let sf = fields(svc)?;
+        let pf = fields(bytes_of(&sf, 2).unwrap_or_default())?;
+        let mut port = json!({});
+        if let Some(n) = string_of(&pf, 1).filter(|n| !n.is_empty()) {
+            port["name"] = json!(n);
+        }
+        if let Some(n) = varint_of(&pf, 2) {
+            port["number"] = json!(n);
+        }
+        b["service"] = json!({ "name": string_of(&sf, 1).unwrap_or_default(), "port": port });
+    }
+    if let Some(r) = bytes_of(&fs, 3) {
+        let rf = fields(r)?;
+        let mut reference = non_empty_strings(&rf, &[(2, "kind"), (3, "name")]);
+        if let Some(g) = string_of(&rf, 1) {
+            reference["apiGroup"] = json!(g);
+        }
+        b["resource"] = reference;
+    }
+    Ok(b)
+}
+
+/// The IngressSpec `kubectl create ingress` sends: defaultBackend (1), tls (2: hosts 1,
+/// secretName 2), rules (3: host 1, http 2.1 with paths 1: path 1, backend 2, pathType 3),
+/// ingressClassName (4).
+fn ingress_spec(fs: &[(u64, Field<'_>)]) -> Result<Value, ProtobufError> {
+    let mut s = json!({});
+    if let Some(c) = string_of(fs, 4) {
+        s["ingressClassName"] = json!(c);
+    }
+    if let Some(b) = bytes_of(fs, 1) {
+        s["defaultBackend"] = ingress_backend(b)?;
+    }
+    let mut tls = Vec::new();
+    for t in messages(fs, 2) {
+        let tf = fields(t)?;
+        let mut entry = json!({ "hosts": strings_of(&tf, 1) });
+        if let Some(secret) = string_of(&tf, 2).filter(|n| !n.is_empty()) {
+            entry["secretName"] = json!(secret);
+        }
+        tls.push(entry);
+    }
+    if !tls.is_empty() {
+        s["tls"] = json!(tls);
+    }
+    let mut rules = Vec::new();
+    for r in messages(fs, 3) {
+        let rf = fields(r)?;
+        let mut rule = json!({});
+        if let Some(h) = string_of(&rf, 1).filter(|h| !h.is_empty()) {
+            rule["host"] = json!(h);
+        }
+        let value = fields(bytes_of(&rf, 2).unwrap_or_default())?;
+        if let Some(http) = bytes_of(&value, 1) {
+            let hf = fields(http)?;
+            let mut paths = Vec::new();
+            for p in messages(&hf, 1) {
+                let pf = fields(p)?;
+                let mut path = non_empty_strings(&pf, &[(1, "path"), (3, "pathType")]);
+                path["backend"] = ingress_backend(bytes_of(&pf, 2).unwrap_or_default())?;
+                paths.push(path);
+            }
+            rule["http"] = json!({ "paths": paths });
+        }
+        rules.push(rule);
+    }
+    if !rules.is_empty() {
+        s["rules"] = json!(rules);
+    }
+    Ok(s)
+}
+
 /// Decodes a protobuf request body into the JSON object it stands for.
 /// A `metav1.LabelSelector`: `matchLabels` (1) and `matchExpressions` (2: key, operator,
 /// values).
@@ -521,6 +599,7 @@ pub fn decode(body: &[u8]) -> Result<Value, ProtobufError> {
         "SelfSubjectRulesReview" => json!({ "namespace": string_of(&spec, 1).unwrap_or_default() }),
         "Namespace" => json!({}),
         "Service" => service_spec(&spec)?,
+        "Ingress" => ingress_spec(&spec)?,
         "ResourceQuota" => {
             // ResourceQuotaSpec: hard (1, quantities by resource), scopes (2).
             let mut hard = serde_json::Map::new();
@@ -646,6 +725,29 @@ mod tests {
         assert_eq!(
             v["spec"],
             json!({ "hard": { "pods": "3", "requests.cpu": "1" }, "scopes": ["BestEffort"] })
+        );
+    }
+
+    #[test]
+    fn an_ingress_from_kubectl_create_ingress_is_read() {
+        let backend = ld(
+            4,
+            &[ld(1, b"svc1"), ld(2, &[vec![2 << 3, 0x90, 0x3f]].concat())].concat(),
+        );
+        let path = [ld(1, b"/bar"), ld(2, &backend), ld(3, b"Exact")].concat();
+        let rule = [ld(1, b"foo.com"), ld(2, &ld(1, &ld(1, &path)))].concat();
+        let tls = [ld(1, b"foo.com"), ld(2, b"my-cert")].concat();
+        let spec = [ld(2, &tls), ld(3, &rule), ld(4, b"nginx")].concat();
+        let raw = [ld(1, &ld(1, b"simple")), ld(2, &spec)].concat();
+        let tm = [ld(1, b"networking.k8s.io/v1"), ld(2, b"Ingress")].concat();
+        let body = [MAGIC.to_vec(), ld(1, &tm), ld(2, &raw)].concat();
+        let v = decode(&body).expect("decodes");
+        assert_eq!(
+            v["spec"],
+            json!({ "ingressClassName": "nginx",
+                "tls": [ { "hosts": ["foo.com"], "secretName": "my-cert" } ],
+                "rules": [ { "host": "foo.com", "http": { "paths": [ { "path": "/bar", "pathType": "Exact",
+                    "backend": { "service": { "name": "svc1", "port": { "number": 8080 } } } } ] } } ] })
         );
     }
 
