@@ -4,6 +4,7 @@
 //! read back, and the required fields whose absence a real server refuses. The workload kinds
 //! (apps, batch, policy, EndpointSlices, ReplicationControllers) are in `workloads`.
 
+pub(crate) mod admission;
 mod classes;
 pub(crate) mod quantity;
 mod workloads;
@@ -43,6 +44,7 @@ pub(crate) fn admit_core(rt: &ResourceType, obj: &mut Value, old: Option<&Value>
         return workloads::admit(rt, obj, old);
     }
     match rt.group.as_str() {
+        "admissionregistration.k8s.io" => return admission::admit(&rt.kind, obj, old),
         "node.k8s.io" if rt.kind == "RuntimeClass" => return classes::runtime_class(obj, old),
         "scheduling.k8s.io" if rt.kind == "PriorityClass" => {
             return classes::priority_class(obj, old);

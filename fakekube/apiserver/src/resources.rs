@@ -525,6 +525,58 @@ pub(crate) static BUILT_IN: &[BuiltIn] = &[
         )
     },
     BuiltIn {
+        categories: &["api-extensions"],
+        ..grouped(
+            "admissionregistration.k8s.io",
+            "MutatingWebhookConfiguration",
+            "mutatingwebhookconfigurations",
+            "mutatingwebhookconfiguration",
+            false,
+            &[],
+            StatusMode::Plain,
+            false,
+        )
+    },
+    BuiltIn {
+        categories: &["api-extensions"],
+        ..grouped(
+            "admissionregistration.k8s.io",
+            "ValidatingWebhookConfiguration",
+            "validatingwebhookconfigurations",
+            "validatingwebhookconfiguration",
+            false,
+            &[],
+            StatusMode::Plain,
+            false,
+        )
+    },
+    BuiltIn {
+        categories: &["api-extensions"],
+        ..grouped(
+            "admissionregistration.k8s.io",
+            "ValidatingAdmissionPolicy",
+            "validatingadmissionpolicies",
+            "validatingadmissionpolicy",
+            false,
+            &[],
+            StatusMode::Subresource,
+            true,
+        )
+    },
+    BuiltIn {
+        categories: &["api-extensions"],
+        ..grouped(
+            "admissionregistration.k8s.io",
+            "ValidatingAdmissionPolicyBinding",
+            "validatingadmissionpolicybindings",
+            "validatingadmissionpolicybinding",
+            false,
+            &[],
+            StatusMode::Plain,
+            true,
+        )
+    },
+    BuiltIn {
         group: "apiregistration.k8s.io",
         categories: &["api-extensions"],
         ..core(

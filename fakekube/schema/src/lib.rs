@@ -54,6 +54,7 @@
 
 mod cel;
 mod defaulting;
+pub mod expressions;
 mod field_error;
 mod formats;
 mod list_type;
@@ -69,6 +70,7 @@ mod validate;
 mod tests;
 
 pub use cel::quantity::Quantity;
+pub use expressions::{Activation, Expression, Outcome, compile_expression};
 use revisions::Revisions;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};

@@ -14,6 +14,7 @@ mod priority;
 mod runtime_class;
 mod service_account;
 mod tolerations;
+pub(crate) mod validating_policy;
 
 pub(crate) use priority::validate as validate_priority_class;
 
@@ -28,6 +29,12 @@ pub(crate) trait Lookup {
     fn get(&self, group: &str, plural: &str, ns: &str, name: &str) -> Option<Arc<Value>>;
     /// Every object of `group`/`plural`.
     fn list(&self, group: &str, plural: &str) -> Vec<Arc<Value>>;
+    /// Whether the kind `kind` of `api_version` is namespaced, and every object of it;
+    /// `None` when no such kind is served.
+    fn of_kind(&self, api_version: &str, kind: &str) -> Option<(bool, Vec<Arc<Value>>)> {
+        let _ = (api_version, kind);
+        None
+    }
 }
 
 /// The API server's 403 from an admission plugin (`admission.NewForbidden`): the resource and

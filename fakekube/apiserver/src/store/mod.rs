@@ -50,6 +50,7 @@ use admission::{
 };
 
 use objects::namespace_range;
+use plugins::PolicyWrite;
 
 pub use client::TokenIssuer;
 pub(crate) use page::{Item, Page};
@@ -130,6 +131,9 @@ pub struct WriteOptions {
     /// The write binds a pod to a node (what `pods/binding` does): it sets `spec.nodeName`
     /// and, as the API server's binding storage, leaves `metadata.generation` alone.
     pub binding: bool,
+    /// Who makes the write, for the admission policies' `request.userInfo`; `None` for
+    /// fakekube's own controllers.
+    pub(crate) user: Option<Arc<crate::authn::UserInfo>>,
 }
 
 pub use crate::client::Part;
@@ -153,6 +157,8 @@ pub struct DeleteOptions {
     /// Only the answer reads it: `false` on a delete that does not remove the object at once
     /// is answered 202.
     pub orphan_dependents: Option<bool>,
+    /// Who deletes, for the admission policies' `request.userInfo`.
+    pub(crate) user: Option<Arc<crate::authn::UserInfo>>,
 }
 
 /// A list request's parameters.
@@ -1044,7 +1050,28 @@ impl Inner {
         name: &str,
         prepared: PreparedCreate,
     ) -> Result<(Arc<Value>, Vec<String>), ApiError> {
-        let PreparedCreate { obj, warnings } = prepared;
+        let PreparedCreate {
+            obj,
+            mut warnings,
+            user,
+        } = prepared;
+        {
+            let (written, dry_run) = match &obj {
+                NewObject::DryRun(o) => (o, true),
+                NewObject::Write(o) => (o, false),
+            };
+            warnings.extend(self.admit_policies(&PolicyWrite {
+                rt,
+                subresource: "",
+                operation: "CREATE",
+                namespace: ns,
+                name,
+                object: Some(written),
+                old: None,
+                user: user.as_deref(),
+                dry_run,
+            })?);
+        }
         // Storage refuses a taken name only after admission and validation, as etcd's
         // create-if-absent does in the API server; a dry run asks storage too.
         if self.get(rt, ns, name).is_some() {
@@ -1140,8 +1167,21 @@ impl Inner {
             stored,
             old,
             mut obj,
-            warnings,
+            mut warnings,
+            part,
+            user,
         } = write;
+        warnings.extend(self.admit_policies(&PolicyWrite {
+            rt,
+            subresource: if part == Part::Status { "status" } else { "" },
+            operation: "UPDATE",
+            namespace: ns,
+            name,
+            object: Some(&obj),
+            old: Some(&old),
+            user: user.as_deref(),
+            dry_run: false,
+        })?);
         let rv = self.next_rv();
         if let Some(md) = meta::metadata_mut(&mut obj) {
             md.insert("resourceVersion".into(), json!(rv.to_string()));

@@ -24,7 +24,20 @@ impl Lookup for Inner {
             .map(|read| read.object)
             .collect()
     }
+
+    fn of_kind(&self, api_version: &str, kind: &str) -> Option<(bool, Vec<Arc<Value>>)> {
+        let rt = self.registry.by_kind(api_version, kind)?;
+        let objects = self
+            .objects
+            .all(&type_key(&rt))
+            .map(|read| read.object)
+            .collect();
+        Some((rt.namespaced, objects))
+    }
 }
+
+/// A write as the ValidatingAdmissionPolicy plugin sees it.
+pub(super) type PolicyWrite<'a> = admission_plugins::validating_policy::Attributes<'a>;
 
 /// Whether `rt` is `plural` of `group`.
 fn is(rt: &ResourceType, group: &str, plural: &str) -> bool {
@@ -32,6 +45,12 @@ fn is(rt: &ResourceType, group: &str, plural: &str) -> bool {
 }
 
 impl Inner {
+    /// The ValidatingAdmissionPolicy plugin on a write about to be stored: its warnings,
+    /// or its refusal.
+    pub(super) fn admit_policies(&self, write: &PolicyWrite<'_>) -> Result<Vec<String>, ApiError> {
+        admission_plugins::validating_policy::validate(self, write)
+    }
+
     /// The plugins on a create of `obj` into `ns`, once its namespace is known to exist;
     /// `shown` is the name a refusal names (the request's name, or its `generateName`).
     pub(super) fn admit_plugins_on_create(
