@@ -4,7 +4,7 @@
 //! `kubernetes.io/config.mirror` annotation), CoreDNS (its Deployment, with the `kube-dns`
 //! Service and the `coredns` ConfigMap), the `kube-proxy` and `kindnet` DaemonSets, and the
 //! local-path provisioner's Deployment in `local-path-storage`, with their service accounts
-//! and ConfigMaps. The workload controllers make their ReplicaSets and pods, and the kubelet
+//! and ConfigMaps, and the node's CSINode (no driver registered). The workload controllers make their ReplicaSets and pods, and the kubelet
 //! runs them, so they become Running and Ready as on kind.
 //!
 //! They do nothing: their containers run the fake images' keep-alive (kind's manifests give
@@ -116,6 +116,7 @@ pub(crate) fn objects(node: &Value, minor: u32) -> Vec<Object> {
         LOCAL_PATH_NAMESPACE,
         local_path_provisioner(),
     ));
+    out.push(("storage.k8s.io", "csinodes", "", csi_node(node)));
     for component in [
         "etcd",
         "kube-apiserver",
@@ -341,6 +342,29 @@ fn local_path_provisioner() -> Value {
                 },
             },
         },
+    })
+}
+
+/// The node's CSINode, as the kubelet's CSI node-info manager creates it at start: no driver
+/// yet, owned by the Node, the in-tree plugins migrated to CSI named.
+fn csi_node(node: &Value) -> Value {
+    let name = text(node, "/metadata/name");
+    json!({
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "CSINode",
+        "metadata": {
+            "name": name,
+            "annotations": {
+                "storage.alpha.kubernetes.io/migrated-plugins": "kubernetes.io/aws-ebs,kubernetes.io/azure-disk,kubernetes.io/azure-file,kubernetes.io/cinder,kubernetes.io/gce-pd,kubernetes.io/portworx-volume,kubernetes.io/vsphere-volume",
+            },
+            "ownerReferences": [{
+                "apiVersion": "v1",
+                "kind": "Node",
+                "name": name,
+                "uid": text(node, "/metadata/uid"),
+            }],
+        },
+        "spec": { "drivers": [] },
     })
 }
 

@@ -310,6 +310,54 @@ pub(crate) static BUILT_IN: &[BuiltIn] = &[
         )
     },
     BuiltIn {
+        group: "storage.k8s.io",
+        ..core(
+            "CSIDriver",
+            "csidrivers",
+            "csidriver",
+            false,
+            &[],
+            StatusMode::Plain,
+            false,
+        )
+    },
+    BuiltIn {
+        group: "storage.k8s.io",
+        ..core(
+            "CSINode",
+            "csinodes",
+            "csinode",
+            false,
+            &[],
+            StatusMode::Plain,
+            false,
+        )
+    },
+    BuiltIn {
+        group: "storage.k8s.io",
+        ..core(
+            "CSIStorageCapacity",
+            "csistoragecapacities",
+            "csistoragecapacity",
+            true,
+            &[],
+            StatusMode::Plain,
+            false,
+        )
+    },
+    BuiltIn {
+        group: "storage.k8s.io",
+        ..core(
+            "VolumeAttachment",
+            "volumeattachments",
+            "volumeattachment",
+            false,
+            &[],
+            StatusMode::Subresource,
+            true,
+        )
+    },
+    BuiltIn {
         group: "node.k8s.io",
         ..core(
             "RuntimeClass",

@@ -4,10 +4,10 @@
 //! compiled when it is written, so that one that cannot run is refused then, as upstream
 //! refuses it.
 
-use super::{required, set_default};
+use super::errs::Errs;
+use super::set_default;
 use crate::meta;
 use crate::status::Cause;
-use fakekube_machinery::go_format::{go_quote, go_v};
 use fakekube_machinery::selector::LabelSelector;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
@@ -22,53 +22,6 @@ pub(crate) const POLICY_VARIABLES: &[&str] = &[
     "variables",
     "params",
 ];
-
-/// The causes of one object, with the constructors of `field.Error`.
-#[derive(Default)]
-struct Errs(Vec<Cause>);
-
-impl Errs {
-    fn required(&mut self, field: &str, detail: &str) {
-        let mut c = required(field);
-        if !detail.is_empty() {
-            c.message = format!("Required value: {detail}");
-        }
-        self.0.push(c);
-    }
-    fn invalid(&mut self, field: &str, value: &Value, detail: &str) {
-        self.0.push(Cause {
-            reason: "FieldValueInvalid".into(),
-            message: format!("Invalid value: {}: {detail}", go_v(value)),
-            field: Some(field.into()),
-        });
-    }
-    fn not_supported(&mut self, field: &str, value: &Value, supported: &[&str]) {
-        let list: Vec<String> = supported.iter().map(|s| go_quote(s)).collect();
-        self.0.push(Cause {
-            reason: "FieldValueNotSupported".into(),
-            message: format!(
-                "Unsupported value: {}: supported values: {}",
-                go_v(value),
-                list.join(", ")
-            ),
-            field: Some(field.into()),
-        });
-    }
-    fn duplicate(&mut self, field: &str, value: &Value) {
-        self.0.push(Cause {
-            reason: "FieldValueDuplicate".into(),
-            message: format!("Duplicate value: {}", go_v(value)),
-            field: Some(field.into()),
-        });
-    }
-    fn forbidden(&mut self, field: &str, detail: &str) {
-        self.0.push(Cause {
-            reason: "FieldValueForbidden".into(),
-            message: format!("Forbidden: {detail}"),
-            field: Some(field.into()),
-        });
-    }
-}
 
 fn strings(v: Option<&Value>) -> Vec<String> {
     v.and_then(Value::as_array)
