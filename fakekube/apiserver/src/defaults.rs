@@ -7,6 +7,7 @@
 pub(crate) mod admission;
 mod classes;
 mod errs;
+pub(crate) mod flowcontrol;
 pub(crate) mod quantity;
 mod storage;
 mod workloads;
@@ -48,6 +49,7 @@ pub(crate) fn admit_core(rt: &ResourceType, obj: &mut Value, old: Option<&Value>
     match rt.group.as_str() {
         "admissionregistration.k8s.io" => return admission::admit(&rt.kind, obj, old),
         "storage.k8s.io" => return storage::admit(&rt.kind, obj, old),
+        "flowcontrol.apiserver.k8s.io" => return flowcontrol::admit(&rt.kind, obj),
         "node.k8s.io" if rt.kind == "RuntimeClass" => return classes::runtime_class(obj, old),
         "scheduling.k8s.io" if rt.kind == "PriorityClass" => {
             return classes::priority_class(obj, old);

@@ -358,6 +358,30 @@ pub(crate) static BUILT_IN: &[BuiltIn] = &[
         )
     },
     BuiltIn {
+        group: "flowcontrol.apiserver.k8s.io",
+        ..core(
+            "FlowSchema",
+            "flowschemas",
+            "flowschema",
+            false,
+            &[],
+            StatusMode::Subresource,
+            true,
+        )
+    },
+    BuiltIn {
+        group: "flowcontrol.apiserver.k8s.io",
+        ..core(
+            "PriorityLevelConfiguration",
+            "prioritylevelconfigurations",
+            "prioritylevelconfiguration",
+            false,
+            &[],
+            StatusMode::Subresource,
+            true,
+        )
+    },
+    BuiltIn {
         group: "node.k8s.io",
         ..core(
             "RuntimeClass",
