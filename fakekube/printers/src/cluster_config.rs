@@ -189,12 +189,11 @@ fn flag(v: &Value, pointer: &str, default: bool) -> bool {
         .unwrap_or(default)
 }
 
-/// A number or string cell printed as text, `<none>` when absent.
-fn shown(v: &Value, pointer: &str) -> String {
+/// A number cell as the printer gives it (an integer), `<none>` when absent.
+fn shown(v: &Value, pointer: &str) -> Value {
     match v.pointer(pointer) {
-        Some(Value::Number(n)) => n.to_string(),
-        Some(Value::String(s)) => s.clone(),
-        _ => "<none>".to_string(),
+        Some(n @ Value::Number(_)) => n.clone(),
+        _ => json!("<none>"),
     }
 }
 
@@ -298,7 +297,7 @@ pub(crate) fn row(group: &str, kind: &str, obj: &Value, name: Value, age: Value)
                         .and_then(Value::as_i64)
                         .unwrap_or(0)
                 ),
-                json!(text(obj, "/spec/distinguisherMethod/type").unwrap_or("*")),
+                json!(text(obj, "/spec/distinguisherMethod/type").unwrap_or("<none>")),
                 age,
                 json!(dangling),
             ]
@@ -308,10 +307,10 @@ pub(crate) fn row(group: &str, kind: &str, obj: &Value, name: Value, age: Value)
             vec![
                 name,
                 json!(text(obj, "/spec/type").unwrap_or("")),
-                json!(shown(obj, "/spec/limited/nominalConcurrencyShares")),
-                json!(shown(obj, &format!("{queuing}/queues"))),
-                json!(shown(obj, &format!("{queuing}/handSize"))),
-                json!(shown(obj, &format!("{queuing}/queueLengthLimit"))),
+                shown(obj, "/spec/limited/nominalConcurrencyShares"),
+                shown(obj, &format!("{queuing}/queues")),
+                shown(obj, &format!("{queuing}/handSize")),
+                shown(obj, &format!("{queuing}/queueLengthLimit")),
                 age,
             ]
         }
