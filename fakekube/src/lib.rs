@@ -80,8 +80,10 @@
 //!   tasks on the runtime that started the server. [`FakeKube::controllers_settled`] covers
 //!   the agent-sandbox controllers only.
 //! - Core kinds are not validated beyond the fields their clients need.
-//! - Admission webhooks are not called over HTTP; a [`Mutator`] runs in process, before
-//!   defaulting (an API server defaults first), and no validating webhook is modelled.
+//! - Admission webhooks are not called over HTTP (their configurations are stored); a
+//!   [`Mutator`] runs in process, before defaulting (an API server defaults first), and no
+//!   validating webhook is modelled. ValidatingAdmissionPolicies are enforced, without the
+//!   `authorizer` variable or audit annotations.
 //! - CEL rules are not type-checked and have no cost limit; validation ratcheting is not done
 //!   (see `schema` and `fakekube/README.md`).
 //! - Responses are JSON or YAML, never protobuf; the items of a built-in kind's list carry

@@ -550,3 +550,52 @@ async fn the_four_kinds_are_in_discovery_with_their_category() {
         assert!(names.contains(&want), "{want} in {names:?}");
     }
 }
+
+#[tokio::test]
+async fn dry_run_creates_and_updates_are_checked_as_writes_are() {
+    let (_kube, client) = support::start_api_server().await;
+    create(&client, DEPLOYMENTS, &deployment("small", 1)).await;
+    create(
+        &client,
+        POLICIES,
+        &replica_policy("max-replicas", json!({})),
+    )
+    .await;
+    create(
+        &client,
+        BINDINGS,
+        &binding("deny", "max-replicas", &["Deny"], json!({})),
+    )
+    .await;
+    let created = client
+        .json(
+            Method::POST,
+            &format!("{DEPLOYMENTS}?dryRun=All"),
+            &deployment("big", 9),
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let mut grown = client.get(&format!("{DEPLOYMENTS}/small")).await.json();
+    grown["spec"]["replicas"] = json!(9);
+    let updated = client
+        .json(
+            Method::PUT,
+            &format!("{DEPLOYMENTS}/small?dryRun=All"),
+            &grown,
+        )
+        .await;
+    assert_eq!(
+        updated.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "{}",
+        updated.json()
+    );
+    let patched = client
+        .patch(
+            &format!("{DEPLOYMENTS}/small?dryRun=All"),
+            "application/merge-patch+json",
+            &json!({ "spec": { "replicas": 8 } }),
+        )
+        .await;
+    assert_eq!(patched.status, StatusCode::UNPROCESSABLE_ENTITY);
+}

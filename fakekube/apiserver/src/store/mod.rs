@@ -698,12 +698,16 @@ impl Store {
             opts: &opts,
             require_rv: true,
         };
-        let prepared = request.prepare(&registry, obj, stored, |obj, old| {
+        let prepared = request.prepare(&registry, obj, Arc::clone(&stored), |obj, old| {
             admit(&registry, rt, name, obj, Some(old), part, &opts)
         })?;
         let write = match prepared {
-            // Nothing to store: the answer stands as of the revision read.
-            PreparedUpdate::Answer(answer) => return Ok(answer),
+            // Nothing to store: the answer stands as of the revision read, once the
+            // admission policies have seen it (a dry run is admitted as a write is).
+            PreparedUpdate::Answer(answer) => {
+                let inner = self.lock()?;
+                return inner.answer_update(rt, ns, name, part, &opts, answer, &stored);
+            }
             PreparedUpdate::Write(write) => write,
         };
         let mut inner = self.lock()?;
@@ -1143,15 +1147,49 @@ impl Inner {
             opts: &opts,
             require_rv,
         };
-        let prepared = request.prepare(&self.registry, obj, stored, |obj, old| {
+        let prepared = request.prepare(&self.registry, obj, Arc::clone(&stored), |obj, old| {
             self.admit(rt, name, obj, Some(old), part, &opts)
         })?;
         let write = match prepared {
-            PreparedUpdate::Answer(answer) => return Ok(answer),
+            PreparedUpdate::Answer(answer) => {
+                return self.answer_update(rt, ns, name, part, &opts, answer, &stored);
+            }
             PreparedUpdate::Write(write) => write,
         };
         let (stored, warnings) = self.commit_update(rt, ns, name, write)?;
         Ok((self.read_as(rt, &stored)?, warnings))
+    }
+
+    /// An update that stores nothing (a dry run, or no change), once the admission policies
+    /// have admitted it against the revision `stored`, as the API server admits both.
+    #[allow(clippy::too_many_arguments)]
+    fn answer_update(
+        &self,
+        rt: &Arc<ResourceType>,
+        ns: &str,
+        name: &str,
+        part: Part,
+        opts: &WriteOptions,
+        answer: (Arc<Value>, Vec<String>),
+        stored: &Arc<Value>,
+    ) -> Result<(Arc<Value>, Vec<String>), ApiError> {
+        if !self.has_policy_bindings() {
+            return Ok(answer);
+        }
+        let (obj, mut warnings) = answer;
+        let old = present(&self.registry, rt, stored)?;
+        warnings.extend(self.admit_policies(&PolicyWrite {
+            rt,
+            subresource: if part == Part::Status { "status" } else { "" },
+            operation: "UPDATE",
+            namespace: ns,
+            name,
+            object: Some(&obj),
+            old: Some(&old),
+            user: opts.user.as_deref(),
+            dry_run: opts.dry_run,
+        })?);
+        Ok((obj, warnings))
     }
 
     /// Stores an update prepared against the revision still stored; returns the revision

@@ -45,6 +45,16 @@ fn is(rt: &ResourceType, group: &str, plural: &str) -> bool {
 }
 
 impl Inner {
+    /// Whether any ValidatingAdmissionPolicyBinding exists (without one no policy applies).
+    pub(super) fn has_policy_bindings(&self) -> bool {
+        self.registry
+            .find(
+                "admissionregistration.k8s.io",
+                "v1",
+                "validatingadmissionpolicybindings",
+            )
+            .is_some_and(|rt| self.objects.all(&type_key(&rt)).next().is_some())
+    }
     /// The ValidatingAdmissionPolicy plugin on a write about to be stored: its warnings,
     /// or its refusal.
     pub(super) fn admit_policies(&self, write: &PolicyWrite<'_>) -> Result<Vec<String>, ApiError> {
