@@ -405,6 +405,19 @@ async fn bad_policies_and_bindings_are_refused_with_upstreams_causes() {
         got[2].1,
         "Unsupported value: \"Teapot\": supported values: \"Forbidden\", \"Invalid\", \"RequestEntityTooLarge\""
     );
+    let authz = replica_policy(
+        "authz",
+        json!({ "validations": [{ "expression": "authorizer.requestResource.check('get').allowed()" }] }),
+    );
+    let reply = client.json(Method::POST, POLICIES, &authz).await;
+    assert_eq!(reply.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        causes(&reply.json())[0]
+            .1
+            .contains("fakekube does not implement the CEL variable 'authorizer'"),
+        "{}",
+        reply.json()
+    );
     let empty = json!({ "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingAdmissionPolicy", "metadata": { "name": "empty" }, "spec": {} });
     let reply = client.json(Method::POST, POLICIES, &empty).await;

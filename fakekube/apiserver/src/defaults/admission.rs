@@ -387,9 +387,29 @@ fn expression(e: &mut Errs, field: &str, source: &str, params: bool) {
         .copied()
         .filter(|v| params || *v != "params")
         .collect();
+    // The API server declares `authorizer`; fakekube does not evaluate it, and says so.
+    if reads_authorizer(source) {
+        e.invalid(
+            field,
+            &json!(source),
+            "compilation failed: fakekube does not implement the CEL variable 'authorizer', so it cannot evaluate this expression",
+        );
+        return;
+    }
     if let Err(why) = fakekube_schema::compile_expression(source, &declared) {
         e.invalid(field, &json!(source), &format!("compilation failed: {why}"));
     }
+}
+
+/// Whether `source` names the identifier `authorizer` (outside a longer identifier).
+fn reads_authorizer(source: &str) -> bool {
+    let ident = |c: char| c == '_' || c.is_ascii_alphanumeric();
+    source.match_indices("authorizer").any(|(i, m)| {
+        let before = source[..i].chars().next_back();
+        let after = source[i + m.len()..].chars().next();
+        !before.is_some_and(|c| ident(c) || c == '.' || c == '\'' || c == '"')
+            && !after.is_some_and(ident)
+    })
 }
 
 fn match_conditions(e: &mut Errs, list: Option<&Value>, at: &str, params: bool) {

@@ -1085,6 +1085,7 @@ impl Inner {
             NewObject::DryRun(obj) => return Ok((Arc::new(obj), warnings)),
             NewObject::Write(obj) => obj,
         };
+        plugins::observe_policy(rt, &mut obj);
         let rv = self.next_rv();
         if let Some(md) = meta::metadata_mut(&mut obj) {
             md.insert("resourceVersion".into(), json!(rv.to_string()));
@@ -1209,6 +1210,7 @@ impl Inner {
             part,
             user,
         } = write;
+        plugins::observe_policy(rt, &mut obj);
         warnings.extend(self.admit_policies(&PolicyWrite {
             rt,
             subresource: if part == Part::Status { "status" } else { "" },

@@ -39,6 +39,36 @@ impl Lookup for Inner {
 /// A write as the ValidatingAdmissionPolicy plugin sees it.
 pub(super) type PolicyWrite<'a> = admission_plugins::validating_policy::Attributes<'a>;
 
+/// What the API server's ValidatingAdmissionPolicy type-checking controller writes of a
+/// policy, folded into the write that changes its generation: the generation observed, and
+/// `typeChecking` with no warning (fakekube does not type-check expressions).
+pub(super) fn observe_policy(rt: &ResourceType, obj: &mut Value) {
+    if !is(
+        rt,
+        "admissionregistration.k8s.io",
+        "validatingadmissionpolicies",
+    ) {
+        return;
+    }
+    let generation = obj
+        .pointer("/metadata/generation")
+        .cloned()
+        .unwrap_or(Value::Null);
+    if obj.pointer("/status/observedGeneration") == Some(&generation) {
+        return;
+    }
+    if let Some(o) = obj.as_object_mut() {
+        let status = o.entry("status").or_insert_with(|| serde_json::json!({}));
+        if !status.is_object() {
+            *status = serde_json::json!({});
+        }
+        if let Some(st) = status.as_object_mut() {
+            st.insert("observedGeneration".into(), generation);
+            st.insert("typeChecking".into(), serde_json::json!({}));
+        }
+    }
+}
+
 /// Whether `rt` is `plural` of `group`.
 fn is(rt: &ResourceType, group: &str, plural: &str) -> bool {
     rt.group == group && rt.plural == plural
