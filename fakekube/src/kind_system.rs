@@ -4,7 +4,8 @@
 //! `kubernetes.io/config.mirror` annotation), CoreDNS (its Deployment, with the `kube-dns`
 //! Service and the `coredns` ConfigMap), the `kube-proxy` and `kindnet` DaemonSets, and the
 //! local-path provisioner's Deployment in `local-path-storage`, with their service accounts
-//! and ConfigMaps, and the node's CSINode (no driver registered). The workload controllers make their ReplicaSets and pods, and the kubelet
+//! ConfigMaps and the ClusterRoles kind grants them, and the node's CSINode (no driver
+//! registered). The workload controllers make their ReplicaSets and pods, and the kubelet
 //! runs them, so they become Running and Ready as on kind.
 //!
 //! They do nothing: their containers run the fake images' keep-alive (kind's manifests give
@@ -105,6 +106,7 @@ pub(crate) fn objects(node: &Value, minor: u32) -> Vec<Object> {
             json!({ "apiVersion": "v1", "kind": "ServiceAccount", "metadata": { "name": name } }),
         ));
     }
+    out.extend(rbac());
     out.extend(config_maps());
     out.push(("", "services", "kube-system", kube_dns()));
     out.push(("apps", "deployments", "kube-system", coredns()));
@@ -130,6 +132,75 @@ pub(crate) fn objects(node: &Value, minor: u32) -> Vec<Object> {
             mirror_pod(component, node, &ip, &version),
         ));
     }
+    out
+}
+
+/// A ClusterRole with `rules` and the ClusterRoleBinding of it to service account `ns/sa`,
+/// as kind's manifests grant its add-ons.
+fn role_for(role: &str, binding: &str, rules: Value, ns: &str, sa: &str) -> [Object; 2] {
+    [
+        (
+            "rbac.authorization.k8s.io",
+            "clusterroles",
+            "",
+            json!({ "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                "metadata": { "name": role }, "rules": rules }),
+        ),
+        (
+            "rbac.authorization.k8s.io",
+            "clusterrolebindings",
+            "",
+            json!({ "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                "metadata": { "name": binding },
+                "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                    "name": role },
+                "subjects": [{ "kind": "ServiceAccount", "name": sa, "namespace": ns }] }),
+        ),
+    ]
+}
+
+/// The roles kind grants CoreDNS, kindnet and the local-path provisioner.
+fn rbac() -> Vec<Object> {
+    let watch = ["list", "watch"];
+    let mut out = Vec::new();
+    out.extend(role_for(
+        "system:coredns",
+        "system:coredns",
+        json!([
+            { "apiGroups": [""], "resources": ["endpoints", "services", "pods", "namespaces"],
+              "verbs": watch },
+            { "apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": watch },
+        ]),
+        "kube-system",
+        "coredns",
+    ));
+    out.extend(role_for(
+        "kindnet",
+        "kindnet",
+        json!([
+            { "apiGroups": [""], "resources": ["nodes"], "verbs": ["list", "watch", "patch"] },
+            { "apiGroups": [""], "resources": ["namespaces", "pods"], "verbs": watch },
+            { "apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"], "verbs": watch },
+        ]),
+        "kube-system",
+        "kindnet",
+    ));
+    out.extend(role_for(
+        "local-path-provisioner-role",
+        "local-path-provisioner-bind",
+        json!([
+            { "apiGroups": [""],
+              "resources": ["nodes", "persistentvolumeclaims", "configmaps", "pods", "pods/log"],
+              "verbs": ["get", "list", "watch"] },
+            { "apiGroups": [""], "resources": ["persistentvolumes"],
+              "verbs": ["get", "list", "watch", "create", "patch", "update", "delete"] },
+            { "apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"] },
+            { "apiGroups": ["storage.k8s.io"], "resources": ["storageclasses"],
+              "verbs": ["get", "list", "watch"] },
+        ]),
+        LOCAL_PATH_NAMESPACE,
+        "local-path-provisioner-service-account",
+    ));
     out
 }
 

@@ -107,6 +107,29 @@ async fn the_binary_runs_kinds_system_pods_running_ready_and_owned_as_on_kind() 
         .await
         .json();
     assert_eq!(dns["spec"]["clusterIP"], "10.96.0.10");
+    let review = serde_json::json!({
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SubjectAccessReview",
+        "spec": {
+            "user": "system:serviceaccount:kube-system:coredns",
+            "groups": ["system:serviceaccounts", "system:serviceaccounts:kube-system"],
+            "resourceAttributes": { "group": "discovery.k8s.io", "resource": "endpointslices",
+                "verb": "watch" },
+        },
+    });
+    let allowed = client
+        .json(
+            http::Method::POST,
+            "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+            &review,
+        )
+        .await;
+    assert_eq!(
+        allowed.json()["status"]["allowed"],
+        true,
+        "{}",
+        allowed.json()
+    );
 
     let local = settled_pods(&client, "local-path-storage", 1).await;
     assert_eq!(local.len(), 1);
