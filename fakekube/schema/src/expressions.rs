@@ -121,3 +121,41 @@ impl Activation {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn declared_variables_are_bound_and_others_refused_at_compile_time() {
+        let e = compile_expression("object.spec.replicas <= params.max", &["object", "params"])
+            .expect("compiles");
+        let mut act = Activation::new();
+        act.bind("object", &json!({ "spec": { "replicas": 3 } }));
+        act.bind("params", &json!({ "max": 2 }));
+        assert_eq!(act.evaluate(&e), Ok(Outcome::Bool(false)));
+        let refused = compile_expression("object.spec.replicas <= limit", &["object"])
+            .expect_err("limit is not declared");
+        assert!(
+            refused.contains("undeclared reference to 'limit'"),
+            "{refused}"
+        );
+    }
+
+    #[test]
+    fn a_variable_that_fails_reports_its_own_error_where_it_is_read() {
+        let declared = ["object", "variables"];
+        let bad = compile_expression("object.missing", &declared).expect("compiles");
+        let mut act = Activation::new();
+        act.bind("object", &json!({}));
+        act.define_variable("v", &bad);
+        let reader = compile_expression("variables.v == 1", &declared).expect("compiles");
+        assert_eq!(
+            act.evaluate(&reader),
+            Err("no such key: missing".to_string())
+        );
+        let fine = compile_expression("'x' + 'y'", &declared).expect("compiles");
+        assert_eq!(act.evaluate(&fine), Ok(Outcome::String("xy".into())));
+    }
+}
