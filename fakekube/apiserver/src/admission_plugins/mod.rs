@@ -2,6 +2,8 @@
 //! cluster holds, in the order kube-apiserver runs them (`AllOrderedPlugins`):
 //! `ServiceAccount` ([`service_account`]), `Priority` ([`priority`]),
 //! `DefaultTolerationSeconds` ([`tolerations`]) and `RuntimeClass` ([`runtime_class`]).
+//! [`validating_policy`] is the `ValidatingAdmissionPolicy` plugin, which runs on every write
+//! of any kind when it is about to be stored.
 //!
 //! They run on a pod's create after the namespace is checked and before the kind's defaults
 //! and validation, as the API server's mutating admission runs before its validation. What
