@@ -59,6 +59,8 @@
 //!   server has authorized them).
 //! - `kubelet_api`: the kubelet API's `Authorize` over the API server's authenticators and
 //!   RBAC, as a kubelet delegates to the API server.
+//! - `kind_system`: what a fresh kind cluster runs in `kube-system` and `local-path-storage`
+//!   (mirror pods, CoreDNS, kube-proxy, kindnet, the local-path provisioner).
 //! - `control_plane`: the bootstrap RBAC policy the API server creates at start, the token
 //!   controller's signer (the API server's service-account key), and kind's default
 //!   StorageClass.
@@ -78,8 +80,10 @@
 //!   tasks on the runtime that started the server. [`FakeKube::controllers_settled`] covers
 //!   the agent-sandbox controllers only.
 //! - Core kinds are not validated beyond the fields their clients need.
-//! - Admission webhooks are not called over HTTP; a [`Mutator`] runs in process, before
-//!   defaulting (an API server defaults first), and no validating webhook is modelled.
+//! - Admission webhooks are not called over HTTP (their configurations are stored); a
+//!   [`Mutator`] runs in process, before defaulting (an API server defaults first), and no
+//!   validating webhook is modelled. ValidatingAdmissionPolicies are enforced, without the
+//!   `authorizer` variable or audit annotations.
 //! - CEL rules are not type-checked and have no cost limit; validation ratcheting is not done
 //!   (see `schema` and `fakekube/README.md`).
 //! - Responses are JSON or YAML, never protobuf; the items of a built-in kind's list carry
@@ -125,6 +129,7 @@ mod control_plane;
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
+mod kind_system;
 mod kubelet_api;
 #[cfg(test)]
 mod kubelet_tests;
@@ -237,6 +242,7 @@ pub struct Builder {
     kubelet: bool,
     controllers: bool,
     agent_sandbox_crds: bool,
+    kind_system: bool,
     crd_cleanup_delay: Duration,
     pod_start_delay: Duration,
     crash_backoff: Duration,
@@ -279,6 +285,7 @@ impl Default for Builder {
             kubelet: true,
             controllers: true,
             agent_sandbox_crds: true,
+            kind_system: false,
             crd_cleanup_delay: Duration::from_millis(10),
             pod_start_delay: Duration::from_millis(2),
             crash_backoff: Duration::from_millis(10),
@@ -367,6 +374,18 @@ impl Builder {
     /// its built-in kinds, as envtest does: a test creates the CRDs it needs.
     pub fn agent_sandbox_crds(mut self, on: bool) -> Self {
         self.agent_sandbox_crds = on;
+        self
+    }
+
+    /// Creates what a fresh kind cluster runs in `kube-system` and `local-path-storage` (off
+    /// by default; the `fakekube` binary turns it on unless `--bare`): the control plane's
+    /// mirror pods, CoreDNS with the `kube-dns` Service, the `kube-proxy` and `kindnet`
+    /// DaemonSets and the local-path provisioner, Running and Ready, their containers running
+    /// a harmless keep-alive. Needs the kubelet and the controllers (without either it does
+    /// nothing): the kubelet registers the Node that owns the mirror pods and runs them, the
+    /// controllers make the workloads' pods. [`FakeKube::leaks`] does not count them.
+    pub fn kind_system(mut self, on: bool) -> Self {
+        self.kind_system = on;
         self
     }
 
@@ -568,6 +587,14 @@ impl Builder {
                 shutdown.clone(),
             );
             kubelet.spawn(shutdown.clone());
+            if self.kind_system && self.controllers {
+                kind_system::spawn(
+                    store.clone(),
+                    fakekube_kubelet::pod::NODE_NAME.to_string(),
+                    self.minor,
+                    shutdown.clone(),
+                );
+            }
         }
         kube_controllers::spawn(
             store.clone(),
@@ -945,7 +972,9 @@ impl FakeKube {
 
     /// The leak check: every Sandbox, SandboxClaim, Pod, Service and PVC still present, as
     /// `"<plural>/<namespace>/<name>"` (empty when a run cleaned up after itself); the
-    /// cluster's own `default/kubernetes` Service is not one.
+    /// cluster's own `default/kubernetes` Service is not one, nor is anything in
+    /// `kube-system` or `local-path-storage` (kind's system pods, see
+    /// [`Builder::kind_system`]).
     pub fn leaks(&self) -> Vec<String> {
         inspect::leaks(&self.store)
     }

@@ -415,6 +415,7 @@ async fn resource(
             rp,
             headers,
             query,
+            user: caller.user(),
             repr: negotiate(if verb == "watch" {
                 Endpoint::Watch
             } else {

@@ -4,11 +4,15 @@
 //! read back, and the required fields whose absence a real server refuses. The workload kinds
 //! (apps, batch, policy, EndpointSlices, ReplicationControllers) are in `workloads`.
 
+pub(crate) mod admission;
 mod autoscaling;
 mod classes;
+mod errs;
+pub(crate) mod flowcontrol;
 mod networking;
 mod policy;
 pub(crate) mod quantity;
+mod storage;
 mod workloads;
 
 pub(crate) use classes::system_priority_classes;
@@ -47,6 +51,9 @@ pub(crate) fn admit_core(rt: &ResourceType, obj: &mut Value, old: Option<&Value>
         return workloads::admit(rt, obj, old);
     }
     match rt.group.as_str() {
+        "admissionregistration.k8s.io" => return admission::admit(&rt.kind, obj, old),
+        "storage.k8s.io" => return storage::admit(&rt.kind, obj, old),
+        "flowcontrol.apiserver.k8s.io" => return flowcontrol::admit(&rt.kind, obj),
         "node.k8s.io" if rt.kind == "RuntimeClass" => return classes::runtime_class(obj, old),
         "autoscaling" => return autoscaling::hpa(&rt.version, obj),
         "networking.k8s.io" if rt.kind == "Ingress" => return networking::ingress(obj, old),

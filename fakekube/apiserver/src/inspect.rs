@@ -32,6 +32,9 @@ fn by_plural(store: &Store, plural: &str) -> Option<Arc<ResourceType>> {
     store.registry().by_plural(plural)
 }
 
+/// The namespaces whose objects are the cluster's own, never a run's leak.
+pub const SYSTEM_NAMESPACES: [&str; 2] = ["kube-system", "local-path-storage"];
+
 /// One object by plural resource name, namespace and name.
 pub fn get(store: &Store, resource: &str, namespace: &str, name: &str) -> Option<Value> {
     let rt = by_plural(store, resource)?;
@@ -136,8 +139,12 @@ pub fn leaks(store: &Store) -> Vec<String> {
         for obj in store.list_all(&rt, None) {
             let ns = meta::meta_str(&obj, "namespace").unwrap_or("");
             let name = meta::meta_str(&obj, "name").unwrap_or("");
-            // The API server's own Service is the cluster's, not a run's.
-            if (plural, ns, name) == ("services", "default", "kubernetes") {
+            // The API server's own Service is the cluster's, not a run's, and so is what runs
+            // in the system namespaces (kind's CoreDNS, kube-proxy, the control plane's mirror
+            // pods, the local-path provisioner).
+            if (plural, ns, name) == ("services", "default", "kubernetes")
+                || SYSTEM_NAMESPACES.contains(&ns)
+            {
                 continue;
             }
             out.push(format!("{plural}/{ns}/{name}"));

@@ -39,6 +39,8 @@ pub(crate) struct Request<'a> {
     pub(crate) query: &'a Query,
     /// How the answer is written.
     pub(crate) repr: Representation,
+    /// Who asks, for admission (`request.userInfo` of the admission policies).
+    pub(crate) user: &'a crate::authn::UserInfo,
 }
 
 impl Request<'_> {
@@ -67,6 +69,7 @@ impl Request<'_> {
             let manager = managed_fields::manager_from_user_agent(agent);
             opts.manager = (!manager.is_empty()).then_some(manager);
         }
+        opts.user = Some(Arc::new(self.user.clone()));
         Ok(opts)
     }
 }
@@ -165,7 +168,8 @@ pub(crate) async fn delete(req: &Request<'_>, body: Body) -> Result<Response, Ap
     let (rt, rp) = (req.rt, req.rp);
     let name = rp.name.as_str();
     let raw = request::read_body(body).await?;
-    let opts = request::delete_options(req.query, &raw)?;
+    let mut opts = request::delete_options(req.query, &raw)?;
+    opts.user = Some(Arc::new(req.user.clone()));
     let t = Target {
         group: &rt.group,
         resource: &rt.plural,
@@ -195,7 +199,8 @@ pub(crate) async fn delete_collection(req: &Request<'_>, body: Body) -> Result<R
     let rt = req.rt;
     let ns = req.rp.namespace.as_str();
     let raw = request::read_body(body).await?;
-    let opts = request::delete_options(req.query, &raw)?;
+    let mut opts = request::delete_options(req.query, &raw)?;
+    opts.user = Some(Arc::new(req.user.clone()));
     let q = request::list_query(rt, req.query)?;
     let items = req
         .store

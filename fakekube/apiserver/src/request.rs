@@ -181,6 +181,7 @@ pub(crate) fn write_options(query: &Query, verb: WriteVerb) -> Result<WriteOptio
         manager: (!manager.is_empty()).then(|| manager.to_owned()),
         force: force.unwrap_or(false),
         binding: false,
+        user: None,
     })
 }
 
@@ -299,6 +300,7 @@ pub(crate) fn delete_options(query: &Query, raw: &[u8]) -> Result<DeleteOptions,
     }
     let pre = body.get("preconditions");
     Ok(DeleteOptions {
+        user: None,
         propagation,
         uid: pre
             .and_then(|p| p.get("uid"))

@@ -337,6 +337,78 @@ pub(crate) static BUILT_IN: &[BuiltIn] = &[
         )
     },
     BuiltIn {
+        group: "storage.k8s.io",
+        ..core(
+            "CSIDriver",
+            "csidrivers",
+            "csidriver",
+            false,
+            &[],
+            StatusMode::Plain,
+            false,
+        )
+    },
+    BuiltIn {
+        group: "storage.k8s.io",
+        ..core(
+            "CSINode",
+            "csinodes",
+            "csinode",
+            false,
+            &[],
+            StatusMode::Plain,
+            false,
+        )
+    },
+    BuiltIn {
+        group: "storage.k8s.io",
+        ..core(
+            "CSIStorageCapacity",
+            "csistoragecapacities",
+            "csistoragecapacity",
+            true,
+            &[],
+            StatusMode::Plain,
+            false,
+        )
+    },
+    BuiltIn {
+        group: "storage.k8s.io",
+        ..core(
+            "VolumeAttachment",
+            "volumeattachments",
+            "volumeattachment",
+            false,
+            &[],
+            StatusMode::Subresource,
+            true,
+        )
+    },
+    BuiltIn {
+        group: "flowcontrol.apiserver.k8s.io",
+        ..core(
+            "FlowSchema",
+            "flowschemas",
+            "flowschema",
+            false,
+            &[],
+            StatusMode::Subresource,
+            true,
+        )
+    },
+    BuiltIn {
+        group: "flowcontrol.apiserver.k8s.io",
+        ..core(
+            "PriorityLevelConfiguration",
+            "prioritylevelconfigurations",
+            "prioritylevelconfiguration",
+            false,
+            &[],
+            StatusMode::Subresource,
+            true,
+        )
+    },
+    BuiltIn {
         group: "node.k8s.io",
         ..core(
             "RuntimeClass",
@@ -597,6 +669,58 @@ pub(crate) static BUILT_IN: &[BuiltIn] = &[
             false,
             &["crd", "crds"],
             StatusMode::Subresource,
+            true,
+        )
+    },
+    BuiltIn {
+        categories: &["api-extensions"],
+        ..grouped(
+            "admissionregistration.k8s.io",
+            "MutatingWebhookConfiguration",
+            "mutatingwebhookconfigurations",
+            "mutatingwebhookconfiguration",
+            false,
+            &[],
+            StatusMode::Plain,
+            false,
+        )
+    },
+    BuiltIn {
+        categories: &["api-extensions"],
+        ..grouped(
+            "admissionregistration.k8s.io",
+            "ValidatingWebhookConfiguration",
+            "validatingwebhookconfigurations",
+            "validatingwebhookconfiguration",
+            false,
+            &[],
+            StatusMode::Plain,
+            false,
+        )
+    },
+    BuiltIn {
+        categories: &["api-extensions"],
+        ..grouped(
+            "admissionregistration.k8s.io",
+            "ValidatingAdmissionPolicy",
+            "validatingadmissionpolicies",
+            "validatingadmissionpolicy",
+            false,
+            &[],
+            StatusMode::Subresource,
+            true,
+        )
+    },
+    BuiltIn {
+        categories: &["api-extensions"],
+        ..grouped(
+            "admissionregistration.k8s.io",
+            "ValidatingAdmissionPolicyBinding",
+            "validatingadmissionpolicybindings",
+            "validatingadmissionpolicybinding",
+            false,
+            &[],
+            StatusMode::Plain,
             true,
         )
     },

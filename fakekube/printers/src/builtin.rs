@@ -23,7 +23,11 @@ pub struct Column {
     pub priority: i64,
 }
 
-const fn col(name: &'static str, type_name: &'static str, description: &'static str) -> Column {
+pub(crate) const fn col(
+    name: &'static str,
+    type_name: &'static str,
+    description: &'static str,
+) -> Column {
     Column {
         name,
         type_name,
@@ -40,7 +44,7 @@ const fn wide(name: &'static str, type_name: &'static str, description: &'static
     }
 }
 
-const NAME: Column = Column {
+pub(crate) const NAME: Column = Column {
     format: "name",
     ..col(
         "Name",
@@ -48,7 +52,7 @@ const NAME: Column = Column {
         "Name must be unique within a namespace. It is required when creating resources.",
     )
 };
-const AGE: Column = col(
+pub(crate) const AGE: Column = col(
     "Age",
     "string",
     "The time since the object was created (its creationTimestamp).",
@@ -601,6 +605,9 @@ fn printer(group: &str, kind: &str) -> Printer {
 
 /// The columns of built-in `kind` of `group`.
 pub fn columns(group: &str, kind: &str) -> &'static [Column] {
+    if let Some(columns) = crate::cluster_config::columns(group, kind) {
+        return columns;
+    }
     match printer(group, kind) {
         Printer::Pod => POD,
         Printer::Service => SERVICE,
@@ -651,6 +658,9 @@ pub fn row(group: &str, kind: &str, obj: &Value, now: OffsetDateTime) -> Row {
         meta::str_at(obj, &["metadata", "creationTimestamp"]),
         now
     ));
+    if let Some(row) = crate::cluster_config::row(group, kind, obj, name.clone(), age.clone()) {
+        return row;
+    }
     let plain = |cells: Vec<Value>| Row {
         cells,
         conditions: None,
@@ -1797,7 +1807,7 @@ fn replica_selector(selector: Option<&Value>) -> Option<Value> {
     }
 }
 
-fn format_selector(selector: Option<&Value>) -> String {
+pub(crate) fn format_selector(selector: Option<&Value>) -> String {
     let s = selector_string(selector);
     if s.is_empty() {
         "<none>".to_string()

@@ -9,10 +9,12 @@
 //! - [`age`]: how long ago a timestamp was (`5m20s`), as the printers write it;
 //! - [`jsonpath`]: the JSONPath subset printer columns use ([`JsonPath`]);
 //! - `builtin`: the built-in kinds' columns ([`columns`], [`Column`]) and cells ([`row`],
-//!   [`Row`]).
+//!   [`Row`]);
+//! - `cluster_config`: those of the admission, CSI and flow-control kinds.
 
 pub mod age;
 mod builtin;
+mod cluster_config;
 pub mod jsonpath;
 
 pub use builtin::{Column, DEFAULT, Row, columns, row};

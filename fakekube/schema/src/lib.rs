@@ -31,6 +31,8 @@
 //! - `formats`, `pattern`: the string formats, and `pattern`s compiled as Go compiles them.
 //! - `list_type`: `x-kubernetes-list-type` `set` and `map` uniqueness.
 //! - `rules`, `cel`: `x-kubernetes-validations` evaluated as CEL.
+//! - [`expressions`]: CEL expressions outside a schema, with variables the caller names (the
+//!   admission policies' `object`, `request`, `params`...), in the same environment.
 //! - `go_format` (in `fakekube-machinery`): values printed as the Go API server prints them in
 //!   messages.
 //!
@@ -54,6 +56,7 @@
 
 mod cel;
 mod defaulting;
+pub mod expressions;
 mod field_error;
 mod formats;
 mod list_type;
@@ -69,6 +72,7 @@ mod validate;
 mod tests;
 
 pub use cel::quantity::{Quantity, QuantityFormat};
+pub use expressions::{Activation, Expression, Outcome, compile_expression};
 use revisions::Revisions;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};

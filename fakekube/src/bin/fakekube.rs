@@ -127,7 +127,9 @@ struct Args {
     #[arg(long)]
     api_only: bool,
     /// Start bare: no CRD installed, only the built-in kinds (as envtest); clients create the
-    /// CRDs they need.
+    /// CRDs they need. Without it the cluster also runs what a fresh kind cluster runs in
+    /// kube-system and local-path-storage (CoreDNS, kube-proxy, kindnet, the control plane's
+    /// mirror pods, the local-path provisioner), doing nothing.
     #[arg(long)]
     bare: bool,
     /// Seconds a list's continue token stays valid.
@@ -282,6 +284,7 @@ async fn serve(args: Args) -> ExitCode {
         .controllers(!args.api_only)
         .kubelet(!args.api_only)
         .agent_sandbox_crds(!args.bare)
+        .kind_system(!args.bare)
         .max_requests_inflight(args.max_requests_inflight)
         .header_read_timeout(std::time::Duration::from_secs(
             args.header_read_timeout_secs,

@@ -8,6 +8,8 @@
 //! run after the object's own validation, when the store commits it
 //! ([`validate_on_commit`]), so that what they read and what the quota charges cannot change
 //! between the check and the write.
+//! [`validating_policy`] is the `ValidatingAdmissionPolicy` plugin, which runs on every write
+//! of any kind when it is about to be stored, before `ResourceQuota` charges it.
 //!
 //! They run on a pod's create after the namespace is checked and before the kind's defaults
 //! and validation, as the API server's mutating admission runs before its validation. What
@@ -23,6 +25,7 @@ pub(crate) mod resource_quota;
 mod runtime_class;
 mod service_account;
 mod tolerations;
+pub(crate) mod validating_policy;
 
 pub(crate) use priority::validate as validate_priority_class;
 
@@ -37,6 +40,12 @@ pub(crate) trait Lookup {
     fn get(&self, group: &str, plural: &str, ns: &str, name: &str) -> Option<Arc<Value>>;
     /// Every object of `group`/`plural`.
     fn list(&self, group: &str, plural: &str) -> Vec<Arc<Value>>;
+    /// Whether the kind `kind` of `api_version` is namespaced, and every object of it;
+    /// `None` when no such kind is served.
+    fn of_kind(&self, api_version: &str, kind: &str) -> Option<(bool, Vec<Arc<Value>>)> {
+        let _ = (api_version, kind);
+        None
+    }
 }
 
 /// The API server's 403 from an admission plugin (`admission.NewForbidden`): the resource and

@@ -2,7 +2,9 @@
 //! Service with the Endpoints and EndpointSlice that name the server's own address, the
 //! ComponentStatuses `kubectl get componentstatuses` lists, the system PriorityClasses
 //! (`system-node-critical`, `system-cluster-critical`: the `scheduling/bootstrap-system-priority-classes`
-//! post-start hook), and (in [`apiservices`]) an
+//! post-start hook), API Priority and Fairness' mandatory and suggested FlowSchemas and
+//! PriorityLevelConfigurations (the `priority-and-fairness-config-producer` hook; nothing is
+//! throttled by them), and (in [`apiservices`]) an
 //! APIService for every served group version, kept in step with the registry as CRDs come and
 //! go.
 //!
@@ -47,6 +49,36 @@ pub fn install(store: &Store, addr: SocketAddr) {
     if let Some(pc) = find("scheduling.k8s.io", "priorityclasses") {
         for class in crate::defaults::system_priority_classes() {
             create(store, &pc, "", class);
+        }
+    }
+    if let (Some(levels), Some(schemas)) = (
+        find(
+            "flowcontrol.apiserver.k8s.io",
+            "prioritylevelconfigurations",
+        ),
+        find("flowcontrol.apiserver.k8s.io", "flowschemas"),
+    ) {
+        let (level_objects, schema_objects) = crate::defaults::flowcontrol::bootstrap();
+        for level in level_objects {
+            create(store, &levels, "", level);
+        }
+        let now = store.clock().now_rfc3339();
+        for mut schema in schema_objects {
+            let level = schema
+                .pointer("/spec/priorityLevelConfiguration/name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            // What the API server's configuration controller says of a schema whose level
+            // exists.
+            schema["status"] = serde_json::json!({ "conditions": [{
+                "type": "Dangling",
+                "status": "False",
+                "reason": "Found",
+                "message": format!("This FlowSchema references the PriorityLevelConfiguration object named \"{level}\" and it exists"),
+                "lastTransitionTime": now,
+            }] });
+            create(store, &schemas, "", schema);
         }
     }
     apiservices::sync(store);

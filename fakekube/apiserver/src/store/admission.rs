@@ -8,6 +8,7 @@ use super::{
     Cause, FieldValidation, Part, StatusMode, Target, WriteOptions, check_identity, compact,
     deletion, field_causes, field_keys, field_scope, finalizers, present, target,
 };
+use crate::authn::UserInfo;
 use crate::managed_fields;
 use crate::meta::{self, meta_str};
 use crate::registry::{Registry, ResourceType};
@@ -101,6 +102,8 @@ pub(super) struct PreparedCreate {
     pub(super) obj: NewObject,
     /// Admission's warnings, for the answer.
     pub(super) warnings: Vec<String>,
+    /// Who creates it, for the admission policies the commit runs.
+    pub(super) user: Option<Arc<UserInfo>>,
 }
 
 /// What committing a [`PreparedCreate`] stores.
@@ -139,6 +142,7 @@ pub(super) fn prepare_create(
         return Ok(PreparedCreate {
             obj: NewObject::DryRun(obj),
             warnings,
+            user: opts.user.clone(),
         });
     }
     let mut obj = registry.to_storage(rt, &obj)?.unwrap_or(obj);
@@ -150,6 +154,7 @@ pub(super) fn prepare_create(
     Ok(PreparedCreate {
         obj: NewObject::Write(obj),
         warnings,
+        user: opts.user.clone(),
     })
 }
 
@@ -188,6 +193,10 @@ pub(super) struct PendingWrite {
     pub(super) obj: Value,
     /// Admission's warnings, for the answer.
     pub(super) warnings: Vec<String>,
+    /// The part written, for the admission policies the commit runs.
+    pub(super) part: Part,
+    /// Who writes it.
+    pub(super) user: Option<Arc<UserInfo>>,
 }
 
 impl UpdateRequest<'_> {
@@ -362,6 +371,8 @@ impl UpdateRequest<'_> {
             old,
             obj,
             warnings,
+            part,
+            user: opts.user.clone(),
         }))
     }
 }

@@ -164,6 +164,17 @@ impl Inner {
             .get(rt, ns, name)
             .ok_or_else(|| ApiError::not_found(target(rt, name)))?;
         self.check_preconditions(rt, name, &obj, opts)?;
+        self.admit_policies(&super::PolicyWrite {
+            rt,
+            subresource: "",
+            operation: "DELETE",
+            namespace: ns,
+            name,
+            object: None,
+            old: Some(&obj),
+            user: opts.user.as_deref(),
+            dry_run: opts.dry_run,
+        })?;
         let already = deletion_timestamp(&obj).is_some();
         // Graceful deletion (pods only): the grace period this delete sets, if it sets one.
         let grace = if is_pod(rt) {

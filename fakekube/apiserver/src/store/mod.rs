@@ -50,6 +50,7 @@ use admission::{
 };
 
 use objects::namespace_range;
+use plugins::PolicyWrite;
 
 pub use client::TokenIssuer;
 pub(crate) use page::{Item, Page};
@@ -130,6 +131,9 @@ pub struct WriteOptions {
     /// The write binds a pod to a node (what `pods/binding` does): it sets `spec.nodeName`
     /// and, as the API server's binding storage, leaves `metadata.generation` alone.
     pub binding: bool,
+    /// Who makes the write, for the admission policies' `request.userInfo`; `None` for
+    /// fakekube's own controllers.
+    pub user: Option<Arc<crate::authn::UserInfo>>,
 }
 
 pub use crate::client::Part;
@@ -153,6 +157,8 @@ pub struct DeleteOptions {
     /// Only the answer reads it: `false` on a delete that does not remove the object at once
     /// is answered 202.
     pub orphan_dependents: Option<bool>,
+    /// Who deletes, for the admission policies' `request.userInfo`.
+    pub user: Option<Arc<crate::authn::UserInfo>>,
 }
 
 /// A list request's parameters.
@@ -696,12 +702,16 @@ impl Store {
             opts: &opts,
             require_rv: true,
         };
-        let prepared = request.prepare(&registry, obj, stored, |obj, old| {
+        let prepared = request.prepare(&registry, obj, Arc::clone(&stored), |obj, old| {
             admit(&registry, rt, name, obj, Some(old), part, &opts)
         })?;
         let write = match prepared {
-            // Nothing to store: the answer stands as of the revision read.
-            PreparedUpdate::Answer(answer) => return Ok(answer),
+            // Nothing to store: the answer stands as of the revision read, once the
+            // admission policies have seen it (a dry run is admitted as a write is).
+            PreparedUpdate::Answer(answer) => {
+                let inner = self.lock()?;
+                return inner.answer_update(rt, ns, name, part, &opts, answer, &stored);
+            }
             PreparedUpdate::Write(write) => write,
         };
         let mut inner = self.lock()?;
@@ -1052,11 +1062,34 @@ impl Inner {
         name: &str,
         prepared: PreparedCreate,
     ) -> Result<(Arc<Value>, Vec<String>), ApiError> {
-        let PreparedCreate { obj, warnings } = prepared;
-        let written = match &obj {
-            NewObject::DryRun(o) | NewObject::Write(o) => o,
-        };
-        crate::admission_plugins::validate_on_commit(self, &rt.group, &rt.plural, ns, written)?;
+        let PreparedCreate {
+            obj,
+            mut warnings,
+            user,
+        } = prepared;
+        {
+            let (written, dry_run) = match &obj {
+                NewObject::DryRun(o) => (o, true),
+                NewObject::Write(o) => (o, false),
+            };
+            warnings.extend(self.admit_policies(&PolicyWrite {
+                rt,
+                subresource: "",
+                operation: "CREATE",
+                namespace: ns,
+                name,
+                object: Some(written),
+                old: None,
+                user: user.as_deref(),
+                dry_run,
+            })?);
+        }
+        {
+            let written = match &obj {
+                NewObject::DryRun(o) | NewObject::Write(o) => o,
+            };
+            crate::admission_plugins::validate_on_commit(self, &rt.group, &rt.plural, ns, written)?;
+        }
         // Storage refuses a taken name only after admission and validation, as etcd's
         // create-if-absent does in the API server; a dry run asks storage too.
         if self.get(rt, ns, name).is_some() {
@@ -1066,6 +1099,7 @@ impl Inner {
             NewObject::DryRun(obj) => return Ok((Arc::new(obj), warnings)),
             NewObject::Write(obj) => obj,
         };
+        plugins::observe_policy(rt, &mut obj);
         let rv = self.next_rv();
         if let Some(md) = meta::metadata_mut(&mut obj) {
             md.insert("resourceVersion".into(), json!(rv.to_string()));
@@ -1128,15 +1162,49 @@ impl Inner {
             opts: &opts,
             require_rv,
         };
-        let prepared = request.prepare(&self.registry, obj, stored, |obj, old| {
+        let prepared = request.prepare(&self.registry, obj, Arc::clone(&stored), |obj, old| {
             self.admit(rt, name, obj, Some(old), part, &opts)
         })?;
         let write = match prepared {
-            PreparedUpdate::Answer(answer) => return Ok(answer),
+            PreparedUpdate::Answer(answer) => {
+                return self.answer_update(rt, ns, name, part, &opts, answer, &stored);
+            }
             PreparedUpdate::Write(write) => write,
         };
         let (stored, warnings) = self.commit_update(rt, ns, name, write)?;
         Ok((self.read_as(rt, &stored)?, warnings))
+    }
+
+    /// An update that stores nothing (a dry run, or no change), once the admission policies
+    /// have admitted it against the revision `stored`, as the API server admits both.
+    #[allow(clippy::too_many_arguments)]
+    fn answer_update(
+        &self,
+        rt: &Arc<ResourceType>,
+        ns: &str,
+        name: &str,
+        part: Part,
+        opts: &WriteOptions,
+        answer: (Arc<Value>, Vec<String>),
+        stored: &Arc<Value>,
+    ) -> Result<(Arc<Value>, Vec<String>), ApiError> {
+        if !self.has_policy_bindings() {
+            return Ok(answer);
+        }
+        let (obj, mut warnings) = answer;
+        let old = present(&self.registry, rt, stored)?;
+        warnings.extend(self.admit_policies(&PolicyWrite {
+            rt,
+            subresource: if part == Part::Status { "status" } else { "" },
+            operation: "UPDATE",
+            namespace: ns,
+            name,
+            object: Some(&obj),
+            old: Some(&old),
+            user: opts.user.as_deref(),
+            dry_run: opts.dry_run,
+        })?);
+        Ok((obj, warnings))
     }
 
     /// Stores an update prepared against the revision still stored; returns the revision
@@ -1152,8 +1220,22 @@ impl Inner {
             stored,
             old,
             mut obj,
-            warnings,
+            mut warnings,
+            part,
+            user,
         } = write;
+        plugins::observe_policy(rt, &mut obj);
+        warnings.extend(self.admit_policies(&PolicyWrite {
+            rt,
+            subresource: if part == Part::Status { "status" } else { "" },
+            operation: "UPDATE",
+            namespace: ns,
+            name,
+            object: Some(&obj),
+            old: Some(&old),
+            user: user.as_deref(),
+            dry_run: false,
+        })?);
         let rv = self.next_rv();
         if let Some(md) = meta::metadata_mut(&mut obj) {
             md.insert("resourceVersion".into(), json!(rv.to_string()));

@@ -28,6 +28,49 @@ impl Lookup for Inner {
             .map(|read| read.object)
             .collect()
     }
+
+    fn of_kind(&self, api_version: &str, kind: &str) -> Option<(bool, Vec<Arc<Value>>)> {
+        let rt = self.registry.by_kind(api_version, kind)?;
+        let objects = self
+            .objects
+            .all(&type_key(&rt))
+            .map(|read| read.object)
+            .collect();
+        Some((rt.namespaced, objects))
+    }
+}
+
+/// A write as the ValidatingAdmissionPolicy plugin sees it.
+pub(super) type PolicyWrite<'a> = admission_plugins::validating_policy::Attributes<'a>;
+
+/// What the API server's ValidatingAdmissionPolicy type-checking controller writes of a
+/// policy, folded into the write that changes its generation: the generation observed, and
+/// `typeChecking` with no warning (fakekube does not type-check expressions).
+pub(super) fn observe_policy(rt: &ResourceType, obj: &mut Value) {
+    if !is(
+        rt,
+        "admissionregistration.k8s.io",
+        "validatingadmissionpolicies",
+    ) {
+        return;
+    }
+    let generation = obj
+        .pointer("/metadata/generation")
+        .cloned()
+        .unwrap_or(Value::Null);
+    if obj.pointer("/status/observedGeneration") == Some(&generation) {
+        return;
+    }
+    if let Some(o) = obj.as_object_mut() {
+        let status = o.entry("status").or_insert_with(|| serde_json::json!({}));
+        if !status.is_object() {
+            *status = serde_json::json!({});
+        }
+        if let Some(st) = status.as_object_mut() {
+            st.insert("observedGeneration".into(), generation);
+            st.insert("typeChecking".into(), serde_json::json!({}));
+        }
+    }
 }
 
 /// Whether `rt` is `plural` of `group`.
@@ -36,6 +79,22 @@ fn is(rt: &ResourceType, group: &str, plural: &str) -> bool {
 }
 
 impl Inner {
+    /// Whether any ValidatingAdmissionPolicyBinding exists (without one no policy applies).
+    pub(super) fn has_policy_bindings(&self) -> bool {
+        self.registry
+            .find(
+                "admissionregistration.k8s.io",
+                "v1",
+                "validatingadmissionpolicybindings",
+            )
+            .is_some_and(|rt| self.objects.all(&type_key(&rt)).next().is_some())
+    }
+    /// The ValidatingAdmissionPolicy plugin on a write about to be stored: its warnings,
+    /// or its refusal.
+    pub(super) fn admit_policies(&self, write: &PolicyWrite<'_>) -> Result<Vec<String>, ApiError> {
+        admission_plugins::validating_policy::validate(self, write)
+    }
+
     /// The plugins on a create of `obj` into `ns`, once its namespace is known to exist;
     /// `shown` is the name a refusal names (the request's name, or its `generateName`).
     pub(super) fn admit_plugins_on_create(

@@ -248,8 +248,14 @@ pub(super) enum CheckError {
 
 /// Walks a parsed rule.
 pub(super) fn check(expr: &IdedExpr) -> Result<Findings, CheckError> {
+    check_declared(expr, &[])
+}
+
+/// Walks a parsed expression in which `declared` names variables besides `self` and
+/// `oldSelf` (an admission policy's `object`, `request`, `params`...).
+pub(super) fn check_declared(expr: &IdedExpr, declared: &[&str]) -> Result<Findings, CheckError> {
     let mut findings = Findings::default();
-    let mut scope = Vec::new();
+    let mut scope: Vec<String> = declared.iter().map(|d| (*d).to_string()).collect();
     walk(expr, &mut scope, &mut findings)?;
     Ok(findings)
 }

@@ -19,6 +19,43 @@ pub(crate) mod quantity;
 pub(crate) use check::Selection;
 pub(super) use convert::to_cel_reads;
 
+/// The CEL value of a JSON value no schema types.
+pub(crate) fn to_cel_value(v: &serde_json::Value) -> Value {
+    convert::to_cel(v, None, false)
+}
+
+/// A fresh evaluation context over the environment.
+pub(crate) fn context() -> Result<Context<'static, 'static>, String> {
+    let env = env().ok_or("fakekube's CEL environment could not be built")?;
+    Ok(Context::with_env(env.clone()))
+}
+
+/// Compiles `source` with `declared` as its variables (no `self`, no `oldSelf`), with the
+/// same checks as a rule's.
+pub(crate) fn compile_declared(source: &str, declared: &[&str]) -> Result<Program, String> {
+    let env = env().ok_or("fakekube's CEL environment could not be built")?;
+    let program = env.compile(source).map_err(|e| {
+        let text = e.to_string();
+        if text.starts_with("ERROR:") {
+            text
+        } else {
+            format!("ERROR: <input>: {text}")
+        }
+    })?;
+    check::check_declared(program.expression(), declared).map_err(|e| match e {
+        check::CheckError::Undeclared { name, expr } => check::report(
+            source,
+            program.source_info(),
+            expr,
+            &format!("undeclared reference to '{name}' (in container '')"),
+        ),
+        check::CheckError::NotImplemented { function, library } => format!(
+            "fakekube does not implement the CEL function '{function}' (Kubernetes' {library} library), so it cannot evaluate this expression"
+        ),
+    })?;
+    Ok(program)
+}
+
 use cel::objects::OptionalValue;
 use cel::{Context, Env, Program, Value};
 use std::collections::HashMap;
@@ -127,7 +164,7 @@ pub(super) fn evaluate(c: &Compiled, this: Value, old: OldSelf) -> Result<Value,
 }
 
 /// An evaluation error in cel-go's words where they are known.
-fn error_text(e: &cel::ExecutionError) -> String {
+pub(crate) fn error_text(e: &cel::ExecutionError) -> String {
     use cel::ExecutionError as E;
     match e {
         E::NoSuchKey(k) => format!("no such key: {k}"),
