@@ -29,11 +29,12 @@ fn fixtures() -> Fixtures {
         op_timeout: Duration::from_secs(20),
         trial_timeout: Duration::from_secs(60),
         exec_timeout: Duration::from_millis(500),
-        // The default gap: the example's Python processes and their commands share the test
-        // machine's cores with the runner and the other transport's run, and at 200 ms a busy
+        // Twice the default gap: the example's Python processes and their commands share the
+        // test machine's cores with the runner and the other transport's run. At 200 ms a busy
         // machine once held the first output past the gap (167 ms before the exit of a 400 ms
-        // sleep) though the example streams it at once.
-        stream_gap: Duration::from_millis(500),
+        // sleep), and at 500 ms one of ten `cargo test` runs at load 8-14 did (485 ms before
+        // the exit of a 1 s sleep), though the example streams it at once.
+        stream_gap: Duration::from_secs(1),
         // Long enough for the create and the set_ttl that moves it to land before it expires
         // on a loaded machine: at 1 s, three of seven loaded `cargo test` runs saw the sandbox
         // expire (or its expiry fire) between the two calls.
