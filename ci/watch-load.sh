@@ -30,7 +30,9 @@ echo "== through a fakekube process"
 cargo bench -p fakekube --bench watchload --locked -- "${quick[@]}"
 
 [ "$upstream" = 1 ] || exit 0
-export UPSTREAM_DIR=target/upstream-watch-load
+# Absolute: cargo bench runs the bench in its package directory, not here.
+UPSTREAM_DIR="$PWD/target/upstream-watch-load"
+export UPSTREAM_DIR
 stop_upstream() {
     bash ci/upstream-down.sh >/dev/null 2>&1 || echo "watch-load: warning: upstream-down failed" >&2
 }
