@@ -26,7 +26,8 @@
 //!   (what the handlers share).
 //! - Authentication and authorization: `impersonation`, above [`authz`] (the RBAC authorizer
 //!   over the stored RBAC objects), above [`authn`] (client certificates, static and
-//!   service-account tokens, the token signer).
+//!   service-account tokens, the token signer), above `user` ([`UserInfo`](user::UserInfo): who a
+//!   request is made by, which the store and the admission plugins also read).
 //! - Store: [`store`] (objects, resourceVersions, the change log watches and controllers
 //!   follow, graceful deletion, garbage collection, pages, the Events' TTL; the in-process
 //!   [`Client`](fakekube_machinery::client::Client)), [`events`] (the Events' TTL task),
@@ -85,6 +86,7 @@ pub mod state;
 pub mod store;
 mod subresources;
 mod table;
+mod user;
 mod watch;
 
 // The machinery's modules and the schema crate under their own names, so `crate::status` and

@@ -603,11 +603,8 @@ fn printer(group: &str, kind: &str) -> Printer {
     }
 }
 
-/// The columns of built-in `kind` of `group`.
-pub fn columns(group: &str, kind: &str) -> &'static [Column] {
-    if let Some(columns) = crate::cluster_config::columns(group, kind) {
-        return columns;
-    }
+/// The columns of built-in `kind` of `group` (the cluster configuration kinds aside).
+pub(crate) fn columns(group: &str, kind: &str) -> &'static [Column] {
     match printer(group, kind) {
         Printer::Pod => POD,
         Printer::Service => SERVICE,
@@ -651,16 +648,14 @@ pub struct Row {
     pub conditions: Option<Value>,
 }
 
-/// The cells of `obj`, a built-in `kind` of `group`, at `now`.
-pub fn row(group: &str, kind: &str, obj: &Value, now: OffsetDateTime) -> Row {
+/// The cells of `obj`, a built-in `kind` of `group` (the cluster configuration kinds aside),
+/// at `now`.
+pub(crate) fn row(group: &str, kind: &str, obj: &Value, now: OffsetDateTime) -> Row {
     let name = json!(str_at(obj, &["metadata", "name"]));
     let age = json!(age::since(
         meta::str_at(obj, &["metadata", "creationTimestamp"]),
         now
     ));
-    if let Some(row) = crate::cluster_config::row(group, kind, obj, name.clone(), age.clone()) {
-        return row;
-    }
     let plain = |cells: Vec<Value>| Row {
         cells,
         conditions: None,

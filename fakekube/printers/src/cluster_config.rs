@@ -2,8 +2,11 @@
 //! (`admissionregistration.k8s.io`), the CSI kinds of `storage.k8s.io`, and API priority and
 //! fairness (`flowcontrol.apiserver.k8s.io`), as pkg/printers/internalversion prints them.
 
+use crate::age;
 use crate::builtin::{AGE, Column, NAME, Row, col, format_selector};
+use fakekube_machinery::meta;
 use serde_json::{Value, json};
+use time::OffsetDateTime;
 
 const WEBHOOKS: &[Column] = &[
     NAME,
@@ -197,9 +200,14 @@ fn shown(v: &Value, pointer: &str) -> Value {
     }
 }
 
-/// The cells of `obj` (`name` and `age` already printed), when it is one of these kinds.
-pub(crate) fn row(group: &str, kind: &str, obj: &Value, name: Value, age: Value) -> Option<Row> {
+/// The cells of `obj` at `now`, when it is one of these kinds.
+pub(crate) fn row(group: &str, kind: &str, obj: &Value, now: OffsetDateTime) -> Option<Row> {
     columns(group, kind)?;
+    let name = json!(meta::str_at(obj, &["metadata", "name"]).unwrap_or_default());
+    let age = json!(age::since(
+        meta::str_at(obj, &["metadata", "creationTimestamp"]),
+        now
+    ));
     let cells = match kind {
         "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration" => {
             vec![name, json!(count(obj, "/webhooks")), age]

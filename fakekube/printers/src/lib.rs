@@ -17,5 +17,19 @@ mod builtin;
 mod cluster_config;
 pub mod jsonpath;
 
-pub use builtin::{Column, DEFAULT, Row, columns, row};
+pub use builtin::{Column, DEFAULT, Row};
+
+use serde_json::Value;
+use time::OffsetDateTime;
+
+/// The columns of built-in `kind` of `group`.
+pub fn columns(group: &str, kind: &str) -> &'static [Column] {
+    cluster_config::columns(group, kind).unwrap_or_else(|| builtin::columns(group, kind))
+}
+
+/// The cells of `obj`, a built-in `kind` of `group`, at `now`.
+pub fn row(group: &str, kind: &str, obj: &Value, now: OffsetDateTime) -> Row {
+    cluster_config::row(group, kind, obj, now)
+        .unwrap_or_else(|| builtin::row(group, kind, obj, now))
+}
 pub use jsonpath::JsonPath;

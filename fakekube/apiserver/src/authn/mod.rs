@@ -3,7 +3,7 @@
 //! verified, then the bearer token (a static token first, then a service-account token). A
 //! request with no credentials is anonymous; one with a credential that fails is refused (401).
 //!
-//! - `user`: [`UserInfo`] and the special users and groups.
+//! - [`UserInfo`] (in `crate::user`) and the special users and groups, used here.
 //! - `tokens`: static tokens ([`Token`], the public API, and their table).
 //! - `jwt`: signing and verifying JSON web tokens.
 //! - `service_accounts`: bound (TokenRequest) and legacy (Secret) service-account tokens.
@@ -12,7 +12,7 @@
 mod jwt;
 mod service_accounts;
 mod tokens;
-mod user;
+use crate::user;
 mod x509;
 
 pub use jwt::{JwtError, Signer};

@@ -8,11 +8,11 @@ use super::{
     Cause, FieldValidation, Part, StatusMode, Target, WriteOptions, check_identity, compact,
     deletion, field_causes, field_keys, field_scope, finalizers, present, target,
 };
-use crate::authn::UserInfo;
 use crate::managed_fields;
 use crate::meta::{self, meta_str};
 use crate::registry::{Registry, ResourceType};
 use crate::status::ApiError;
+use crate::user::UserInfo;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 

@@ -133,7 +133,7 @@ pub struct WriteOptions {
     pub binding: bool,
     /// Who makes the write, for the admission policies' `request.userInfo`; `None` for
     /// fakekube's own controllers.
-    pub user: Option<Arc<crate::authn::UserInfo>>,
+    pub user: Option<Arc<crate::user::UserInfo>>,
 }
 
 pub use crate::client::Part;
@@ -158,7 +158,7 @@ pub struct DeleteOptions {
     /// is answered 202.
     pub orphan_dependents: Option<bool>,
     /// Who deletes, for the admission policies' `request.userInfo`.
-    pub user: Option<Arc<crate::authn::UserInfo>>,
+    pub user: Option<Arc<crate::user::UserInfo>>,
 }
 
 /// A list request's parameters.

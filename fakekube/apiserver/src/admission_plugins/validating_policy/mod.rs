@@ -19,9 +19,9 @@
 mod matching;
 
 use super::Lookup;
-use crate::authn::UserInfo;
 use crate::registry::ResourceType;
 use crate::status::ApiError;
+use crate::user::UserInfo;
 use fakekube_machinery::selector::LabelSelector;
 use fakekube_schema::{Activation, Outcome, compile_expression};
 use http::StatusCode;
