@@ -358,7 +358,6 @@ fn ingress_spec(fs: &[(u64, Field<'_>)]) -> Result<Value, ProtobufError> {
     Ok(s)
 }
 
-/// Decodes a protobuf request body into the JSON object it stands for.
 /// A `metav1.LabelSelector`: `matchLabels` (1) and `matchExpressions` (2: key, operator,
 /// values).
 fn label_selector(raw: &[u8]) -> Result<Value, ProtobufError> {
