@@ -134,11 +134,12 @@ mod kubelet_api;
 #[cfg(test)]
 mod kubelet_tests;
 mod node_streams;
+mod start_state;
 
 // The object machinery and the API client, shared by every layer, are their own crate; they
 // keep their module names here, so `crate::status::ApiError` and the like resolve as before.
 use fakekube_apiserver::{
-    api, authn, authz, cluster_objects, conversion, crd, discovery, events, finalizer, fixtures,
+    api, authn, authz, cluster_objects, conversion, discovery, events, finalizer, fixtures,
     inflight, inspect, rbac, registry, secret_log, state, store,
 };
 use fakekube_controllers::{
@@ -522,13 +523,14 @@ impl Builder {
         for t in self.tokens {
             tokens.add(t);
         }
-        let registry = Arc::new(registry::Registry::new());
         let clock = clock::Clock::new(self.clock);
-        let store = Arc::new(store::Store::with_clock(
-            self.store,
-            registry,
+        let store = Arc::new(start_state::store(
+            &start_state::Config {
+                settings: self.store,
+                agent_sandbox_crds: self.agent_sandbox_crds,
+            },
             clock.clone(),
-        ));
+        )?);
         let signer = authn::Signer::generate().map_err(|_| Error::TokenKey)?;
         let authn = Arc::new(authn::Authenticator::new(
             tokens,
@@ -537,30 +539,8 @@ impl Builder {
         let issuer: std::sync::Weak<dyn store::TokenIssuer> = Arc::downgrade(&authn) as _;
         store.set_token_issuer(issuer);
         let authz = Arc::new(authz::Authorizer::new(store.clone()));
-        control_plane::install_bootstrap_policy(&store);
-        kube_controllers::aggregate(store.as_ref());
-        if let Some(ns_type) = store.registry().find("", "v1", "namespaces") {
-            let mut all = vec![
-                "default".to_string(),
-                "kube-system".into(),
-                "kube-public".into(),
-                registration::NODE_LEASE_NAMESPACE.into(),
-            ];
-            all.extend(self.namespaces);
-            for ns in all {
-                let body = serde_json::json!({ "metadata": { "name": ns } });
-                if let Err(e) = store.create(&ns_type, "", body, store::WriteOptions::default())
-                    && e.code != 409
-                {
-                    tracing::warn!(namespace = %ns, error = %e.message, "creating a start namespace");
-                }
-            }
-        }
-        control_plane::install_default_storage_class(&store);
-        if self.agent_sandbox_crds {
-            install_agent_sandbox_crds(&store)?;
-        }
-        cluster_objects::install(&store, local);
+        start_state::create_namespaces(&store, &self.namespaces);
+        cluster_objects::install_endpoints(&store, local);
         let shutdown = CancellationToken::new();
         cluster_objects::spawn_apiservices(store.clone(), shutdown.clone());
         clock.spawn_auto_advance(store.subscribe(), shutdown.clone());
@@ -687,27 +667,6 @@ impl Builder {
             controllers,
         })
     }
-}
-
-/// Creates the agent-sandbox CRDs, as `kubectl apply -f fixtures/crds/` would.
-fn install_agent_sandbox_crds(store: &store::Store) -> Result<(), Error> {
-    let Some(crds) = store.registry().find(crd::GROUP, "v1", crd::PLURAL) else {
-        return Ok(());
-    };
-    for fixture in fixtures::agent_sandbox() {
-        store
-            .create(
-                &crds,
-                "",
-                fixture.crd.clone(),
-                store::WriteOptions::default(),
-            )
-            .map_err(|e| Error::InstallCrd {
-                file: fixture.file.clone(),
-                source: e.into(),
-            })?;
-    }
-    Ok(())
 }
 
 /// The user the admin token authenticates as (in `system:masters`).

@@ -205,3 +205,120 @@ async fn the_builder_runs_them_only_when_asked_and_the_leak_check_ignores_them()
     );
     plain.shutdown().await;
 }
+
+/// A CRD of a kind no server starts with.
+fn widget_crd() -> Value {
+    serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": { "name": "widgets.example.com" },
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": { "plural": "widgets", "singular": "widget", "kind": "Widget" },
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "schema": { "openAPIV3Schema": {
+                    "type": "object", "x-kubernetes-preserve-unknown-fields": true,
+                } },
+            }],
+        },
+    })
+}
+
+/// Servers of one process start from one start state (made once); each must change apart.
+#[tokio::test]
+async fn servers_of_one_process_start_alike_and_what_one_changes_no_other_sees() {
+    let first = fakekube::FakeKube::builder()
+        .namespace("team-a")
+        .start()
+        .await
+        .expect("first server");
+    first.create(widget_crd()).expect("the CRD is created");
+    first
+        .create(serde_json::json!({
+            "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": "only-first" },
+        }))
+        .expect("a namespace is created");
+    first
+        .delete("clusterroles", "", "view")
+        .expect("a bootstrap ClusterRole is deleted");
+    first
+        .delete("customresourcedefinitions", "", "sandboxes.agents.x-k8s.io")
+        .expect("an agent-sandbox CRD is deleted");
+
+    let second = fakekube::FakeKube::builder()
+        .start()
+        .await
+        .expect("second server");
+    // (what, (resource, namespace, name), whether the second server has it)
+    for (what, (resource, ns, name), present) in [
+        (
+            "the start namespace",
+            ("namespaces", "", "kube-system"),
+            true,
+        ),
+        (
+            "the bootstrap ClusterRole",
+            ("clusterroles", "", "view"),
+            true,
+        ),
+        (
+            "the agent-sandbox CRD",
+            ("customresourcedefinitions", "", "sandboxes.agents.x-k8s.io"),
+            true,
+        ),
+        (
+            "the default StorageClass",
+            ("storageclasses", "", "standard"),
+            true,
+        ),
+        (
+            "the kubernetes Service",
+            ("services", "default", "kubernetes"),
+            true,
+        ),
+        (
+            "the first's namespace",
+            ("namespaces", "", "only-first"),
+            false,
+        ),
+        (
+            "the first's builder namespace",
+            ("namespaces", "", "team-a"),
+            false,
+        ),
+        (
+            "the first's CRD",
+            ("customresourcedefinitions", "", "widgets.example.com"),
+            false,
+        ),
+    ] {
+        assert_eq!(
+            second.get(resource, ns, name).is_some(),
+            present,
+            "the second server has {what}: expected {present}"
+        );
+    }
+    let widget = serde_json::json!({
+        "apiVersion": "example.com/v1", "kind": "Widget", "metadata": { "name": "w" },
+    });
+    let refused = second
+        .create(widget.clone())
+        .expect_err("the second server serves no widgets");
+    assert_eq!(refused.code, 404);
+    first.create(widget).expect("the first serves widgets");
+
+    // Each server's Endpoints name its own address.
+    for kube in [&first, &second] {
+        let endpoints = kube
+            .get("endpoints", "default", "kubernetes")
+            .expect("the kubernetes Endpoints");
+        assert_eq!(
+            endpoints["subsets"][0]["ports"][0]["port"],
+            kube.addr().port()
+        );
+    }
+    first.shutdown().await;
+    second.shutdown().await;
+}

@@ -25,21 +25,15 @@ use std::sync::Arc;
 /// The `kubernetes` Service's ClusterIP, the first of the service range.
 pub(crate) const KUBERNETES_SERVICE_IP: &str = "10.96.0.1";
 
-/// Creates what the API server keeps from its start: the `default/kubernetes` Service and its
-/// endpoints for a server listening at `addr`, the ComponentStatuses, the system
-/// PriorityClasses, and the APIServices of
-/// the kinds served now.
-pub fn install(store: &Store, addr: SocketAddr) {
+/// Creates what the API server keeps from its start wherever it listens: the
+/// `default/kubernetes` Service, the ComponentStatuses, the system PriorityClasses, the
+/// flow-control bootstrap configuration, and the APIServices of the kinds served now.
+/// [`install_endpoints`] adds the Service's endpoints.
+pub fn install(store: &Store) {
     let registry = store.registry();
     let find = |group: &str, plural: &str| registry.find(group, "v1", plural);
-    if let (Some(svc), Some(ep), Some(slices)) = (
-        find("", "services"),
-        find("", "endpoints"),
-        find("discovery.k8s.io", "endpointslices"),
-    ) {
+    if let Some(svc) = find("", "services") {
         create(store, &svc, "default", kubernetes_service());
-        create(store, &ep, "default", kubernetes_endpoints(addr));
-        create(store, &slices, "default", kubernetes_endpoint_slice(addr));
     }
     if let Some(cs) = find("", "componentstatuses") {
         for name in ["scheduler", "controller-manager", "etcd-0"] {
@@ -82,6 +76,19 @@ pub fn install(store: &Store, addr: SocketAddr) {
         }
     }
     apiservices::sync(store);
+}
+
+/// Creates the Endpoints and the EndpointSlice of `default/kubernetes` for a server listening
+/// at `addr`.
+pub fn install_endpoints(store: &Store, addr: SocketAddr) {
+    let registry = store.registry();
+    if let (Some(ep), Some(slices)) = (
+        registry.find("", "v1", "endpoints"),
+        registry.find("discovery.k8s.io", "v1", "endpointslices"),
+    ) {
+        create(store, &ep, "default", kubernetes_endpoints(addr));
+        create(store, &slices, "default", kubernetes_endpoint_slice(addr));
+    }
 }
 
 /// Creates `obj` in `ns`, then writes its `status` when the kind keeps status apart; an object
@@ -192,7 +199,8 @@ mod tests {
     fn the_kubernetes_service_and_its_endpoints_name_the_server() {
         let s = store();
         let addr: SocketAddr = "127.0.0.1:6443".parse().expect("an address");
-        install(&s, addr);
+        install(&s);
+        install_endpoints(&s, addr);
         let get = |group: &str, plural: &str| {
             let rt = s.registry().find(group, "v1", plural).expect("served");
             s.get(&rt, "default", "kubernetes").expect("present")

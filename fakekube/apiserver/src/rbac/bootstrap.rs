@@ -1,5 +1,5 @@
 //! The ClusterRoles and ClusterRoleBindings a server starts with, read from
-//! `bootstrap.yaml` (compiled in): `cluster-admin` bound to `system:masters`; `admin`, `edit`
+//! `bootstrap.yaml` (compiled in, as JSON the build script writes): `cluster-admin` bound to `system:masters`; `admin`, `edit`
 //! and `view`, filled by aggregation; discovery, the self reviews and the public health paths
 //! for every authenticated user (health and version for anonymous ones too).
 
@@ -26,8 +26,11 @@ pub fn objects() -> &'static [(&'static str, Value)] {
 }
 
 fn build() -> Result<Vec<(&'static str, Value)>, String> {
-    let doc: Value =
-        serde_saphyr::from_str(include_str!("bootstrap.yaml")).map_err(|e| e.to_string())?;
+    let doc: Value = serde_json::from_str(include_str!(concat!(
+        env!("OUT_DIR"),
+        "/rbac-bootstrap.json"
+    )))
+    .map_err(|e| e.to_string())?;
     let mut out = Vec::new();
     for role in doc
         .get("clusterRoles")

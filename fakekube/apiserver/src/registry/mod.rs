@@ -360,6 +360,30 @@ impl Registry {
         }
     }
 
+    /// A registry that serves what this one serves now (its CRDs' kinds, converters and
+    /// mutators included), and changes apart from it afterwards.
+    pub fn copy(&self) -> Registry {
+        let inner = self.read();
+        Registry {
+            inner: RwLock::new(Inner {
+                entries: inner.entries.clone(),
+                generation: inner.generation,
+            }),
+            converters: RwLock::new(
+                self.converters
+                    .read()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clone(),
+            ),
+            mutators: RwLock::new(
+                self.mutators
+                    .read()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clone(),
+            ),
+        }
+    }
+
     fn read(&self) -> RwLockReadGuard<'_, Inner> {
         self.inner.read().unwrap_or_else(|e| e.into_inner())
     }

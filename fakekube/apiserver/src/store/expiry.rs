@@ -16,7 +16,7 @@ use std::time::{Duration, SystemTime};
 pub(super) const EVENTS: &str = "events";
 
 /// One write's lease.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Lease {
     /// When it runs out.
     deadline: SystemTime,
@@ -27,7 +27,7 @@ struct Lease {
 }
 
 /// The leases of the Events written so far, earliest deadline first.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) struct EventLeases {
     ttl: Duration,
     leases: VecDeque<Lease>,

@@ -8,7 +8,7 @@ use crate::status::ApiError;
 use std::collections::VecDeque;
 
 /// The log of changes.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) struct History {
     entries: VecDeque<Event>,
     /// Every change with a greater resourceVersion is in the log.

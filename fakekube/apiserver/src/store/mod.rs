@@ -175,7 +175,7 @@ pub struct ListQuery {
 }
 
 /// Server-wide settings of the store.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoreSettings {
     /// How many events the log keeps for watches.
     pub event_log_capacity: usize,
@@ -220,6 +220,12 @@ pub struct Store {
     /// TokenRequest), once set.
     token_issuer: std::sync::OnceLock<std::sync::Weak<dyn TokenIssuer>>,
 }
+
+/// A store's contents, to start other stores from ([`Store::into_snapshot`],
+/// [`Store::from_snapshot`]): a server makes what it holds at start once, and starts each new
+/// store from it.
+#[derive(Debug)]
+pub struct Snapshot(Inner);
 
 #[derive(Debug)]
 struct Inner {
@@ -301,28 +307,58 @@ impl Store {
 
     /// An empty store serving the kinds of `registry`, whose timestamps come from `clock`.
     pub fn with_clock(settings: StoreSettings, registry: Arc<Registry>, clock: Clock) -> Self {
-        let (changed, _) = watch::channel(0);
+        Store::holding(Inner {
+            clock,
+            registry,
+            rv: 0,
+            objects: objects::Objects::default(),
+            log: history::History::new(settings.event_log_capacity),
+            epoch: 0,
+            type_rv: HashMap::new(),
+            event_leases: expiry::EventLeases::new(settings.event_ttl),
+            refreshing_quotas: false,
+            settings,
+            references: references::References::default(),
+        })
+    }
+
+    /// The store holding `inner`.
+    fn holding(inner: Inner) -> Self {
+        let (changed, _) = watch::channel(inner.rv);
         Store {
-            registry: registry.clone(),
-            clock: clock.clone(),
-            inner: Mutex::new(Inner {
-                clock,
-                registry,
-                rv: 0,
-                objects: objects::Objects::default(),
-                log: history::History::new(settings.event_log_capacity),
-                epoch: 0,
-                type_rv: HashMap::new(),
-                event_leases: expiry::EventLeases::new(settings.event_ttl),
-                refreshing_quotas: false,
-                settings,
-                references: references::References::default(),
-            }),
+            registry: inner.registry.clone(),
+            clock: inner.clock.clone(),
+            inner: Mutex::new(inner),
             changed,
             wire: WireCache::default(),
             client_kinds: client::Kinds::default(),
             token_issuer: std::sync::OnceLock::new(),
         }
+    }
+
+    /// What this store holds, to start other stores from ([`Store::from_snapshot`]).
+    pub fn into_snapshot(self) -> Snapshot {
+        Snapshot(self.inner.into_inner().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// A store that holds what `snapshot` holds, under its own `clock`: the same objects at
+    /// the same resourceVersions (their revisions shared with the snapshot, not copied), the
+    /// same kinds served, and the same watch history; it changes apart from every other.
+    pub fn from_snapshot(snapshot: &Snapshot, clock: Clock) -> Self {
+        let held = &snapshot.0;
+        Store::holding(Inner {
+            clock,
+            registry: Arc::new(held.registry.copy()),
+            rv: held.rv,
+            objects: held.objects.clone(),
+            log: held.log.clone(),
+            epoch: held.epoch,
+            type_rv: held.type_rv.clone(),
+            event_leases: held.event_leases.clone(),
+            refreshing_quotas: false,
+            settings: held.settings.clone(),
+            references: held.references.clone(),
+        })
     }
 
     /// Sets who issues the tokens the in-process kubelet asks for through the store's client
@@ -727,6 +763,30 @@ impl Store {
         drop(inner);
         self.publish(rv);
         Ok((present(&registry, rt, &stored)?, warnings))
+    }
+
+    /// Updates an object from what is stored when the write is made, as the API server's
+    /// storage does for a subresource that rewrites its object: `change` is given the stored
+    /// object (as [`Store::get`] reads it) and returns the object to write, in one hold of the
+    /// lock, so that no other write comes between. The resourceVersion `change` leaves in it
+    /// is the precondition: the stored one unless the client named another.
+    pub fn update_stored(
+        &self,
+        rt: &Arc<ResourceType>,
+        ns: &str,
+        name: &str,
+        opts: WriteOptions,
+        change: impl FnOnce(&Value) -> Result<Value, ApiError>,
+    ) -> Result<(Arc<Value>, Vec<String>), ApiError> {
+        let mut inner = self.lock()?;
+        let stored = inner
+            .get(rt, ns, name)
+            .ok_or_else(|| ApiError::not_found(target(rt, name)))?;
+        let current = inner.read_as(rt, &stored)?;
+        let obj = change(&current)?;
+        let out = inner.update(rt, ns, name, obj, Part::Main, opts, true)?;
+        self.notify(&inner);
+        Ok(out)
     }
 
     /// Patches an object (or its status); server-side apply creates it when absent.

@@ -78,7 +78,7 @@ pub(super) struct Read<'a> {
 }
 
 /// Every stored object, by type and by namespace and name.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(super) struct Objects {
     by_type: HashMap<TypeKey, BTreeMap<ObjKey, Kept>>,
 }

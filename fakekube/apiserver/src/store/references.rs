@@ -11,7 +11,7 @@ use std::collections::{BTreeSet, HashMap};
 pub(super) type StoreKey = (TypeKey, ObjKey);
 
 /// The indexes of the stored objects' uids, owner references and foreground deletions.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(super) struct References {
     /// How many stored objects have each uid (one, unless a client chose a duplicate).
     uids: HashMap<String, usize>,
