@@ -12,7 +12,7 @@ use crate::registry::ResourceType;
 use crate::request::{self, Query, WriteVerb};
 use crate::response::json_response;
 use crate::status::{ApiError, Cause, Target};
-use crate::store::{Part, Store};
+use crate::store::Store;
 use axum::body::Body;
 use axum::response::Response;
 use http::{HeaderMap, StatusCode, header};
@@ -31,12 +31,15 @@ pub(crate) async fn serve(
     query: &Query,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let current = store.get(pods, ns, name)?;
-    let wanted = match verb {
-        "get" => return Ok(json_response(StatusCode::OK, &current)),
+    // What the client sent: the pod for an update, the patch for a patch.
+    let (sent, patch_kind) = match verb {
+        "get" => {
+            let current = store.get(pods, ns, name)?;
+            return Ok(json_response(StatusCode::OK, &current));
+        }
         "update" => {
             let raw = request::read_body(body).await?;
-            request::decode(headers, &raw)?
+            (request::decode(headers, &raw)?, None)
         }
         "patch" => {
             let ct = headers
@@ -47,9 +50,7 @@ pub(crate) async fn serve(
                 .filter(|k| *k != PatchKind::Apply)
                 .ok_or_else(|| ApiError::unsupported_media_type(ct))?;
             let raw = request::read_body(body).await?;
-            let p = request::decode(headers, &raw)?;
-            patch::apply_patch(kind, &current, &p, &MergeKeys::for_core_kind("Pod"))
-                .map_err(|e| ApiError::bad_request(e.to_string()))?
+            (request::decode(headers, &raw)?, Some(kind))
         }
         other => {
             return Err(ApiError::method_not_allowed(
@@ -64,24 +65,55 @@ pub(crate) async fn serve(
         WriteVerb::Patch { apply: false }
     };
     let opts = request::write_options(query, verb_kind)?;
+    // The pod as stored when the write is made: a write that names no resourceVersion is not
+    // refused because another writer (the kubelet's status) came since the client read.
+    let pinned = meta_str(&sent, "resourceVersion")
+        .filter(|rv| !rv.is_empty())
+        .map(str::to_string);
+    let (stored, _) = store.update_stored(pods, ns, name, opts, |current| {
+        merged(current, &sent, patch_kind, name, pinned.as_deref())
+    })?;
+    Ok(json_response(StatusCode::OK, &stored))
+}
+
+/// The pod `current` with the ephemeral containers `sent` asks for (the pod of an update, or
+/// the patch of a patch of `patch_kind`), at the resourceVersion `pinned` names or else at
+/// `current`'s; refused when `sent` removes or changes an ephemeral container.
+fn merged(
+    current: &Value,
+    sent: &Value,
+    patch_kind: Option<PatchKind>,
+    name: &str,
+    pinned: Option<&str>,
+) -> Result<Value, ApiError> {
+    let target = Target {
+        group: "",
+        resource: "pods",
+        kind: "Pod",
+        name,
+    };
+    // As the API server's storage does, a resourceVersion that is not the stored one is a
+    // conflict before anything else is checked.
+    if let Some(rv) = pinned
+        && meta_str(current, "resourceVersion") != Some(rv)
+    {
+        return Err(ApiError::stale(target));
+    }
+    let wanted = match patch_kind {
+        None => sent.clone(),
+        Some(kind) => patch::apply_patch(kind, current, sent, &MergeKeys::for_core_kind("Pod"))
+            .map_err(|e| ApiError::bad_request(e.to_string()))?,
+    };
     if let Some(n) = meta_str(&wanted, "name").filter(|n| *n != name) {
         return Err(ApiError::bad_request(format!(
             "the name of the object ({n}) does not match the name on the URL ({name})"
         )));
     }
-    let old = list(&current);
+    let old = list(current);
     let new = list(&wanted);
     let causes = check(&old, &new);
     if !causes.is_empty() {
-        return Err(ApiError::invalid(
-            Target {
-                group: "",
-                resource: "pods",
-                kind: "Pod",
-                name,
-            },
-            causes,
-        ));
+        return Err(ApiError::invalid(target, causes));
     }
     // Existing containers stay as stored (with their defaults); new ones are appended.
     let mut merged = old.clone();
@@ -89,13 +121,12 @@ pub(crate) async fn serve(
         new.into_iter()
             .filter(|n| !old.iter().any(|o| o.get("name") == n.get("name"))),
     );
-    let mut next = Value::clone(&current);
+    let mut next = Value::clone(current);
     next["spec"]["ephemeralContainers"] = json!(merged);
-    if let Some(rv) = meta_str(&wanted, "resourceVersion").filter(|rv| !rv.is_empty()) {
+    if let Some(rv) = pinned {
         next["metadata"]["resourceVersion"] = json!(rv);
     }
-    let (stored, _) = store.update(pods, ns, name, next, Part::Main, opts)?;
-    Ok(json_response(StatusCode::OK, &stored))
+    Ok(next)
 }
 
 fn list(pod: &Value) -> Vec<Value> {

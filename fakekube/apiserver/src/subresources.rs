@@ -12,7 +12,7 @@ use crate::route::ResourcePath;
 use crate::selector::LabelSelector;
 use crate::state::Shared;
 use crate::status::{ApiError, Cause, Target};
-use crate::store::{Part, Store, WriteOptions};
+use crate::store::{Store, WriteOptions};
 use axum::body::Body;
 use axum::response::Response;
 use http::{HeaderMap, StatusCode, header};
@@ -25,6 +25,13 @@ fn at_path<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
     path.trim_start_matches('.')
         .split('.')
         .try_fold(obj, |v, key| v.get(key))
+}
+
+/// The resourceVersion a client's body names, if any.
+fn named_resource_version(body: &Value) -> Option<String> {
+    meta::meta_str(body, "resourceVersion")
+        .filter(|rv| !rv.is_empty())
+        .map(str::to_string)
 }
 
 /// Sets the value at a CRD's simple JSON path, creating the objects on the way.
@@ -107,10 +114,16 @@ pub(crate) async fn scale(
     };
     let current = store.get(rt, ns, name)?;
     let scale = scale_of(&current, rt, paths);
-    let wanted = match verb {
+    // What the client asks for, and the resourceVersion it names (a patch applied to the scale
+    // as read carries that one's; only the patch's own is the client's).
+    let (wanted, pinned) = match verb {
         "get" => return Ok(json_response(StatusCode::OK, &scale)),
-        "update" => serde_json::from_slice::<Value>(&body)
-            .map_err(|e| ApiError::bad_request(e.to_string()))?,
+        "update" => {
+            let wanted: Value =
+                serde_json::from_slice(&body).map_err(|e| ApiError::bad_request(e.to_string()))?;
+            let pinned = named_resource_version(&wanted);
+            (wanted, pinned)
+        }
         "patch" => {
             let ct = headers
                 .get(header::CONTENT_TYPE)
@@ -120,8 +133,9 @@ pub(crate) async fn scale(
                 .ok_or_else(|| ApiError::unsupported_media_type(ct))?;
             let p: Value =
                 serde_json::from_slice(&body).map_err(|e| ApiError::bad_request(e.to_string()))?;
-            patch::apply_patch(kind, &scale, &p, &MergeKeys::none())
-                .map_err(|e| ApiError::bad_request(e.to_string()))?
+            let wanted = patch::apply_patch(kind, &scale, &p, &MergeKeys::none())
+                .map_err(|e| ApiError::bad_request(e.to_string()))?;
+            (wanted, named_resource_version(&p))
         }
         other => return Err(ApiError::method_not_allowed(other, "scale")),
     };
@@ -148,21 +162,20 @@ pub(crate) async fn scale(
             }],
         ));
     }
-    let mut obj = Value::clone(&current);
-    set_path(&mut obj, &paths.spec_replicas, replicas);
-    let rv = meta::meta_str(&wanted, "resourceVersion")
-        .filter(|s| !s.is_empty())
-        .or_else(|| meta::meta_str(&current, "resourceVersion"))
-        .unwrap_or("")
-        .to_string();
-    if let Some(md) = meta::metadata_mut(&mut obj) {
-        md.insert("resourceVersion".into(), json!(rv));
-    }
     let opts = WriteOptions {
         dry_run: query.get("dryRun") == Some("All"),
         ..Default::default()
     };
-    let (updated, _) = store.update(rt, ns, name, obj, Part::Main, opts)?;
+    // The object as stored when the write is made, at the resourceVersion the client named or
+    // else the stored one: a controller's status write since the read is no conflict.
+    let (updated, _) = store.update_stored(rt, ns, name, opts, |stored| {
+        let mut obj = Value::clone(stored);
+        set_path(&mut obj, &paths.spec_replicas, replicas);
+        if let (Some(rv), Some(md)) = (pinned, meta::metadata_mut(&mut obj)) {
+            md.insert("resourceVersion".into(), json!(rv));
+        }
+        Ok(obj)
+    })?;
     Ok(json_response(
         StatusCode::OK,
         &scale_of(&updated, rt, paths),
