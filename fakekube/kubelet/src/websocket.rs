@@ -307,8 +307,20 @@ impl<W: AsyncWrite + Unpin> Writer<W> {
 
     /// Writes one frame (without flushing).
     pub async fn send(&mut self, opcode: u8, payload: &[u8]) -> std::io::Result<()> {
+        self.send_parts(opcode, &[], payload).await
+    }
+
+    /// Writes one frame whose payload is `prefix` then `payload` (a channel byte and its
+    /// data), without flushing: the two are copied once, into the frame.
+    pub async fn send_parts(
+        &mut self,
+        opcode: u8,
+        prefix: &[u8],
+        payload: &[u8],
+    ) -> std::io::Result<()> {
         self.frame.clear();
-        encode_header(opcode, payload.len(), &mut self.frame);
+        encode_header(opcode, prefix.len() + payload.len(), &mut self.frame);
+        self.frame.extend_from_slice(prefix);
         self.frame.extend_from_slice(payload);
         self.io.write_all(&self.frame).await
     }

@@ -136,7 +136,7 @@ pub enum Peer {
 #[derive(Debug)]
 pub enum Out {
     /// Bytes on a channel ([`codec::STDOUT`], [`codec::STDERR`] or [`codec::ERROR`]).
-    Data(u8, Vec<u8>),
+    Data(u8, Bytes),
     /// The protocol's end after the status (WebSocket: Close 1000; SPDY: each stream finished,
     /// then GOAWAY); the writer returns once it is written.
     End,
@@ -339,7 +339,7 @@ where
         if !wanted || chunk.is_empty() {
             continue;
         }
-        let mut payload = chunk.to_vec();
+        let mut payload = chunk;
         if let Some(limit) = config.drop_after_bytes.limit() {
             let room = limit.saturating_sub(report.output_bytes);
             if payload.len() >= room {
@@ -389,7 +389,7 @@ where
     }
     let status = status_for(&config, &exit);
     if let Some(payload) = codec::error_channel_payload(config.status, &status) {
-        let _ = out_tx.send(Out::Data(codec::ERROR, payload)).await;
+        let _ = out_tx.send(Out::Data(codec::ERROR, payload.into())).await;
     }
     report.status = Some(status);
     let _ = out_tx.send(Out::End).await;

@@ -286,6 +286,11 @@ async fn send<W: AsyncWrite + Unpin>(
     channel: u8,
     payload: &[u8],
 ) -> std::io::Result<()> {
+    if !protocol.is_base64() {
+        return writer
+            .send_parts(websocket::OP_BINARY, &[channel], payload)
+            .await;
+    }
     let e = codec::encode(protocol, channel, payload);
     let op = if e.text {
         websocket::OP_TEXT
