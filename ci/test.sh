@@ -14,29 +14,62 @@ mkdir -p "$scan"
 export FAKEKUBE_SECRET_LOG="$scan/secrets.log"
 export CASSETTE_KEEP="$scan/cassettes"
 
-echo "== cargo fmt --check"
+# Where the time goes: each step's wall time, printed as a table when the run ends (passed or
+# not), and after `cargo test` its slowest test binaries.
+step_names=()
+step_secs=()
+step_began=$SECONDS
+step_current=""
+end_step() {
+    if [ -n "$step_current" ]; then
+        step_names+=("$step_current")
+        step_secs+=($((SECONDS - step_began)))
+    fi
+    step_current=""
+}
+step() {
+    end_step
+    step_current="$1"
+    step_began=$SECONDS
+    echo "== $1"
+}
+times() {
+    end_step
+    echo "== wall time by step ($(nproc) cores, load at the end:$(uptime | sed 's/.*load average://'))"
+    local i
+    for i in "${!step_names[@]}"; do
+        printf '%6d s  %s\n' "${step_secs[$i]}" "${step_names[$i]%% (*}"
+    done
+    printf '%6d s  in all\n' "$SECONDS"
+}
+trap times EXIT
+
+step "cargo fmt --check"
 cargo fmt --all -- --check
 
-echo "== cargo clippy"
+step "cargo clippy"
 # `live/live` lints the feature-gated live crate too (its test needs a cluster; see below).
 cargo clippy --workspace --all-targets --features live/live --locked -- -D warnings
 
-echo "== import cycles between modules (ci/module-cycles.py)"
+step "import cycles between modules (ci/module-cycles.py)"
 python3 ci/module-cycles.py contract/src adapter/src fakekube/src fakekube/machinery/src \
     fakekube/apiserver/src fakekube/printers/src fakekube/schema/src fakekube/kubelet/src fakekube/controllers/src \
     fakekube/runtime/src fakekube/programs/src fakekube/cassette/src conformance/src \
     conformance/runner/src conformance/protocol/src live/src
 
-echo "== Python venvs for the exec tests (ci/python-venv.sh)"
+step "Python venvs for the exec tests (ci/python-venv.sh)"
 bash ci/python-venv.sh
 
-echo "== cargo test"
+step "cargo test"
 cargo test --workspace --locked 2>&1 | tee "$scan/cargo-test.log"
+# The ten slowest test binaries, from libtest's "finished in" of each.
+awk '/^ *Running /{name=$2} /^test result:/{for(i=1;i<=NF;i++) if($i=="in"){sub(/s$/,"",$(i+1)); printf "%8.1f s  %s\n", $(i+1), name}}' \
+    "$scan/cargo-test.log" | sort -rn | head -10
 
-echo "== the fault soak: the main job, the adapter, the live tests and conformance --kubeconfig under chaos, seed 1 (ci/soak.sh)"
+step "the fault soak: the main job, the adapter, the live tests and conformance --kubeconfig under chaos, seed 1 (ci/soak.sh)"
 bash ci/soak.sh --seed 1 --seconds 10 2>&1 | tee "$scan/soak.log"
 
-echo "== shellcheck ci/*.sh"
+step "shellcheck ci/*.sh"
 if ! command -v shellcheck >/dev/null 2>&1; then
     # Debian's package, installed once; later runs need no network.
     apt-get install -y -qq shellcheck >/dev/null 2>&1 ||
@@ -45,14 +78,14 @@ if ! command -v shellcheck >/dev/null 2>&1; then
 fi
 shellcheck ci/*.sh
 
-echo "== live tests against a fakekube process (ci/live.sh)"
+step "live tests against a fakekube process (ci/live.sh)"
 LIVE_JSON_DIR="$scan/live-fake" bash ci/live.sh 2>&1 | tee "$scan/live.log"
 
-echo "== record against a fakekube process, then replay without it (ci/cassette.sh)"
+step "record against a fakekube process, then replay without it (ci/cassette.sh)"
 bash ci/cassette.sh 2>&1 | tee "$scan/cassette.log"
 
-echo "== fakekube against the upstream control plane (ci/upstream-compare.sh)"
+step "fakekube against the upstream control plane (ci/upstream-compare.sh)"
 bash ci/upstream-compare.sh --fake-reports "$scan/live-fake" 2>&1 | tee "$scan/upstream-compare.log"
 
-echo "== the credential scan of every output and report (ci/credential-scan.sh)"
+step "the credential scan of every output and report (ci/credential-scan.sh)"
 bash ci/credential-scan.sh "$scan"
