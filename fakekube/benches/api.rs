@@ -8,6 +8,9 @@
 //! Client and server share one process and one tokio runtime, so the figures are what a test
 //! suite sees, not what a dedicated server could do.
 
+#[path = "support/percentile.rs"]
+mod percentile;
+
 use fakekube::FakeKube;
 use http::Uri;
 use hyper_util::client::legacy::connect::{Connected, Connection};
@@ -17,6 +20,7 @@ use kube::api::{Api, ListParams, PostParams};
 use kube::client::ConfigExt;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
+use percentile::percentile;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -149,20 +153,6 @@ fn spread(samples: &[Duration]) -> String {
         fmt_duration(percentile(samples, 0.0)),
         fmt_duration(percentile(samples, 100.0)),
     )
-}
-
-/// The `p`th percentile (nearest rank) of `samples`; zero when there are none.
-fn percentile(samples: &[Duration], p: f64) -> Duration {
-    let mut sorted = samples.to_vec();
-    sorted.sort();
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let rank = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
-    sorted
-        .get(rank.min(sorted.len() - 1))
-        .copied()
-        .unwrap_or_default()
 }
 
 /// A duration in the unit that suits it.

@@ -20,8 +20,12 @@
 //!
 //! Run with `cargo bench -p fakekube --bench cluster [-- --kubeconfig PATH] [--quick]`.
 
+#[path = "support/percentile.rs"]
+mod percentile;
 #[path = "support/raw_tls.rs"]
 mod raw_tls;
+#[path = "support/ws_exec.rs"]
+mod ws_exec;
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
@@ -38,15 +42,14 @@ use kube::api::{
 };
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
+use percentile::percentile;
 use raw_tls::RawServer;
 use rustls::RootCertStore;
 use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use serde_json::{Value, json};
-use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
-use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use ws_exec::{Endpoint, Ran};
 
 /// Anything that can fail in the benchmark, reported and ending the run.
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -272,52 +275,16 @@ impl Target {
     }
 }
 
-/// What one exec returned.
-struct Ran {
-    stdout_bytes: usize,
-    /// The channel-3 payload (the status).
-    status: String,
-}
-
-/// One exec in `namespace`'s pod [`TARGET_POD`]: connect, upgrade, read until the server's
-/// Close (as `exec.rs`'s client).
+/// One exec in `namespace`'s pod [`TARGET_POD`], container [`CONTAINER`], with the client
+/// `exec.rs` uses.
 async fn exec(target: &Target, namespace: &str, command: &[&str]) -> Result<Ran, BoxError> {
-    let tcp = TcpStream::connect(&target.authority).await?;
-    tcp.set_nodelay(true)?;
-    let stream = target
-        .tls
-        .connect(ServerName::try_from(target.host.clone())?, tcp)
-        .await?;
-    let mut url = format!(
-        "wss://{}/api/v1/namespaces/{namespace}/pods/{TARGET_POD}/exec?container={CONTAINER}&stdout=true&stderr=true",
-        target.authority
-    );
-    for c in command {
-        url.push_str("&command=");
-        url.extend(form_urlencoded::byte_serialize(c.as_bytes()));
-    }
-    let mut req = url.into_client_request()?;
-    req.headers_mut()
-        .insert("sec-websocket-protocol", "v5.channel.k8s.io".parse()?);
-    if let Some(token) = &target.token {
-        req.headers_mut()
-            .insert("authorization", format!("Bearer {token}").parse()?);
-    }
-    let (mut ws, _) = tokio_tungstenite::client_async(req, stream).await?;
-    let mut ran = Ran {
-        stdout_bytes: 0,
-        status: String::new(),
+    let to = Endpoint {
+        tls: &target.tls,
+        authority: &target.authority,
+        host: &target.host,
+        token: target.token.as_deref(),
     };
-    while let Some(m) = ws.next().await {
-        if let Message::Binary(b) = m? {
-            match b.split_first() {
-                Some((1, rest)) => ran.stdout_bytes += rest.len(),
-                Some((3, rest)) => ran.status.push_str(&String::from_utf8_lossy(rest)),
-                _ => {}
-            }
-        }
-    }
-    Ok(ran)
+    ws_exec::exec(&to, namespace, TARGET_POD, Some(CONTAINER), command).await
 }
 
 /// Whether an exec's status says it succeeded.
@@ -330,17 +297,6 @@ fn succeeded(ran: &Ran) -> bool {
                 .map(|s| s == "Success")
         })
         .unwrap_or(false)
-}
-
-/// The `p`th percentile (nearest rank) of `samples`; zero when there are none.
-fn percentile(samples: &[Duration], p: f64) -> Duration {
-    let mut sorted = samples.to_vec();
-    sorted.sort();
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let rank = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
-    sorted[rank.min(sorted.len() - 1)]
 }
 
 fn ms(d: Duration) -> f64 {

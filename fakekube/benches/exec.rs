@@ -10,26 +10,26 @@
 //! share one process and one tokio runtime, as in a test suite. The raw TLS baseline is
 //! `support/raw_tls.rs`, shared with the adapter's `compare` bench.
 
+#[path = "support/percentile.rs"]
+mod percentile;
 #[path = "support/raw_tls.rs"]
 mod raw_tls;
+#[path = "support/ws_exec.rs"]
+mod ws_exec;
 
 #[path = "support/client_tls.rs"]
 mod client_tls;
 
 use client_tls::client_tls;
 use fakekube::FakeKube;
-use futures_util::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
+use percentile::percentile;
 use raw_tls::RawServer;
-use rustls_pki_types::ServerName;
 use std::time::{Duration, Instant};
-use tokio::net::TcpStream;
-use tokio_rustls::TlsConnector;
-use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use ws_exec::{Endpoint, exec};
 
 /// How many execs of `true` are timed (after [`WARM_UP`] untimed ones); `--quick`: 100.
 const ROUND_TRIPS: usize = 500;
@@ -57,6 +57,13 @@ async fn run() -> Result<(), BoxError> {
     let kube = FakeKube::builder().start().await?;
     create_pod(&kube).await?;
     let tls = client_tls(kube.ca_pem())?;
+    let authority = kube.addr().to_string();
+    let to = Endpoint {
+        tls: &tls,
+        authority: &authority,
+        host: "127.0.0.1",
+        token: Some(kube.token()),
+    };
     let raw = RawServer::start(BIG).await?;
 
     println!(
@@ -72,7 +79,7 @@ async fn run() -> Result<(), BoxError> {
     let mut execs = Vec::with_capacity(round_trips);
     for i in 0..WARM_UP + round_trips {
         let t = Instant::now();
-        let got = exec(&kube, &tls, &["true"]).await?;
+        let got = exec(&to, "default", "bench", None, &["true"]).await?;
         if got.status != r#"{"metadata":{},"status":"Success"}"# {
             return Err(format!("exec of true ended with {:?}", got.status).into());
         }
@@ -80,7 +87,7 @@ async fn run() -> Result<(), BoxError> {
             execs.push(t.elapsed());
         }
     }
-    print_latency(&format!("exec `true` ({round_trips} runs)"), &mut execs);
+    print_latency(&format!("exec `true` ({round_trips} runs)"), &execs);
     let mut echoes = Vec::with_capacity(round_trips);
     for i in 0..WARM_UP + round_trips {
         let t = Instant::now();
@@ -91,7 +98,7 @@ async fn run() -> Result<(), BoxError> {
     }
     print_latency(
         &format!("raw TLS connect + 1-byte echo ({round_trips} runs)"),
-        &mut echoes,
+        &echoes,
     );
 
     println!();
@@ -106,14 +113,14 @@ async fn run() -> Result<(), BoxError> {
     let mut exec_runs = Vec::new();
     for _ in 0..runs {
         let t = Instant::now();
-        let got = exec(&kube, &tls, &command).await?;
+        let got = exec(&to, "default", "bench", None, &command).await?;
         let took = t.elapsed();
         if got.stdout_bytes != BIG {
             return Err(format!("exec delivered {} bytes", got.stdout_bytes).into());
         }
         exec_runs.push(took);
     }
-    print_throughput("exec stdout, WebSocket v5 over TLS", &mut exec_runs);
+    print_throughput("exec stdout, WebSocket v5 over TLS", &exec_runs);
     let mut raw_runs = Vec::new();
     for _ in 0..runs {
         let t = Instant::now();
@@ -124,7 +131,7 @@ async fn run() -> Result<(), BoxError> {
         }
         raw_runs.push(took);
     }
-    print_throughput("raw TLS copy, 32 KiB writes", &mut raw_runs);
+    print_throughput("raw TLS copy, 32 KiB writes", &raw_runs);
 
     kube.shutdown().await;
     println!();
@@ -163,54 +170,8 @@ async fn create_pod(kube: &FakeKube) -> Result<(), BoxError> {
     Ok(())
 }
 
-/// What one exec returned.
-struct Ran {
-    /// Bytes received on stdout.
-    stdout_bytes: usize,
-    /// The channel-3 payload.
-    status: String,
-}
-
-/// One exec: connect, upgrade, read until the server's Close.
-async fn exec(kube: &FakeKube, tls: &TlsConnector, command: &[&str]) -> Result<Ran, BoxError> {
-    let tcp = TcpStream::connect(kube.addr()).await?;
-    tcp.set_nodelay(true)?;
-    let stream = tls.connect(ServerName::try_from("127.0.0.1")?, tcp).await?;
-    let mut url = format!(
-        "wss://{}/api/v1/namespaces/default/pods/bench/exec?stdout=true&stderr=true",
-        kube.addr()
-    );
-    for c in command {
-        url.push_str("&command=");
-        url.extend(form_urlencoded::byte_serialize(c.as_bytes()));
-    }
-    let mut req = url.into_client_request()?;
-    req.headers_mut()
-        .insert("sec-websocket-protocol", "v5.channel.k8s.io".parse()?);
-    req.headers_mut()
-        .insert("authorization", format!("Bearer {}", kube.token()).parse()?);
-    let (mut ws, _) = tokio_tungstenite::client_async(req, stream).await?;
-    let mut ran = Ran {
-        stdout_bytes: 0,
-        status: String::new(),
-    };
-    while let Some(m) = ws.next().await {
-        match m? {
-            Message::Binary(b) => match b.split_first() {
-                Some((1, rest)) => ran.stdout_bytes += rest.len(),
-                Some((3, rest)) => ran.status.push_str(&String::from_utf8_lossy(rest)),
-                _ => {}
-            },
-            Message::Close(_) => {}
-            _ => {}
-        }
-    }
-    Ok(ran)
-}
-
 /// Prints one latency row.
-fn print_latency(label: &str, times: &mut [Duration]) {
-    times.sort();
+fn print_latency(label: &str, times: &[Duration]) {
     println!(
         "{:<44} {:>10} {:>10} {:>10} {:>10}",
         label,
@@ -222,8 +183,7 @@ fn print_latency(label: &str, times: &mut [Duration]) {
 }
 
 /// Prints one throughput row (MB/s of [`BIG`] bytes).
-fn print_throughput(label: &str, times: &mut [Duration]) {
-    times.sort();
+fn print_throughput(label: &str, times: &[Duration]) {
     let mbps = |d: Duration| BIG as f64 / 1e6 / d.as_secs_f64().max(1e-9);
     let median = percentile(times, 50.0);
     let best = percentile(times, 0.0);
@@ -234,15 +194,6 @@ fn print_throughput(label: &str, times: &mut [Duration]) {
         mbps(best),
         fmt_duration(median),
     );
-}
-
-/// The `p`th percentile of sorted `times` (nearest rank).
-fn percentile(times: &[Duration], p: f64) -> Duration {
-    if times.is_empty() {
-        return Duration::ZERO;
-    }
-    let rank = ((p / 100.0) * (times.len() - 1) as f64).round() as usize;
-    times[rank.min(times.len() - 1)]
 }
 
 /// A duration in the unit that reads best.
