@@ -1,7 +1,8 @@
-//! The ClusterRoles and ClusterRoleBindings a server starts with, read from
-//! `bootstrap.yaml` (compiled in, as JSON the build script writes): `cluster-admin` bound to `system:masters`; `admin`, `edit`
-//! and `view`, filled by aggregation; discovery, the self reviews and the public health paths
-//! for every authenticated user (health and version for anonymous ones too).
+//! The ClusterRoles and ClusterRoleBindings a server starts with, read from `bootstrap.yaml`
+//! (compiled in, as the JSON the build script writes): `cluster-admin` bound to
+//! `system:masters`; `admin`, `edit` and `view`, filled by aggregation; discovery, the self
+//! reviews and the public health paths for every authenticated user (health and version for
+//! anonymous ones too).
 
 use super::validation::GROUP;
 use serde_json::{Value, json};
